@@ -1,0 +1,84 @@
+"""Turns and their traces. A turn is queued by the web process and run by a Celery worker."""
+
+from __future__ import annotations
+
+import uuid
+
+from django.conf import settings
+from django.db import models
+
+
+class Conversation(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE, related_name="conversations")
+    title = models.CharField(max_length=200, blank=True)
+    # Compacted history of older turns (seed 000 fix 6: compaction keeps <mandatory-skill> verbatim).
+    summary = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return self.title or str(self.id)
+
+
+class TurnStatus(models.TextChoices):
+    QUEUED = "queued"
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+FINISHED_STATUSES = (TurnStatus.SUCCEEDED, TurnStatus.FAILED, TurnStatus.CANCELLED)
+
+
+class AgentTurn(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    conversation = models.ForeignKey(Conversation, null=True, blank=True, on_delete=models.CASCADE, related_name="turns")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="agent_turns")
+    message = models.TextField()
+    model = models.CharField(max_length=200)
+    forced_skill = models.CharField(max_length=128, blank=True)
+    script = models.JSONField(null=True, blank=True)
+    max_input_tokens = models.PositiveIntegerField(null=True, blank=True)
+    status = models.CharField(max_length=16, choices=TurnStatus.choices, default=TurnStatus.QUEUED, db_index=True)
+    cancel_requested = models.BooleanField(default=False)
+    answer = models.TextField(blank=True)
+    error = models.TextField(blank=True)
+    steps = models.PositiveIntegerField(default=0)
+    prompt_tokens = models.PositiveIntegerField(default=0)
+    completion_tokens = models.PositiveIntegerField(default=0)
+    cost = models.FloatField(default=0.0)
+    attempts = models.PositiveIntegerField(default=0)
+    feedback_rating = models.SmallIntegerField(null=True, blank=True)
+    feedback_comment = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"turn {self.id} ({self.status})"
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status in FINISHED_STATUSES
+
+
+class TraceEvent(models.Model):
+    turn = models.ForeignKey(AgentTurn, on_delete=models.CASCADE, related_name="trace_events")
+    seq = models.PositiveIntegerField()
+    type = models.CharField(max_length=32)
+    at = models.DateTimeField()
+    data = models.JSONField(default=dict)
+
+    class Meta:
+        ordering = ["turn", "seq"]
+        constraints = [models.UniqueConstraint(fields=["turn", "seq"], name="trace_unique_seq_per_turn")]
+
+    def __str__(self) -> str:
+        return f"{self.turn_id}#{self.seq} {self.type}"

@@ -1,0 +1,11 @@
+"""The Celery app; task defaults live in settings under the CELERY_ namespace."""
+
+import os
+
+from celery import Celery
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+
+app = Celery("skill_registry")
+app.config_from_object("django.conf:settings", namespace="CELERY")
+app.autodiscover_tasks()

@@ -1,0 +1,211 @@
+"""Settings, all read from the environment (12-factor); `.env.example` lists every variable.
+
+Defaults give a working development setup with nothing installed but Python: SQLite under
+`var/`, Kombu's filesystem broker and a local-memory cache. Setting `DATABASE_URL` and
+`REDIS_URL` switches to PostgreSQL and Redis.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import environ
+from django.core.exceptions import ImproperlyConfigured
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = Path(os.environ.get("VAR_DIR", BASE_DIR / "var"))
+VAR_DIR.mkdir(parents=True, exist_ok=True)
+
+env = environ.Env()
+env.read_env(BASE_DIR / ".env", overwrite=False)
+
+# litellm fetches a price list at import unless told not to; we never want network at import.
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+DEBUG = env.bool("DEBUG", default=False)
+TESTING = env.bool("TESTING", default=False)
+
+# A development key is only acceptable when the instance is obviously not production.
+SECRET_KEY = env.str("SECRET_KEY", default="")
+if not SECRET_KEY:
+    if DEBUG or TESTING:
+        SECRET_KEY = "insecure-development-key-do-not-use-in-production"
+    else:
+        secret_file = VAR_DIR / "secret_key"
+        if not secret_file.exists():
+            # `make run` on a fresh machine: make a random key once and keep it out of git.
+            from django.core.management.utils import get_random_secret_key
+
+            secret_file.write_text(get_random_secret_key())
+            secret_file.chmod(0o600)
+        SECRET_KEY = secret_file.read_text().strip()
+
+ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "[::1]", "testserver"])
+CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "django_filters",
+    "drf_spectacular",
+    "django_htmx",
+    "template_partials",
+    "registry",
+    "agents",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+]
+
+ROOT_URLCONF = "config.urls"
+WSGI_APPLICATION = "config.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{VAR_DIR / 'db.sqlite3'}")}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # Several processes (web, worker, tests) share the file: wait for locks instead of failing.
+    DATABASES["default"].setdefault("OPTIONS", {})["timeout"] = 20
+DATABASES["default"]["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=0)
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+REDIS_URL = env.str("REDIS_URL", default="")
+if REDIS_URL:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
+else:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+]
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "home"
+LOGOUT_REDIRECT_URL = "login"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = VAR_DIR / "staticfiles"
+
+SESSION_COOKIE_HTTPONLY = True
+SESSION_COOKIE_SECURE = env.bool("SECURE_COOKIES", default=False)
+CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+X_FRAME_OPTIONS = "DENY"
+SECURE_CONTENT_TYPE_NOSNIFF = True
+
+# --- Celery -----------------------------------------------------------------------------
+if REDIS_URL:
+    CELERY_BROKER_URL = REDIS_URL
+    CELERY_BROKER_TRANSPORT_OPTIONS: dict = {"visibility_timeout": 3600}
+else:
+    # No Redis: Kombu's filesystem transport lets web and worker share a queue via var/.
+    _broker_dir = VAR_DIR / "broker"
+    for sub in ("out", "processed"):
+        (_broker_dir / sub).mkdir(parents=True, exist_ok=True)
+    CELERY_BROKER_URL = "filesystem://"
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "data_folder_in": str(_broker_dir / "out"),
+        "data_folder_out": str(_broker_dir / "out"),
+        "processed_folder": str(_broker_dir / "processed"),
+        "store_processed": False,
+    }
+CELERY_RESULT_BACKEND = None
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_TASK_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_SOFT_TIME_LIMIT = env.int("CELERY_TASK_SOFT_TIME_LIMIT", default=600)
+CELERY_TASK_TIME_LIMIT = CELERY_TASK_SOFT_TIME_LIMIT + 30
+CELERY_TASK_ALWAYS_EAGER = False
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+
+# --- REST API ---------------------------------------------------------------------------
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "registry.api.auth.BearerTokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
+    "PAGE_SIZE": 50,
+    "EXCEPTION_HANDLER": "registry.api.errors.exception_handler",
+    "DEFAULT_THROTTLE_RATES": {"token": env.str("API_THROTTLE_RATE", default="6000/min")},
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Skill Registry API",
+    "DESCRIPTION": "The system of record for agent skills, force-include rules and usage analytics.",
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
+}
+
+# --- Skill Registry ---------------------------------------------------------------------
+BUNDLED_SKILLS_DIR = Path(env.str("BUNDLED_SKILLS_DIR", default=str(BASE_DIR / "skills")))
+SKILL_MD_MAX_BYTES = env.int("SKILL_MD_MAX_BYTES", default=256 * 1024)
+SKILL_FILE_MAX_BYTES = env.int("SKILL_FILE_MAX_BYTES", default=10 * 1024 * 1024)
+SKILL_BUNDLE_MAX_BYTES = env.int("SKILL_BUNDLE_MAX_BYTES", default=50 * 1024 * 1024)
+SKILL_BUNDLE_MAX_FILES = env.int("SKILL_BUNDLE_MAX_FILES", default=500)
+DATA_UPLOAD_MAX_MEMORY_SIZE = SKILL_BUNDLE_MAX_BYTES + 1024 * 1024
+FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
+MAX_SKILLS_IN_PROMPT = env.int("MAX_SKILLS_IN_PROMPT", default=150)
+MAX_PROMPT_CHARS = env.int("MAX_PROMPT_CHARS", default=18000)
+RULE_PATTERN_MAX_LENGTH = env.int("RULE_PATTERN_MAX_LENGTH", default=1000)
+
+# --- Agent runtime ----------------------------------------------------------------------
+AGENT_MODEL = env.str("AGENT_MODEL", default="offline")
+AGENT_API_BASE = env.str("AGENT_API_BASE", default="")
+AGENT_API_KEY = env.str("AGENT_API_KEY", default="")
+AGENT_ALLOW_SCRIPTED = env.bool("AGENT_ALLOW_SCRIPTED", default=DEBUG or TESTING)
+AGENT_MAX_ITERATIONS = env.int("AGENT_MAX_ITERATIONS", default=10)
+AGENT_MAX_TOTAL_TOKENS = env.int("AGENT_MAX_TOTAL_TOKENS", default=200_000)
+AGENT_MAX_SECONDS = env.float("AGENT_MAX_SECONDS", default=300.0)
+AGENT_EXTRA_TOOLS = env.list("AGENT_EXTRA_TOOLS", default=[])
+AGENT_WORKSPACE_ROOT = Path(env.str("AGENT_WORKSPACE_ROOT", default=str(VAR_DIR / "workspaces")))
+
+if AGENT_ALLOW_SCRIPTED and not (DEBUG or TESTING) and env.bool("PRODUCTION", default=False):
+    raise ImproperlyConfigured("AGENT_ALLOW_SCRIPTED must be false when PRODUCTION is set.")
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
+    "loggers": {"LiteLLM": {"level": "WARNING"}, "httpx": {"level": "WARNING"}},
+}

@@ -1,0 +1,73 @@
+"""Domain errors raised by services and turned into responses in one place.
+
+Each error carries an HTTP status and a machine-readable code, so the DRF exception handler
+and the console helper never need to know about individual error classes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class ApplicationError(Exception):
+    status = 400
+    code = "invalid"
+
+    def __init__(
+        self,
+        detail: str,
+        *,
+        line: int | None = None,
+        fields: dict[str, Any] | None = None,
+        extra: dict[str, Any] | None = None,
+    ) -> None:
+        super().__init__(detail)
+        self.detail = detail
+        self.line = line
+        self.fields = fields or {}
+        self.extra = extra or {}
+
+    def as_dict(self) -> dict[str, Any]:
+        body: dict[str, Any] = {"error": self.code, "detail": self.detail}
+        if self.line is not None:
+            body["line"] = self.line
+        if self.fields:
+            body["fields"] = self.fields
+        body.update(self.extra)
+        return body
+
+
+class InvalidSkill(ApplicationError):
+    """A SKILL.md that cannot be accepted (unreadable, missing name/description, too big)."""
+
+    code = "invalid_skill"
+
+
+class InvalidBundle(ApplicationError):
+    """A skill folder or zip that is unsafe or malformed (zip-slip, links, absolute paths)."""
+
+    code = "invalid_bundle"
+
+
+class BundleTooLarge(ApplicationError):
+    status = 413
+    code = "bundle_too_large"
+
+
+class NotFound(ApplicationError):
+    status = 404
+    code = "not_found"
+
+
+class VersionConflict(ApplicationError):
+    status = 409
+    code = "version_conflict"
+
+
+class InvalidPattern(ApplicationError):
+    code = "invalid_pattern"
+
+
+class PermissionDenied(ApplicationError):
+    status = 403
+    code = "forbidden"

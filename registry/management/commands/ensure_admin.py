@@ -1,0 +1,52 @@
+"""Make sure an admin account exists and say how to log in (used by `make run`).
+
+The username and password come from DJANGO_SUPERUSER_USERNAME / DJANGO_SUPERUSER_PASSWORD.
+Without a password, a random one is generated on first creation and kept in var/ (mode 600)
+so later runs can print it again; setting the variable later resets the password to it.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
+from django.core.management.base import BaseCommand, CommandParser
+
+
+class Command(BaseCommand):
+    help = "Create the admin account if missing and print how to log in."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--url", default="http://127.0.0.1:8000/")
+
+    def handle(self, *args, url: str, **options) -> None:
+        User = get_user_model()
+        username = os.environ.get("DJANGO_SUPERUSER_USERNAME") or "admin"
+        password = os.environ.get("DJANGO_SUPERUSER_PASSWORD") or ""
+        password_file = settings.VAR_DIR / "admin-password.txt"
+
+        user = User.objects.filter(username=username).first()
+        if user is None:
+            if not password:
+                password = secrets.token_urlsafe(12)
+                password_file.write_text(password + "\n")
+                password_file.chmod(0o600)
+            user = User.objects.create_superuser(username=username, email="", password=password)
+            user.groups.add(*Group.objects.filter(name="admin"))
+            how = f"password: {password}"
+        elif password:
+            user.set_password(password)
+            user.save(update_fields=["password"])
+            how = "password: the value of DJANGO_SUPERUSER_PASSWORD"
+        elif password_file.exists():
+            how = f"password: {password_file.read_text().strip()}"
+        else:
+            how = "password: the one you set (or run `python manage.py changepassword " + username + "`)"
+
+        self.stdout.write("")
+        self.stdout.write(self.style.SUCCESS(f"Skill Registry: open {url}"))
+        self.stdout.write(f"Log in as '{username}', {how}")
+        self.stdout.write("")

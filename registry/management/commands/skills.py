@@ -1,0 +1,190 @@
+"""`python manage.py skills ...` — the registry from the command line (SPEC §9, seed 002)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from tqdm import tqdm
+
+from registry import selectors
+from registry.bundle import find_skill_folders, read_folder, read_zip, write_folder
+from registry.errors import ApplicationError
+from registry.models import Skill, SkillSource
+from registry.services.audit import Actor
+from registry.services.skills import (
+    ImportReport,
+    registry_limits,
+    skill_import_path,
+    skill_set_enabled,
+    skills_import_tree,
+    skills_sync_bundled,
+)
+from registry.skillmd import validate_skill_md
+
+CLI = Actor(via="cli")
+
+
+class Command(BaseCommand):
+    help = "Manage skills: list, info, validate, import, export, sync, enable, disable, create, label."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        sub = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
+
+        listing = sub.add_parser("list", help="List effective skills (--all: every source, disabled too).")
+        listing.add_argument("--all", action="store_true")
+
+        info = sub.add_parser("info", help="Show one skill's metadata, versions and labels.")
+        info.add_argument("name")
+
+        validate = sub.add_parser("validate", help="Validate a skill folder, zip or SKILL.md file.")
+        validate.add_argument("path", type=Path)
+
+        imp = sub.add_parser("import", help="Import a skill folder, a zip, or a folder of skills.")
+        imp.add_argument("path", type=Path)
+        imp.add_argument("--source", default=SkillSource.WORKSPACE, choices=SkillSource.values)
+
+        export = sub.add_parser("export", help="Export a skill (or --all) into a folder, byte for byte.")
+        export.add_argument("name", nargs="?")
+        export.add_argument("dest", type=Path)
+        export.add_argument("--all", action="store_true")
+        export.add_argument("--label", default=None, help="Export the version this label points to.")
+
+        sub.add_parser("sync", help="Sync the bundled skills/ folder; only changed folders are re-read.")
+
+        for verb in ("enable", "disable"):
+            toggle = sub.add_parser(verb, help=f"{verb.capitalize()} a skill.")
+            toggle.add_argument("name")
+            toggle.add_argument("--source", choices=SkillSource.values)
+
+    def handle(self, *args, action: str, **options) -> None:
+        handler = getattr(self, f"handle_{action}")
+        try:
+            handler(**options)
+        except ApplicationError as exc:
+            where = f" (line {exc.line})" if exc.line else ""
+            raise CommandError(f"{exc.detail}{where}") from exc
+
+    # --- reading -------------------------------------------------------------------------
+    def handle_list(self, *, all: bool, **_) -> None:
+        rows = selectors.skill_list(include_shadowed=all)
+        if not rows:
+            self.stdout.write("No skills. Try `python manage.py skills sync`.")
+            return
+        width = max(len(row.skill.name) for row in rows)
+        for row in rows:
+            flags = [] if row.skill.enabled else ["disabled"]
+            if row.shadowed_by:
+                flags.append(f"shadowed by {row.shadowed_by}")
+            suffix = f"  [{', '.join(flags)}]" if flags else ""
+            description = row.version.description if row.version else ""
+            self.stdout.write(
+                f"{row.skill.name:<{width}}  v{row.skill.latest_version:<3} {row.skill.source:<9}  "
+                f"{_one_line(description, 70)}{suffix}"
+            )
+
+    def handle_info(self, *, name: str, **_) -> None:
+        skill = selectors.skill_get(name=name)
+        version = skill.versions.get(number=skill.latest_version)
+        labels = {label.name: label.version.number for label in skill.labels.select_related("version")}
+        info = {
+            "name": skill.name,
+            "source": skill.source,
+            "enabled": skill.enabled,
+            "latest_version": skill.latest_version,
+            "labels": labels,
+            "description": version.description,
+            "tags": version.tags,
+            "triggers": version.triggers,
+            "tools": version.tools,
+            "fingerprint": version.fingerprint,
+            "files": [f"{f.path} ({f.size} bytes{', executable' if f.executable else ''})" for f in version.files.all()],
+            "tokens": {"description": version.description_tokens, "body": version.body_tokens},
+            "warnings": version.warnings,
+        }
+        self.stdout.write(json.dumps(info, indent=2, ensure_ascii=False))
+
+    def handle_validate(self, *, path: Path, **_) -> None:
+        if path.is_dir():
+            bundle = read_folder(path, limits=registry_limits())
+            skill_md, folder_name = bundle.skill_md, path.name
+        elif path.suffix == ".zip":
+            with path.open("rb") as handle:
+                skill_md, folder_name = read_zip(handle, limits=registry_limits()).skill_md, None
+        elif path.is_file():
+            skill_md, folder_name = path.read_bytes(), path.parent.name
+        else:
+            raise CommandError(f"{path} does not exist.")
+        issues = validate_skill_md(skill_md, folder_name=folder_name, limits=registry_limits())
+        for issue in issues:
+            self.stdout.write(f"{path}:{issue.line}: {issue.level}: {issue.message}")
+        errors = [issue for issue in issues if issue.level == "error"]
+        if errors:
+            raise CommandError(f"{len(errors)} error(s).")
+        self.stdout.write(self.style.SUCCESS(f"valid ({len(issues)} warning(s))"))
+
+    # --- writing -------------------------------------------------------------------------
+    def handle_import(self, *, path: Path, source: str, **_) -> None:
+        if not path.exists():
+            raise CommandError(f"{path} does not exist.")
+        if path.is_file() or (path / "SKILL.md").is_file():
+            result = skill_import_path(path=path, source=source, actor=CLI)
+            self._report(ImportReport(published=[result] if result.created else [],
+                                      unchanged=[] if result.created else [result]))
+            return
+        folders = find_skill_folders(path)
+        with tqdm(total=len(folders), unit="skill", disable=None, file=self.stderr) as bar:
+            report = skills_import_tree(root=path, source=source, actor=CLI, only=folders,
+                                        progress=lambda folder: bar.update(1))
+        self._report(report)
+
+    def handle_sync(self, **_) -> None:
+        report = skills_sync_bundled(actor=CLI)
+        self._report(report, skipped=len(report.skipped))
+
+    def handle_export(self, *, name: str | None, dest: Path, all: bool, label: str | None, **_) -> None:
+        if all == bool(name):
+            raise CommandError("Give either a skill NAME or --all.")
+        skills = [row.skill for row in selectors.skill_list(include_shadowed=False)] if all else [selectors.skill_get(name=name)]
+        for skill in skills:
+            version = selectors.skill_version_for(skill=skill, label=label)
+            target = dest / skill.name if all else dest
+            if target.exists() and any(target.iterdir()):
+                raise CommandError(f"{target} is not empty; export into a new folder.")
+            write_folder(selectors.version_bundle(version), target)
+            self.stdout.write(f"exported {skill.name} v{version.number} -> {target}")
+
+    def handle_enable(self, *, name: str, source: str | None, **_) -> None:
+        self._toggle(name, source, True)
+
+    def handle_disable(self, *, name: str, source: str | None, **_) -> None:
+        self._toggle(name, source, False)
+
+    def _toggle(self, name: str, source: str | None, enabled: bool) -> None:
+        candidates = Skill.objects.filter(name=name, **({"source": source} if source else {}))
+        if not candidates:
+            raise CommandError(f"No skill named '{name}'.")
+        for skill in candidates:
+            skill_set_enabled(skill=skill, enabled=enabled, actor=CLI)
+            self.stdout.write(f"{'enabled' if enabled else 'disabled'} {skill.name} ({skill.source})")
+
+    def _report(self, report: ImportReport, skipped: int = 0) -> None:
+        for result in report.published:
+            self.stdout.write(self.style.SUCCESS(f"published {result.skill.name} v{result.version.number}")
+                              + (f" ({len(result.warnings)} warning(s))" if result.warnings else ""))
+        for result in report.unchanged:
+            self.stdout.write(f"unchanged {result.skill.name} v{result.version.number}")
+        for folder, reason in report.failed:
+            self.stderr.write(self.style.ERROR(f"failed {folder}: {reason}"))
+        summary = f"{len(report.published)} published, {len(report.unchanged)} unchanged, {len(report.failed)} failed"
+        if skipped:
+            summary += f", {skipped} skipped (not modified since last sync)"
+        self.stdout.write(summary)
+        if report.failed:
+            raise CommandError(f"{len(report.failed)} skill(s) could not be imported.")
+
+
+def _one_line(text: str, width: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"

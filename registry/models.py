@@ -1,0 +1,276 @@
+"""The registry's tables. Invariants live in database constraints; behaviour lives in services."""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+
+class SkillSource(models.TextChoices):
+    BUNDLED = "bundled", "Bundled"
+    USER = "user", "User"
+    WORKSPACE = "workspace", "Workspace"
+
+
+# seed 002: bundled < user < workspace; the highest enabled source wins a name.
+SOURCE_PRIORITY = {SkillSource.BUNDLED: 1, SkillSource.USER: 2, SkillSource.WORKSPACE: 3}
+
+
+class Skill(models.Model):
+    name = models.CharField(max_length=128)
+    source = models.CharField(max_length=16, choices=SkillSource.choices, default=SkillSource.USER)
+    enabled = models.BooleanField(default=True)
+    # The newest version number; publishing locks this row and increments it, which is what
+    # keeps version numbers contiguous under concurrent publishes.
+    latest_version = models.PositiveIntegerField(default=0)
+    # For folder-backed sources: a hash of the folder's file names, sizes, modes and mtimes at
+    # the last sync, so `skills sync` only re-reads folders that changed (seed 002's mtime cache).
+    sync_signature = models.CharField(max_length=64, blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name", "source"]
+        constraints = [models.UniqueConstraint(fields=["name", "source"], name="skill_unique_name_per_source")]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.source})"
+
+    @property
+    def priority(self) -> int:
+        return SOURCE_PRIORITY[SkillSource(self.source)]
+
+
+class Blob(models.Model):
+    """File content stored once by its sha256, shared by every version that contains it."""
+
+    sha256 = models.CharField(max_length=64, primary_key=True)
+    size = models.PositiveBigIntegerField()
+    content = models.BinaryField()
+
+    def __str__(self) -> str:
+        return self.sha256
+
+    @classmethod
+    def digest(cls, content: bytes) -> str:
+        return hashlib.sha256(content).hexdigest()
+
+
+class SkillVersion(models.Model):
+    """An immutable snapshot of a skill: the raw SKILL.md is the source of truth, the rest is derived."""
+
+    skill = models.ForeignKey(Skill, on_delete=models.CASCADE, related_name="versions")
+    number = models.PositiveIntegerField()
+    skill_md = models.TextField()
+    fingerprint = models.CharField(max_length=64)
+    name = models.CharField(max_length=128)
+    description = models.TextField()
+    frontmatter = models.JSONField(default=dict)
+    tags = models.JSONField(default=list)
+    triggers = models.JSONField(default=list)
+    tools = models.JSONField(default=list)
+    warnings = models.JSONField(default=list)
+    description_tokens = models.PositiveIntegerField(default=0)
+    body_tokens = models.PositiveIntegerField(default=0)
+    author = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    message = models.CharField(max_length=500, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["skill", "-number"]
+        constraints = [
+            models.UniqueConstraint(fields=["skill", "number"], name="version_unique_number_per_skill"),
+            models.CheckConstraint(condition=Q(number__gte=1), name="version_number_positive"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.skill.name} v{self.number}"
+
+
+class SkillFile(models.Model):
+    version = models.ForeignKey(SkillVersion, on_delete=models.CASCADE, related_name="files")
+    path = models.CharField(max_length=1024)
+    blob = models.ForeignKey(Blob, on_delete=models.PROTECT, related_name="+")
+    size = models.PositiveBigIntegerField()
+    executable = models.BooleanField(default=False)
+
+    class Meta:
+        ordering = ["path"]
+        constraints = [models.UniqueConstraint(fields=["version", "path"], name="file_unique_path_per_version")]
+
+    def __str__(self) -> str:
+        return self.path
+
+    @property
+    def sha256(self) -> str:
+        return self.blob_id
+
+    @property
+    def mode(self) -> int:
+        return 0o755 if self.executable else 0o644
+
+
+class Label(models.Model):
+    """A movable pointer (`production`, `staging`, ...) to one version of a skill."""
+
+    skill = models.ForeignKey(Skill, on_delete=models.CASCADE, related_name="labels")
+    name = models.CharField(max_length=36)
+    version = models.ForeignKey(SkillVersion, on_delete=models.PROTECT, related_name="labels")
+    updated_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["skill", "name"]
+        constraints = [
+            models.UniqueConstraint(fields=["skill", "name"], name="label_unique_name_per_skill"),
+            models.CheckConstraint(condition=~Q(name="latest"), name="label_latest_is_implicit"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.skill.name}@{self.name}"
+
+
+class LabelHistory(models.Model):
+    skill = models.ForeignKey(Skill, on_delete=models.CASCADE, related_name="label_history")
+    label = models.CharField(max_length=36)
+    from_version = models.PositiveIntegerField(null=True, blank=True)
+    to_version = models.PositiveIntegerField(null=True, blank=True)  # null: the label was deleted
+    changed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    changed_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-changed_at", "-id"]
+        verbose_name_plural = "label history"
+
+    def __str__(self) -> str:
+        return f"{self.skill.name}@{self.label}: {self.from_version} -> {self.to_version}"
+
+
+class ForceIncludeRule(models.Model):
+    """seed 004: a regex on the user query that adds skills (and an instruction) to a turn."""
+
+    name = models.CharField(max_length=100, unique=True)
+    pattern = models.TextField()
+    skills = models.JSONField(default=list)
+    tools = models.JSONField(default=list, blank=True)
+    instruction = models.TextField(blank=True)
+    auto_invoke = models.JSONField(null=True, blank=True)
+    priority = models.IntegerField(default=0)
+    enabled = models.BooleanField(default=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-priority", "name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class UsageKind(models.TextChoices):
+    OFFERED = "offered"
+    LOADED = "loaded"
+    EXECUTED = "executed"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    FEEDBACK = "feedback"
+
+
+class UsageEvent(models.Model):
+    # Idempotency key: a client re-sending a batch (or a redelivered task) never double-counts.
+    event_id = models.CharField(max_length=100, unique=True, default=uuid.uuid4)
+    kind = models.CharField(max_length=16, choices=UsageKind.choices)
+    skill_name = models.CharField(max_length=128)
+    version = models.PositiveIntegerField(null=True, blank=True)
+    trigger = models.CharField(max_length=32, blank=True)
+    turn = models.ForeignKey("agents.AgentTurn", null=True, blank=True, on_delete=models.CASCADE, related_name="usage_events")
+    client_id = models.CharField(max_length=100, blank=True)
+    duration_ms = models.PositiveIntegerField(null=True, blank=True)
+    tokens = models.PositiveIntegerField(null=True, blank=True)
+    cost = models.FloatField(null=True, blank=True)
+    rating = models.SmallIntegerField(null=True, blank=True)  # feedback: +1 / -1
+    at = models.DateTimeField(db_index=True)
+
+    class Meta:
+        ordering = ["-at"]
+        indexes = [models.Index(fields=["skill_name", "kind", "at"], name="usage_skill_kind_at")]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.skill_name} v{self.version}"
+
+
+class AuditLog(models.Model):
+    actor = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    via = models.CharField(max_length=120, blank=True)  # "console", "api token <name>", "cli"
+    action = models.CharField(max_length=64)
+    object_type = models.CharField(max_length=64)
+    object_repr = models.CharField(max_length=255)
+    before = models.JSONField(null=True, blank=True)
+    after = models.JSONField(null=True, blank=True)
+    at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        ordering = ["-at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.action} {self.object_type} {self.object_repr}"
+
+
+class TokenScope(models.TextChoices):
+    SKILLS_READ = "skills:read"
+    SKILLS_WRITE = "skills:write"
+    RULES_WRITE = "rules:write"
+    USAGE_WRITE = "usage:write"
+    ANALYTICS_READ = "analytics:read"
+    AGENT_RUN = "agent:run"
+
+
+class ApiToken(models.Model):
+    """A bearer token; only the sha256 of the secret is stored, the secret is shown once."""
+
+    name = models.CharField(max_length=100, unique=True)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens")
+    prefix = models.CharField(max_length=12, db_index=True)
+    secret_hash = models.CharField(max_length=64, unique=True)
+    scopes = models.JSONField(default=list)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @staticmethod
+    def hash_secret(secret: str) -> str:
+        return hashlib.sha256(secret.encode()).hexdigest()
+
+    def has_scope(self, scope: str) -> bool:
+        return scope in self.scopes
+
+
+class RegistryState(models.Model):
+    """One row whose `generation` grows with every registry write (see services/generation.py)."""
+
+    generation = models.PositiveBigIntegerField(default=0)
+
+    def __str__(self) -> str:
+        return f"generation {self.generation}"

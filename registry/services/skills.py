@@ -1,0 +1,230 @@
+"""Writing skills: publish versions, import folders and zips, sync the bundled folder, enable/disable."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from django.conf import settings
+from django.db import transaction
+
+from registry.bundle import Bundle, Limits, find_skill_folders, read_folder, read_zip
+from registry.errors import ApplicationError, InvalidSkill, VersionConflict
+from registry.models import Blob, Skill, SkillFile, SkillSource, SkillVersion
+from registry.services.audit import SYSTEM, Actor, audit_record
+from registry.services.generation import registry_changed
+from registry.skillmd import Issue, ParsedSkill, parse_skill_md
+from registry.token_count import count_tokens
+
+
+def registry_limits() -> Limits:
+    return Limits(
+        skill_md_bytes=settings.SKILL_MD_MAX_BYTES,
+        file_bytes=settings.SKILL_FILE_MAX_BYTES,
+        bundle_bytes=settings.SKILL_BUNDLE_MAX_BYTES,
+        bundle_files=settings.SKILL_BUNDLE_MAX_FILES,
+    )
+
+
+@dataclass(frozen=True)
+class PublishResult:
+    version: SkillVersion
+    created: bool
+    warnings: tuple[Issue, ...]
+
+    @property
+    def skill(self) -> Skill:
+        return self.version.skill
+
+
+def _validate_source(source: str) -> SkillSource:
+    try:
+        return SkillSource(source)
+    except ValueError:
+        choices = ", ".join(SkillSource.values)
+        raise InvalidSkill(f"Unknown source '{source}'; use one of {choices}.", fields={"source": f"one of {choices}"})
+
+
+def skill_version_publish(
+    *,
+    bundle: Bundle,
+    source: str = SkillSource.USER,
+    message: str = "",
+    base_version: int | None = None,
+    expected_name: str | None = None,
+    folder_name: str | None = None,
+    actor: Actor = SYSTEM,
+) -> PublishResult:
+    """Publish a bundle as the next version of its skill (created on first publish).
+
+    The skill row is locked for the whole transaction: concurrent publishes to one skill queue
+    up behind it, so numbers stay 1..N with no gaps or duplicates. Identical content to the
+    newest version creates nothing (`created=False`). A `base_version` that is no longer the
+    newest raises VersionConflict, so an edit made on a stale copy is never silently lost.
+    """
+    source = _validate_source(source)
+    parsed = parse_skill_md(bundle.skill_md, folder_name=folder_name, limits=registry_limits())
+    if expected_name is not None and parsed.name != expected_name:
+        raise InvalidSkill(
+            f"The SKILL.md is named '{parsed.name}' but is being published to '{expected_name}'.",
+            line=_field_line(parsed, "name"),
+            fields={"name": f"must be '{expected_name}'"},
+        )
+    with transaction.atomic():
+        skill, _ = Skill.objects.get_or_create(name=parsed.name, source=source, defaults={"created_by": actor.user_or_none})
+        skill = Skill.objects.select_for_update().get(pk=skill.pk)
+        if base_version is not None and base_version != skill.latest_version:
+            raise VersionConflict(
+                f"'{skill.name}' is at version {skill.latest_version}; your edit was based on version {base_version}.",
+                fields={"base_version": f"latest is {skill.latest_version}"},
+                extra={"latest_version": skill.latest_version},
+            )
+        newest = skill.versions.filter(number=skill.latest_version).first()
+        if newest is not None and newest.fingerprint == bundle.fingerprint:
+            return PublishResult(version=newest, created=False, warnings=parsed.warnings)
+
+        version = _create_version(skill=skill, number=skill.latest_version + 1, parsed=parsed, bundle=bundle,
+                                  message=message, actor=actor)
+        skill.latest_version = version.number
+        skill.save(update_fields=["latest_version", "updated_at"])
+        audit_record(actor=actor, action="version.publish", object_type="skill", object_repr=f"{skill.name}@{skill.source}",
+                     before={"version": newest.number if newest else None},
+                     after={"version": version.number, "fingerprint": version.fingerprint})
+        registry_changed()
+    return PublishResult(version=version, created=True, warnings=parsed.warnings)
+
+
+def _field_line(parsed: ParsedSkill, field_name: str) -> int | None:
+    return next((issue.line for issue in parsed.warnings if issue.field == field_name), None)
+
+
+def _create_version(*, skill: Skill, number: int, parsed: ParsedSkill, bundle: Bundle, message: str,
+                    actor: Actor) -> SkillVersion:
+    version = SkillVersion.objects.create(
+        skill=skill,
+        number=number,
+        skill_md=bundle.skill_md.decode("utf-8"),
+        fingerprint=bundle.fingerprint,
+        name=parsed.name,
+        description=parsed.description,
+        frontmatter=parsed.frontmatter,
+        tags=list(parsed.tags),
+        triggers=list(parsed.triggers),
+        tools=list(parsed.tools),
+        warnings=[{"line": w.line, "message": w.message, "field": w.field} for w in parsed.warnings],
+        description_tokens=count_tokens(parsed.description),
+        body_tokens=count_tokens(parsed.body),
+        author=actor.user_or_none,
+        message=message[:500],
+    )
+    # Content is stored once per sha256; ignore_conflicts makes a concurrent insert of the same
+    # blob harmless.
+    Blob.objects.bulk_create(
+        [Blob(sha256=f.sha256, size=len(f.content), content=f.content) for f in bundle.files],
+        ignore_conflicts=True,
+    )
+    SkillFile.objects.bulk_create(
+        [SkillFile(version=version, path=f.path, blob_id=f.sha256, size=len(f.content), executable=f.executable)
+         for f in bundle.files]
+    )
+    return version
+
+
+def skill_import_path(*, path: Path, source: str = SkillSource.WORKSPACE, message: str = "",
+                      actor: Actor = SYSTEM) -> PublishResult:
+    """Import one skill folder or zip file. Everything is read and checked before anything is written."""
+    if path.is_dir():
+        bundle = read_folder(path, limits=registry_limits())
+        folder_name = path.name
+    else:
+        with path.open("rb") as handle:
+            bundle = read_zip(handle, limits=registry_limits())
+        folder_name = None
+    return skill_version_publish(bundle=bundle, source=source, message=message or f"Imported from {path.name}",
+                                 folder_name=folder_name, actor=actor)
+
+
+@dataclass
+class ImportReport:
+    published: list[PublishResult] = field(default_factory=list)
+    unchanged: list[PublishResult] = field(default_factory=list)
+    failed: list[tuple[Path, str]] = field(default_factory=list)
+
+
+def skills_import_tree(*, root: Path, source: str = SkillSource.WORKSPACE, actor: Actor = SYSTEM,
+                       progress: Callable[[Path], None] | None = None,
+                       only: Iterable[Path] | None = None) -> ImportReport:
+    """Import every skill folder under `root`; one bad folder is reported, not fatal to the rest."""
+    report = ImportReport()
+    folders = list(only) if only is not None else find_skill_folders(root)
+    for folder in folders:
+        try:
+            result = skill_import_path(path=folder, source=source, actor=actor)
+        except ApplicationError as exc:
+            report.failed.append((folder, _describe(exc)))
+        else:
+            (report.published if result.created else report.unchanged).append(result)
+        if progress:
+            progress(folder)
+    return report
+
+
+def _describe(exc: ApplicationError) -> str:
+    return f"line {exc.line}: {exc.detail}" if exc.line else exc.detail
+
+
+def skill_set_enabled(*, skill: Skill, enabled: bool, actor: Actor = SYSTEM) -> Skill:
+    with transaction.atomic():
+        skill = Skill.objects.select_for_update().get(pk=skill.pk)
+        if skill.enabled == enabled:
+            return skill
+        skill.enabled = enabled
+        skill.save(update_fields=["enabled", "updated_at"])
+        audit_record(actor=actor, action="skill.enable" if enabled else "skill.disable", object_type="skill",
+                     object_repr=f"{skill.name}@{skill.source}", before={"enabled": not enabled}, after={"enabled": enabled})
+        registry_changed()
+    return skill
+
+
+def _folder_signature(folder: Path) -> str:
+    digest = hashlib.sha256()
+    for dirpath, dirnames, filenames in os.walk(folder):
+        dirnames.sort()
+        for filename in sorted(filenames):
+            stat = os.lstat(os.path.join(dirpath, filename))
+            relative = os.path.relpath(os.path.join(dirpath, filename), folder)
+            digest.update(f"{relative}\0{stat.st_size}\0{stat.st_mtime_ns}\0{stat.st_mode}\n".encode())
+    return digest.hexdigest()
+
+
+@dataclass
+class SyncReport(ImportReport):
+    skipped: list[str] = field(default_factory=list)
+
+
+def skills_sync_bundled(*, root: Path | None = None, actor: Actor = SYSTEM,
+                        progress: Callable[[Path], None] | None = None) -> SyncReport:
+    """Bring the `bundled` source in line with the skills/ folder, re-reading only changed folders."""
+    root = root or settings.BUNDLED_SKILLS_DIR
+    report = SyncReport()
+    known = {s.name: s.sync_signature for s in Skill.objects.filter(source=SkillSource.BUNDLED)}
+    changed: list[tuple[Path, str]] = []
+    for folder in find_skill_folders(root):
+        signature = _folder_signature(folder)
+        if known.get(folder.name) == signature:
+            report.skipped.append(folder.name)
+            if progress:
+                progress(folder)
+        else:
+            changed.append((folder, signature))
+    for folder, signature in changed:
+        partial = skills_import_tree(root=root, source=SkillSource.BUNDLED, actor=actor, progress=progress, only=[folder])
+        for result in partial.published + partial.unchanged:
+            Skill.objects.filter(pk=result.skill.pk).update(sync_signature=signature)
+        report.published += partial.published
+        report.unchanged += partial.unchanged
+        report.failed += partial.failed
+    return report

@@ -1,0 +1,50 @@
+"""API tokens: the secret is generated here, shown once, and only its sha256 is stored."""
+
+from __future__ import annotations
+
+import secrets
+
+from django.contrib.auth import get_user_model
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from registry.errors import ApplicationError, NotFound
+from registry.models import ApiToken, TokenScope
+from registry.services.audit import SYSTEM, Actor, audit_record
+
+SECRET_PREFIX = "skr_"
+
+
+def api_token_create(*, name: str, username: str, scopes: list[str], actor: Actor = SYSTEM) -> tuple[ApiToken, str]:
+    unknown = sorted(set(scopes) - set(TokenScope.values))
+    if unknown or not scopes:
+        raise ApplicationError(
+            f"Unknown scopes: {', '.join(unknown)}." if unknown else "Give at least one scope.",
+            fields={"scopes": f"choose from {', '.join(TokenScope.values)}"},
+        )
+    user = get_user_model().objects.filter(username=username).first()
+    if user is None:
+        raise NotFound(f"No user named '{username}'.", fields={"user": "unknown user"})
+    secret = SECRET_PREFIX + secrets.token_urlsafe(32)
+    try:
+        with transaction.atomic():
+            token = ApiToken.objects.create(
+                name=name, user=user, prefix=secret[:12], secret_hash=ApiToken.hash_secret(secret), scopes=sorted(set(scopes))
+            )
+            audit_record(actor=actor, action="token.create", object_type="api_token", object_repr=name,
+                         after={"user": username, "scopes": token.scopes})
+    except IntegrityError:
+        raise ApplicationError(f"A token named '{name}' already exists.", fields={"name": "already exists"})
+    return token, secret
+
+
+def api_token_revoke(*, name: str, actor: Actor = SYSTEM) -> ApiToken:
+    with transaction.atomic():
+        token = ApiToken.objects.select_for_update().filter(name=name).first()
+        if token is None:
+            raise NotFound(f"No token named '{name}'.")
+        if token.revoked_at is None:
+            token.revoked_at = timezone.now()
+            token.save(update_fields=["revoked_at"])
+            audit_record(actor=actor, action="token.revoke", object_type="api_token", object_repr=name)
+    return token

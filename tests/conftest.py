@@ -1,0 +1,51 @@
+"""Shared fixtures: users with roles, API clients with scoped tokens, skill factories."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from tests.factories import UserFactory, make_skill_md
+
+
+@pytest.fixture
+def admin_user(db):
+    return UserFactory(username="root", is_superuser=True, is_staff=True)
+
+
+@pytest.fixture
+def make_token(db):
+    """make_token(scopes=[...], user=None) -> secret, for `Authorization: Bearer <secret>`."""
+    from registry.services.tokens import api_token_create
+
+    counter = iter(range(10_000))
+
+    def make(scopes: list[str], user=None) -> str:
+        user = user or UserFactory()
+        _, secret = api_token_create(name=f"token-{next(counter)}", username=user.username, scopes=scopes)
+        return secret
+
+    return make
+
+
+@pytest.fixture
+def api(make_token):
+    """An APIClient authenticated with a token holding every scope."""
+    from rest_framework.test import APIClient
+
+    from registry.models import TokenScope
+
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {make_token(list(TokenScope.values))}")
+    return client
+
+
+@pytest.fixture
+def skill_md():
+    return make_skill_md
+
+
+@pytest.fixture
+def dedent():
+    return lambda text: textwrap.dedent(text).lstrip("\n")
