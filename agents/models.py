@@ -52,6 +52,9 @@ class AgentTurn(models.Model):
     completion_tokens = models.PositiveIntegerField(default=0)
     cost = models.FloatField(default=0.0)
     attempts = models.PositiveIntegerField(default=0)
+    # While running, the worker renews this lease; a redelivered message may take the turn
+    # over only after it lapsed (the worker died). See agents/services.py.
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
     feedback_rating = models.SmallIntegerField(null=True, blank=True)
     feedback_comment = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)

@@ -120,6 +120,7 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = VAR_DIR / "staticfiles"
+STATIC_ROOT.mkdir(exist_ok=True)  # whitenoise warns at start-up when it is missing
 
 SESSION_COOKIE_HTTPONLY = True
 SESSION_COOKIE_SECURE = env.bool("SECURE_COOKIES", default=False)
@@ -197,6 +198,7 @@ AGENT_MAX_ITERATIONS = env.int("AGENT_MAX_ITERATIONS", default=10)
 AGENT_MAX_TOTAL_TOKENS = env.int("AGENT_MAX_TOTAL_TOKENS", default=200_000)
 AGENT_MAX_SECONDS = env.float("AGENT_MAX_SECONDS", default=300.0)
 AGENT_EXTRA_TOOLS = env.list("AGENT_EXTRA_TOOLS", default=[])
+AGENT_TURN_LEASE_SECONDS = env.int("AGENT_TURN_LEASE_SECONDS", default=60)
 AGENT_WORKSPACE_ROOT = Path(env.str("AGENT_WORKSPACE_ROOT", default=str(VAR_DIR / "workspaces")))
 
 if AGENT_ALLOW_SCRIPTED and not (DEBUG or TESTING) and env.bool("PRODUCTION", default=False):

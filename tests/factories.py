@@ -10,9 +10,10 @@ class UserFactory(factory.django.DjangoModelFactory):
     class Meta:
         model = get_user_model()
         django_get_or_create = ("username",)
+        skip_postgeneration_save = True
 
     username = factory.Sequence(lambda n: f"user{n}")
-    password = factory.PostGenerationMethodCall("set_password", "pw-for-tests")
+    password = factory.django.Password("pw-for-tests")
 
 
 def make_skill_md(name: str = "demo-skill", description: str = "Does a demo thing when asked for a demo.",

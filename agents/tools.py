@@ -1,0 +1,35 @@
+"""The tool registry a turn gets: the runtime's built-in tools plus any named in settings.
+
+`AGENT_EXTRA_TOOLS` lists dotted paths to `agents.runtime.tools.Tool` objects (or callables
+returning one), so a deployment can add tools without changing this code.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
+from django.utils.module_loading import import_string
+
+from agents.runtime.builtin_tools import default_tool_registry
+from agents.runtime.tools import Tool, ToolRegistry
+
+
+@cache
+def _extra_tools() -> tuple[Tool, ...]:
+    tools = []
+    for path in settings.AGENT_EXTRA_TOOLS:
+        try:
+            obj = import_string(path)
+        except ImportError as error:
+            raise ImproperlyConfigured(f"AGENT_EXTRA_TOOLS: cannot import {path}: {error}") from error
+        tool = obj() if callable(obj) and not isinstance(obj, Tool) else obj
+        if not isinstance(tool, Tool):
+            raise ImproperlyConfigured(f"AGENT_EXTRA_TOOLS: {path} is not an agents.runtime.tools.Tool")
+        tools.append(tool)
+    return tuple(tools)
+
+
+def tool_registry() -> ToolRegistry:
+    return default_tool_registry(_extra_tools())

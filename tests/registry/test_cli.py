@@ -1,0 +1,187 @@
+"""The `skills` and `tokens` management commands, run as a user would run them."""
+
+from __future__ import annotations
+
+import os
+import stat
+import zipfile
+from io import StringIO
+from pathlib import Path
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from registry.models import ApiToken, AuditLog, Skill, SkillVersion
+from tests.factories import UserFactory, make_skill_md
+
+pytestmark = pytest.mark.django_db
+
+
+def run(*args: str) -> str:
+    out = StringIO()
+    call_command(*args, stdout=out, stderr=StringIO())
+    return out.getvalue()
+
+
+def write_skill(root: Path, name: str, **fields) -> Path:
+    folder = root / name
+    (folder / "scripts").mkdir(parents=True)
+    (folder / "SKILL.md").write_text(make_skill_md(name, **fields))
+    script = folder / "scripts" / "run.sh"
+    script.write_text("#!/bin/sh\necho hi\n")
+    script.chmod(0o755)
+    return folder
+
+
+def test_sync_imports_bundled_skills_and_a_second_sync_rereads_nothing(settings, tmp_path):
+    settings.BUNDLED_SKILLS_DIR = tmp_path
+    write_skill(tmp_path, "alpha")
+    write_skill(tmp_path, "beta")
+
+    first = run("skills", "sync")
+    second = run("skills", "sync")
+
+    assert "2 published" in first
+    assert "0 published, 0 unchanged, 0 failed, 2 skipped" in second
+    assert set(Skill.objects.values_list("name", "source")) == {("alpha", "bundled"), ("beta", "bundled")}
+
+
+def test_sync_publishes_a_new_version_only_for_the_changed_folder(settings, tmp_path):
+    settings.BUNDLED_SKILLS_DIR = tmp_path
+    write_skill(tmp_path, "alpha")
+    write_skill(tmp_path, "beta")
+    run("skills", "sync")
+
+    (tmp_path / "beta" / "SKILL.md").write_text(make_skill_md("beta", description="A changed description for beta."))
+    output = run("skills", "sync")
+
+    assert "published beta v2" in output
+    assert "1 skipped" in output
+    assert Skill.objects.get(name="alpha").latest_version == 1
+
+
+def test_the_bundled_skills_folder_syncs_without_errors():
+    output = run("skills", "sync")
+    assert "0 failed" in output
+    assert Skill.objects.filter(source="bundled").count() >= 8
+
+
+def test_import_then_export_round_trips_bytes_and_executable_bits(tmp_path):
+    source = write_skill(tmp_path / "in", "gamma", tags=["x", "y"])
+    run("skills", "import", str(source))
+    run("skills", "export", "gamma", str(tmp_path / "out"))
+
+    exported = tmp_path / "out"
+    assert (exported / "SKILL.md").read_bytes() == (source / "SKILL.md").read_bytes()
+    assert (exported / "scripts" / "run.sh").read_bytes() == (source / "scripts" / "run.sh").read_bytes()
+    assert os.stat(exported / "scripts" / "run.sh").st_mode & stat.S_IXUSR
+    assert Skill.objects.get(name="gamma").source == "workspace"
+
+
+def test_import_of_a_zip_and_of_a_folder_of_skills(tmp_path):
+    folder = write_skill(tmp_path / "zipsrc", "delta")
+    archive = tmp_path / "delta.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        for file in folder.rglob("*"):
+            if file.is_file():
+                zf.write(file, f"delta/{file.relative_to(folder)}")
+    write_skill(tmp_path / "many", "one")
+    write_skill(tmp_path / "many", "two")
+
+    assert "published delta v1" in run("skills", "import", str(archive))
+    assert "2 published" in run("skills", "import", str(tmp_path / "many"), "--source", "user")
+    assert Skill.objects.get(name="two").source == "user"
+
+
+def test_import_of_a_bad_skill_reports_the_line_and_writes_nothing(tmp_path):
+    folder = tmp_path / "broken"
+    folder.mkdir()
+    (folder / "SKILL.md").write_text("---\nname: broken\n---\nno description\n")
+
+    with pytest.raises(CommandError, match="description"):
+        run("skills", "import", str(folder))
+
+    assert not Skill.objects.exists()
+    assert not SkillVersion.objects.exists()
+
+
+def test_reimporting_identical_content_creates_no_version(tmp_path):
+    folder = write_skill(tmp_path, "same")
+    run("skills", "import", str(folder))
+    assert "unchanged same v1" in run("skills", "import", str(folder))
+    assert SkillVersion.objects.count() == 1
+
+
+def test_validate_prints_warnings_with_line_numbers_and_fails_on_errors(tmp_path):
+    good = tmp_path / "Bad_Name"
+    good.mkdir()
+    (good / "SKILL.md").write_text("---\nname: Bad_Name\ndescription: Works anyway.\n---\nBody\n")
+    bad = tmp_path / "SKILL.md"
+    bad.write_text("---\nname: x\n---\n")
+
+    output = run("skills", "validate", str(good))
+    assert ":2: warning:" in output
+
+    with pytest.raises(CommandError):
+        run("skills", "validate", str(bad))
+
+
+def test_list_info_enable_disable(tmp_path):
+    run("skills", "import", str(write_skill(tmp_path, "epsilon", tags=["demo"])))
+
+    assert "epsilon" in run("skills", "list")
+    assert '"tags": [\n    "demo"' in run("skills", "info", "epsilon")
+
+    run("skills", "disable", "epsilon")
+    assert "epsilon" not in run("skills", "list")
+    assert "disabled" in run("skills", "list", "--all")
+    run("skills", "enable", "epsilon")
+    assert Skill.objects.get(name="epsilon").enabled
+    assert AuditLog.objects.filter(action="skill.disable").exists()
+
+
+def test_list_shows_shadowed_skills_with_all(tmp_path):
+    run("skills", "import", str(write_skill(tmp_path / "a", "zeta")), "--source", "bundled")
+    run("skills", "import", str(write_skill(tmp_path / "b", "zeta")), "--source", "workspace")
+
+    assert run("skills", "list").count("zeta") == 1
+    assert "shadowed by workspace" in run("skills", "list", "--all")
+
+
+def test_info_of_an_unknown_skill_is_a_clear_error():
+    with pytest.raises(CommandError, match="No skill named 'nope'"):
+        run("skills", "info", "nope")
+
+
+def test_tokens_create_prints_the_secret_once_and_stores_only_its_hash():
+    UserFactory(username="robot")
+    secret = run("tokens", "create", "ci", "--user", "robot", "--scopes", "skills:read,usage:write").strip()
+
+    token = ApiToken.objects.get(name="ci")
+    assert token.secret_hash == ApiToken.hash_secret(secret)
+    assert secret not in str(ApiToken.objects.values().get())
+    assert token.scopes == ["skills:read", "usage:write"]
+
+    run("tokens", "revoke", "ci")
+    token.refresh_from_db()
+    assert token.revoked_at is not None
+
+
+def test_tokens_create_rejects_unknown_scopes():
+    UserFactory(username="robot")
+    with pytest.raises(CommandError, match="Unknown scopes: skills:delete"):
+        run("tokens", "create", "bad", "--user", "robot", "--scopes", "skills:delete")
+
+
+def test_ensure_admin_creates_the_account_once_and_prints_how_to_log_in(monkeypatch):
+    monkeypatch.setenv("DJANGO_SUPERUSER_USERNAME", "boss")
+    monkeypatch.setenv("DJANGO_SUPERUSER_PASSWORD", "s3cret-pass")
+
+    output = run("ensure_admin")
+    run("ensure_admin")
+
+    from django.contrib.auth import get_user_model
+
+    boss = get_user_model().objects.get(username="boss")
+    assert boss.is_superuser and boss.check_password("s3cret-pass")
+    assert "Log in as 'boss'" in output

@@ -1,0 +1,59 @@
+"""The two pages an anonymous visitor may see, and that everything else needs a login."""
+
+from __future__ import annotations
+
+import pytest
+
+pytestmark = pytest.mark.django_db
+
+
+def test_healthz_reports_database_cache_and_broker(client):
+    response = client.get("/healthz")
+
+    body = response.json()
+    assert response.status_code == 200, body
+    assert body["status"] == "ok"
+    assert {"database", "cache", "broker"} <= body.keys()
+    assert all(body[part]["ok"] for part in ("database", "cache", "broker"))
+
+
+def test_healthz_says_503_and_names_the_broken_part(client, settings):
+    from config.celery import app
+
+    original = app.conf.broker_url
+    app.conf.broker_url = "redis://127.0.0.1:1/0"
+    try:
+        response = client.get("/healthz")
+    finally:
+        app.conf.broker_url = original
+
+    assert response.status_code == 503
+    assert response.json()["broker"]["ok"] is False
+    assert response.json()["database"]["ok"] is True
+
+
+def test_login_page_is_public_and_the_dashboard_is_not(client):
+    assert client.get("/login/").status_code == 200
+    response = client.get("/")
+    assert response.status_code == 302
+    assert response["Location"].startswith("/login/")
+
+
+def test_a_user_can_log_in_and_see_the_dashboard(client):
+    from tests.factories import UserFactory
+
+    UserFactory(username="ada")
+    response = client.post("/login/", {"username": "ada", "password": "pw-for-tests"}, follow=True)
+
+    assert response.status_code == 200
+    assert b"Dashboard" in response.content
+
+
+def test_login_requires_the_csrf_token():
+    from django.test import Client
+
+    from tests.factories import UserFactory
+
+    UserFactory(username="ada")
+    response = Client(enforce_csrf_checks=True).post("/login/", {"username": "ada", "password": "pw-for-tests"})
+    assert response.status_code == 403

@@ -1,0 +1,94 @@
+"""A real Celery worker process for integration tests, started against the test database.
+
+The worker is a separate process (as in production): it only sees committed data, so tests
+using it need `django_db(transaction=True)`.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import deque
+from pathlib import Path
+
+from django.conf import settings
+from django.db import connection
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _database_url_for_tests() -> str:
+    db = connection.settings_dict
+    if db["ENGINE"] == "django.db.backends.sqlite3":
+        return f"sqlite:///{db['NAME']}"
+    password = f":{db['PASSWORD']}" if db.get("PASSWORD") else ""
+    port = f":{db['PORT']}" if db.get("PORT") else ""
+    return f"postgres://{db['USER']}{password}@{db['HOST']}{port}/{db['NAME']}"
+
+
+class WorkerProcess:
+    def __init__(self, *, concurrency: int = 1, extra_env: dict[str, str] | None = None) -> None:
+        self.concurrency = concurrency
+        self.extra_env = extra_env or {}
+        self.process: subprocess.Popen | None = None
+        self.lines: deque[str] = deque(maxlen=2000)
+        self._ready = threading.Event()
+
+    def start(self, timeout: float = 60) -> WorkerProcess:
+        env = {
+            **os.environ,
+            "DJANGO_SETTINGS_MODULE": "config.test_settings",
+            "DATABASE_URL": _database_url_for_tests(),
+            "PYTHONUNBUFFERED": "1",
+            **self.extra_env,
+        }
+        pool = ["--pool", "solo"] if self.concurrency == 1 else ["--pool", "prefork", "--concurrency", str(self.concurrency)]
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "config", "worker", "--loglevel", "INFO",
+             "--queues", settings.CELERY_TASK_DEFAULT_QUEUE, "--without-gossip", "--without-mingle", *pool],
+            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            start_new_session=True,
+        )
+        threading.Thread(target=self._read_output, daemon=True).start()
+        if not self._ready.wait(timeout):
+            self.stop()
+            raise RuntimeError("Celery worker did not become ready:\n" + self.output())
+        return self
+
+    def _read_output(self) -> None:
+        assert self.process and self.process.stdout
+        for line in self.process.stdout:
+            self.lines.append(line)
+            if " ready." in line:
+                self._ready.set()
+
+    def output(self) -> str:
+        return "".join(self.lines)
+
+    def kill(self) -> None:
+        """SIGKILL the whole worker (main process and pool children), as a crash would."""
+        if self.process and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait(10)
+
+    def stop(self) -> None:
+        if self.process and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(15)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+
+def wait_for(predicate, *, timeout: float = 60, interval: float = 0.1, message: str = "condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout}s waiting for {message}")
