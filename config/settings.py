@@ -55,6 +55,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "django_filters",
     "drf_spectacular",
+    "drf_spectacular_sidecar",  # Swagger UI assets served locally, never from a CDN
     "django_htmx",
     "template_partials",
     "registry",
@@ -131,7 +132,14 @@ SECURE_CONTENT_TYPE_NOSNIFF = True
 # --- Celery -----------------------------------------------------------------------------
 if REDIS_URL:
     CELERY_BROKER_URL = REDIS_URL
-    CELERY_BROKER_TRANSPORT_OPTIONS: dict = {"visibility_timeout": 3600}
+    # An unacknowledged message (its worker died) is delivered again after this many seconds;
+    # the turn's lease (AGENT_TURN_LEASE_SECONDS) decides whether the new delivery may run it.
+    _visibility = env.int("CELERY_VISIBILITY_TIMEOUT", default=3600)
+    CELERY_BROKER_TRANSPORT_OPTIONS: dict = {
+        "visibility_timeout": _visibility,
+        "unacked_restore_interval": max(1, min(10, _visibility // 2)),
+        "unacked_restore_throttle": 1,
+    }
 else:
     # No Redis: Kombu's filesystem transport lets web and worker share a queue via var/.
     _broker_dir = VAR_DIR / "broker"
@@ -175,6 +183,9 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
 }
 
 # --- Skill Registry ---------------------------------------------------------------------

@@ -39,6 +39,8 @@ class WorkerProcess:
         self._ready = threading.Event()
 
     def start(self, timeout: float = 60) -> WorkerProcess:
+        self.lines.clear()
+        self._ready = threading.Event()
         env = {
             **os.environ,
             "DJANGO_SETTINGS_MODULE": "config.test_settings",

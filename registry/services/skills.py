@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -67,10 +68,11 @@ def skill_version_publish(
     """
     source = _validate_source(source)
     parsed = parse_skill_md(bundle.skill_md, folder_name=folder_name, limits=registry_limits())
+    _check_storable_name(parsed)
     if expected_name is not None and parsed.name != expected_name:
         raise InvalidSkill(
             f"The SKILL.md is named '{parsed.name}' but is being published to '{expected_name}'.",
-            line=_field_line(parsed, "name"),
+            line=parsed.field_lines.get("name"),
             fields={"name": f"must be '{expected_name}'"},
         )
     with transaction.atomic():
@@ -83,7 +85,7 @@ def skill_version_publish(
                 extra={"latest_version": skill.latest_version},
             )
         newest = skill.versions.filter(number=skill.latest_version).first()
-        if newest is not None and newest.fingerprint == bundle.fingerprint:
+        if newest is not None and _same_content(newest, bundle):
             return PublishResult(version=newest, created=False, warnings=parsed.warnings)
 
         version = _create_version(skill=skill, number=skill.latest_version + 1, parsed=parsed, bundle=bundle,
@@ -97,8 +99,31 @@ def skill_version_publish(
     return PublishResult(version=version, created=True, warnings=parsed.warnings)
 
 
-def _field_line(parsed: ParsedSkill, field_name: str) -> int | None:
-    return next((issue.line for issue in parsed.warnings if issue.field == field_name), None)
+# Spec deviations in a name (uppercase, underscores, over 64 chars) are only warnings, but the
+# name is also a database key and an export folder name, so these would break storage or paths.
+_STORABLE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
+
+
+def _check_storable_name(parsed: ParsedSkill) -> None:
+    if not _STORABLE_NAME.fullmatch(parsed.name) or ".." in parsed.name:
+        raise InvalidSkill(
+            f"The name '{parsed.name[:80]}' cannot be stored: use at most 128 letters, digits, '-', '_' or '.', "
+            "starting with a letter or digit (the spec asks for lowercase letters, digits and '-').",
+            line=parsed.field_lines.get("name"),
+            fields={"name": "unsafe or too long"},
+        )
+
+
+def _same_content(version: SkillVersion, bundle: Bundle) -> bool:
+    """Identical to a stored version: same fingerprint and the same executable bits.
+
+    The fingerprint (SPEC §3) covers paths and contents only, so a chmod alone must be compared
+    separately or it would be lost on publish.
+    """
+    if version.fingerprint != bundle.fingerprint:
+        return False
+    stored = set(version.files.filter(executable=True).values_list("path", flat=True))
+    return stored == {f.path for f in bundle.files if f.executable}
 
 
 def _create_version(*, skill: Skill, number: int, parsed: ParsedSkill, bundle: Bundle, message: str,

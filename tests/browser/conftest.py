@@ -7,6 +7,12 @@ import shutil
 
 import pytest
 
+# Playwright's sync API keeps an asyncio loop running in the test thread; Django would then
+# refuse the plain ORM calls that tests and database fixtures make from that thread. The
+# project has no async code, so the check protects nothing here. It must be set before any
+# database fixture runs, hence at import.
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                  "--disable-sync", "--no-first-run", "--disable-quic"]
 
@@ -32,10 +38,3 @@ def page(browser):
     page = context.new_page()
     yield page
     context.close()
-
-
-@pytest.fixture(autouse=True)
-def _allow_sync_orm_with_playwright(monkeypatch):
-    # Playwright's sync API runs an asyncio loop in this thread; Django would then refuse ORM calls
-    # made by the test itself (creating users), which are not async-unsafe here.
-    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
