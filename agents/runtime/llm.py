@@ -1,0 +1,159 @@
+"""A thin wrapper over litellm: one call in, plain data out, two error classes.
+
+litellm is imported lazily and once (SPEC §1: it costs ~3 s and ~180 MB), with the local cost map
+so that importing never touches the network.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from functools import cache
+from types import ModuleType
+from typing import Any
+
+# The API's "model": "scripted" / "offline" must work, but litellm needs "provider/model".
+MODEL_ALIASES = {"scripted": "scripted/default", "offline": "offline/default"}
+ERROR_MESSAGE_LIMIT = 500
+# A hung connection must not hold a worker until Celery's hard limit; a timeout is transient.
+DEFAULT_TIMEOUT_SECONDS = 120.0
+
+
+class LLMError(Exception):
+    """The model call failed in a way that retrying will not fix (bad request, auth, ...)."""
+
+
+class TransientLLMError(LLMError):
+    """Rate limit, timeout, connection failure or a 5xx: worth retrying with backoff."""
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    id: str
+    name: str
+    arguments: dict[str, Any] | str  # a str when the model sent arguments that are not a JSON object
+
+
+@dataclass(frozen=True)
+class LLMResponse:
+    content: str | None
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost: float = 0.0
+    latency_ms: int = 0
+
+
+@cache
+def litellm_module() -> ModuleType:
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    import litellm
+
+    litellm.suppress_debug_info = True  # its "Give Feedback" banner would land in worker logs
+    return litellm
+
+
+def resolve_model(model: str) -> str:
+    return MODEL_ALIASES.get(model, model)
+
+
+def complete(model: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]], **options: Any) -> LLMResponse:
+    """One chat completion through litellm; raises TransientLLMError or LLMError."""
+    from agents.runtime.providers import register_providers
+
+    litellm = litellm_module()
+    register_providers()
+    started = time.monotonic()
+    try:
+        response = litellm.completion(
+            model=resolve_model(model),
+            messages=messages,
+            tools=tools or None,
+            **{"timeout": DEFAULT_TIMEOUT_SECONDS, **options},
+        )
+    except Exception as error:  # litellm maps provider errors onto its own classes
+        raise _map_error(litellm, model, error) from error
+    latency_ms = int((time.monotonic() - started) * 1000)
+    return _to_llm_response(litellm, response, latency_ms)
+
+
+def token_count(model: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> int:
+    litellm = litellm_module()
+    try:
+        return int(litellm.token_counter(model=resolve_model(model), messages=messages, tools=tools or None))
+    except Exception:  # an exotic message shape must not stop the turn: fall back to ~4 chars/token
+        return len(json.dumps(messages, default=str)) // 4 + len(json.dumps(tools)) // 4
+
+
+def max_input_tokens(model: str) -> int | None:
+    litellm = litellm_module()
+    try:
+        info = litellm.get_model_info(resolve_model(model))
+    except Exception:  # unmapped models (custom providers, local servers) have no info
+        return None
+    limit = info.get("max_input_tokens") or info.get("max_tokens")
+    return int(limit) if limit else None
+
+
+def _to_llm_response(litellm: ModuleType, response: Any, latency_ms: int) -> LLMResponse:
+    message = response.choices[0].message
+    usage = getattr(response, "usage", None)
+    return LLMResponse(
+        content=message.content,
+        tool_calls=[_to_tool_call(call) for call in (message.tool_calls or [])],
+        prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
+        completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
+        cost=_cost(litellm, response),
+        latency_ms=latency_ms,
+    )
+
+
+def _to_tool_call(call: Any) -> ToolCall:
+    raw = call.function.arguments
+    arguments: dict[str, Any] | str
+    if isinstance(raw, dict):
+        arguments = raw
+    elif raw is None or not raw.strip():
+        arguments = {}  # some providers send "" for a call without arguments
+    else:
+        try:
+            parsed = json.loads(raw)
+        except json.JSONDecodeError:
+            parsed = None
+        # seed 001: unparseable arguments go to error recovery as the raw text
+        arguments = parsed if isinstance(parsed, dict) else raw
+    return ToolCall(id=call.id, name=call.function.name or "", arguments=arguments)
+
+
+def _cost(litellm: ModuleType, response: Any) -> float:
+    hidden = getattr(response, "_hidden_params", None) or {}
+    if hidden.get("response_cost") is not None:
+        return float(hidden["response_cost"])
+    try:
+        return float(litellm.completion_cost(completion_response=response))
+    except Exception:  # models without prices (local, custom) cost nothing we can know
+        return 0.0
+
+
+def _map_error(litellm: ModuleType, model: str, error: Exception) -> LLMError:
+    transient = (
+        litellm.RateLimitError,
+        litellm.Timeout,
+        litellm.APIConnectionError,
+        litellm.ServiceUnavailableError,
+        litellm.InternalServerError,
+    )
+    status = getattr(error, "status_code", None)
+    kind = type(error).__name__
+    message = f"{model}: {kind}: {_first_line(error)}"
+    if isinstance(error, transient) or (isinstance(status, int) and (status == 429 or status >= 500)):
+        return TransientLLMError(message)
+    return LLMError(message)
+
+
+def _first_line(error: Exception) -> str:
+    text = str(getattr(error, "message", None) or error).strip()
+    line = text.splitlines()[0] if text else type(error).__name__
+    return line[:ERROR_MESSAGE_LIMIT]

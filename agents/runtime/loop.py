@@ -1,0 +1,453 @@
+"""The ReAct loop of one agent turn (SPEC §6): prompt → model → tools → ... → answer or failure."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections import Counter
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from agents.runtime import llm
+from agents.runtime.context import DEFAULT_MAX_INPUT_TOKENS, compact_history, fit_context
+from agents.runtime.forcing import ForcedSkill, UnknownForcedSkill, detect_forced_skill, refusal_message
+from agents.runtime.llm import LLMError, LLMResponse, ToolCall, TransientLLMError
+from agents.runtime.prompt import SystemPrompt, build_system_prompt, skill_reminder_message
+from agents.runtime.recovery import MAX_TOOL_FAILURES, describe_problem, find_guidance, recovery_message
+from agents.runtime.tools import Tool, ToolContext, ToolRegistry, run_tool
+from agents.runtime.triggers import triggered_skills
+from agents.runtime.types import (
+    Resolution,
+    SkillActivation,
+    SkillDocument,
+    SkillStore,
+    TraceSink,
+    Trigger,
+    TurnRequest,
+    TurnResult,
+    TurnStatus,
+)
+
+MAX_TOOL_MESSAGE_CHARS = 100_000
+TRACE_RESULT_CHARS = 2_000
+TRACE_CONTENT_CHARS = 500
+# seed 004 §2: run auto_invoke only when the reply looks unhelpful — short, or saying that no
+# tool is available — so a helpful explanation ("how do I ...?") is left alone.
+UNHELPFUL_MAX_CHARS = 80
+UNHELPFUL_PHRASES = re.compile(
+    r"\bno\s+(?:[\w-]+\s+){0,3}tools?\b|\bnot\s+available\b|\bunavailable\b"
+    r"|\b(?:don't|do not|cannot|can't)\s+(?:have\s+)?access\b",
+    re.IGNORECASE,
+)
+
+Complete = Callable[..., LLMResponse]
+
+
+def looks_unhelpful(answer: str) -> bool:
+    return len(answer.strip()) < UNHELPFUL_MAX_CHARS or bool(UNHELPFUL_PHRASES.search(answer))
+
+
+def run_turn(
+    request: TurnRequest,
+    *,
+    store: SkillStore,
+    resolution: Resolution,
+    tools: ToolRegistry,
+    trace: TraceSink,
+    should_cancel: Callable[[], bool] = lambda: False,
+    complete: Complete = llm.complete,
+) -> TurnResult:
+    """Run one turn and return how it ended; every step is reported to `trace` as it happens.
+
+    Non-transient model errors, limits, `abort` and an unknown forced skill end the turn with
+    status "failed" and a readable error. A TransientLLMError is raised out of this function so
+    the caller can retry with backoff: nothing is returned then, the events already emitted
+    describe the abandoned attempt (its llm_call events carry its token usage and cost), and
+    side effects of tools that ran (workspace writes, scripts) are not undone. A retry runs the
+    whole turn again from the start.
+    """
+    return _Turn(request, store, resolution, tools, trace, should_cancel, complete).run()
+
+
+class _Turn:
+    def __init__(
+        self,
+        request: TurnRequest,
+        store: SkillStore,
+        resolution: Resolution,
+        tools: ToolRegistry,
+        trace: TraceSink,
+        should_cancel: Callable[[], bool],
+        complete: Complete,
+    ) -> None:
+        self.request = request
+        self.store = store
+        self.resolution = resolution
+        self.tools = tools
+        self.trace = trace
+        self.should_cancel = should_cancel
+        self.complete = complete
+        self.started = time.monotonic()
+        self.result = TurnResult(status="failed")
+        self.tool_context = ToolContext(workspace=request.workspace, store=store)
+        self.failures: Counter[str] = Counter()
+        self.auto_invoked: set[str] = set()
+        self.forced: ForcedSkill | None = None
+        self.message = request.message
+        self.offered: list[str] = []
+        self.prompt = SystemPrompt(())
+        self.conversation: list[dict[str, Any]] = []
+        self.current_user_index = 0
+        self.input_limit = DEFAULT_MAX_INPUT_TOKENS
+
+    # --- setup ------------------------------------------------------------------------------
+
+    def run(self) -> TurnResult:
+        try:
+            self.forced, self.message = detect_forced_skill(
+                message=self.request.message, forced_skill=self.request.forced_skill, store=self.store, tools=self.tools
+            )
+        except UnknownForcedSkill as error:
+            return self._finish("failed", error=str(error))
+        self._prepare()
+        return self._loop()
+
+    def _prepare(self) -> None:
+        forced = self.forced
+        if forced:
+            self._activate(forced.document, "forced")
+            if forced.fallback:
+                self.trace.emit(
+                    "warning",
+                    {
+                        "message": (
+                            f"forced skill '{forced.document.name}' declares no available tools "
+                            f"({', '.join(forced.document.tools) or 'none'}); "
+                            "offering all tools except the skill loaders"
+                        )
+                    },
+                )
+        self.offered = list(forced.tools) if forced else self.tools.names()
+        self.result.offered = [] if forced else [skill.name for skill in self.resolution.skills]
+        for rule in self.resolution.fired_rules:
+            self.trace.emit(
+                "rule_fired",
+                {  # "name" and "why" as in the API's fired_rules (SPEC §5)
+                    "name": rule.name,
+                    "why": rule.why,
+                    "skills": list(rule.skills),
+                    "instruction": rule.instruction,
+                    "auto_invoke": rule.auto_invoke,
+                },
+            )
+        triggered = triggered_skills(
+            message=self.message,
+            turn_index=sum(1 for m in self.request.history if m.get("role") == "user"),
+            store=self.store,
+            forced=forced is not None,
+            inject_threshold=self.request.task_match_inject_threshold,
+        )
+        for item in triggered.loaded:
+            self._activate(item.document, item.trigger)
+        compacted, history = compact_history(self.request.history)
+        memory = "\n\n".join(text for text in (self.request.memory_summary, compacted) if text) or None
+        self.prompt = build_system_prompt(
+            base_prompt=self.request.base_prompt,
+            memory=memory,
+            forced=forced.document if forced else None,
+            tool_lines=[(tool.name, tool.summary) for tool in self._offered_tools()],
+            skills_block=self.resolution.prompt_block,
+            loaded=triggered.loaded,
+            suggestion=triggered.suggestion,
+            workspace=self.request.workspace,
+            today=datetime.now(UTC).date(),
+            language=self.request.language,
+            instructions=self.resolution.instructions,
+            reminder_tools=forced.reminder_tools if forced else [],
+        )
+        self.conversation = [dict(message) for message in history]
+        self.current_user_index = len(self.conversation)
+        self.conversation.append({"role": "user", "content": self.message})
+        self.input_limit = (
+            self.request.max_input_tokens or llm.max_input_tokens(self.request.model) or DEFAULT_MAX_INPUT_TOKENS
+        )
+
+    def _offered_tools(self) -> list[Tool]:
+        return [tool for name in self.offered if (tool := self.tools.get(name))]
+
+    # --- the loop ---------------------------------------------------------------------------
+
+    def _loop(self) -> TurnResult:
+        for step in range(1, self.request.max_iterations + 1):
+            stopped = self._check_limits()
+            if stopped:
+                return stopped
+            self.result.steps = step
+            try:
+                response = self._call_model(step)
+            except TransientLLMError:
+                raise  # the caller retries the whole turn (see run_turn)
+            except LLMError as error:
+                return self._finish("failed", error=f"the model call failed: {error}")
+            answer = (response.content or "").strip()
+            calls = response.tool_calls or self._auto_invoke_calls(step, answer)
+            if not calls:
+                if not answer:
+                    return self._finish("failed", error="the model returned an empty answer")
+                return self._finish("succeeded", answer=answer)
+            self.conversation.append(_assistant_message(response.content if response.tool_calls else None, calls))
+            for call in calls:
+                abort_reason = self._handle_tool_call(step, call)
+                if abort_reason is not None:
+                    return self._finish("failed", error=f"aborted: {abort_reason}")
+        return self._finish(
+            "failed", error=f"stopped after {self.request.max_iterations} iterations without a final answer"
+        )
+
+    def _check_limits(self) -> TurnResult | None:
+        if self.should_cancel():
+            return self._finish("cancelled", error="the turn was cancelled")
+        elapsed = time.monotonic() - self.started
+        if self.request.max_seconds is not None and elapsed >= self.request.max_seconds:
+            return self._finish(
+                "failed", error=f"stopped: the turn exceeded its time budget of {self.request.max_seconds:g} s"
+            )
+        used = self.result.prompt_tokens + self.result.completion_tokens
+        if self.request.max_total_tokens is not None and used >= self.request.max_total_tokens:
+            return self._finish(
+                "failed",
+                error=f"stopped: the turn used {used} tokens of its {self.request.max_total_tokens} token budget",
+            )
+        return None
+
+    def _call_model(self, step: int) -> LLMResponse:
+        tail = []
+        if self.forced and step >= 2:
+            # seed 000, fix 4: reinforce the forced skill before every later call; sent, not stored,
+            # so reminders do not pile up in the conversation.
+            tail.append(skill_reminder_message(self.forced.document.name, self.forced.reminder_tools))
+            self.trace.emit("skill_reminder", {"step": step, "skill": self.forced.document.name})
+        specs = [tool.spec() for tool in self._offered_tools()]
+
+        def count(messages: list[dict[str, Any]]) -> int:
+            return llm.token_count(self.request.model, messages, specs)
+
+        fitted = fit_context(
+            prompt=self.prompt,
+            conversation=self.conversation,
+            tail=tail,
+            current_user_index=self.current_user_index,
+            limit=self.input_limit,
+            count=count,
+        )
+        messages = fitted.messages
+        if fitted.removed:
+            self.trace.emit(
+                "context_trimmed",
+                {
+                    "step": step,
+                    "removed": fitted.removed,
+                    "limit": self.input_limit,
+                    "tokens_after": count(messages),
+                },
+            )
+        response = self.complete(self.request.model, messages, specs, **self.request.llm_options)
+        self.result.prompt_tokens += response.prompt_tokens
+        self.result.completion_tokens += response.completion_tokens
+        self.result.cost += response.cost
+        self.trace.emit(
+            "llm_call",
+            {
+                "step": step,
+                "model": self.request.model,
+                "tools": self.offered,
+                "system_prompt": fitted.prompt.text,
+                "sections": fitted.prompt.names,
+                "message_count": len(messages),
+                "prompt_tokens": response.prompt_tokens,
+                "completion_tokens": response.completion_tokens,
+                "cost": response.cost,
+                "latency_ms": response.latency_ms,
+                "content": (response.content or "")[:TRACE_CONTENT_CHARS],
+                "tool_calls": [call.name for call in response.tool_calls],
+            },
+        )
+        return response
+
+    # --- tools ------------------------------------------------------------------------------
+
+    def _handle_tool_call(self, step: int, call: ToolCall) -> str | None:
+        """Answer one tool call with a tool message; returns the abort reason if it aborts."""
+        name = call.name
+        if self.forced and name not in self.offered:
+            message = refusal_message(name, self.forced)
+            self._record_call(step, call, ok=False, result=message, latency_ms=0)
+            self.trace.emit(
+                "tool_refused",
+                {"step": step, "tool": name, "skill": self.forced.document.name, "allowed": self.offered},
+            )
+            self._add_tool_message(call.id, message)
+            return None
+        tool = self.tools.get(name) if name in self.offered else None
+        if self.failures[name] >= MAX_TOOL_FAILURES:
+            self._recover(step, call, tool, f"it already failed {self.failures[name]} times in this request.", [])
+            return None
+        if tool is None:
+            self._recover(step, call, None, f"no tool named '{name}' exists.", [])
+            return None
+        if isinstance(call.arguments, str):
+            self._recover(step, call, tool, f"its arguments are not a valid JSON object: {call.arguments[:200]!r}.", [])
+            return None
+        errors = tool.validation_errors(call.arguments)
+        if errors:
+            missing = tool.missing_parameters(call.arguments)
+            self._recover(step, call, tool, describe_problem(missing=missing, errors=errors), missing)
+            return None
+        started = time.monotonic()
+        outcome = run_tool(tool, call.arguments, self.tool_context)
+        latency_ms = int((time.monotonic() - started) * 1000)
+        if outcome.activation:
+            self._activate_version(outcome.activation)
+        if outcome.execution:
+            self.result.executions.append(outcome.execution)
+        if not outcome.ok:
+            self._recover(step, call, tool, outcome.content, [], latency_ms=latency_ms)
+            return None
+        self._record_call(step, call, ok=True, result=outcome.content, latency_ms=latency_ms)
+        self._add_tool_message(call.id, outcome.content)
+        return outcome.abort_reason
+
+    def _recover(
+        self, step: int, call: ToolCall, tool: Tool | None, problem: str, missing: list[str], latency_ms: int = 0
+    ) -> None:
+        """seed 001: tool_error event + a structured tool result the model can retry from."""
+        if self.failures[call.name] < MAX_TOOL_FAILURES:
+            self.failures[call.name] += 1
+        guidance = find_guidance(self.store, tool, call.name, problem)
+        if guidance and guidance.skill:
+            self._activate(guidance.skill, "tool_call_error")
+        message = recovery_message(
+            tool_name=call.name,
+            tool=tool,
+            problem=problem,
+            guidance=guidance,
+            missing=missing,
+            available=self.offered,
+            failures=self.failures[call.name],
+        )
+        self._record_call(step, call, ok=False, result=message, latency_ms=latency_ms)
+        self.trace.emit(
+            "tool_error",
+            {
+                "step": step,
+                "tool": call.name,
+                "error": problem,
+                "guidance_skill": guidance.skill.name if guidance and guidance.skill else None,
+                "failures": self.failures[call.name],
+            },
+        )
+        self._add_tool_message(call.id, message)
+
+    def _record_call(self, step: int, call: ToolCall, *, ok: bool, result: str, latency_ms: int) -> None:
+        self.trace.emit(
+            "tool_call",
+            {
+                "step": step,
+                "tool": call.name,
+                "arguments": call.arguments,
+                "ok": ok,
+                "result": result[:TRACE_RESULT_CHARS],
+                "latency_ms": latency_ms,
+            },
+        )
+
+    def _add_tool_message(self, call_id: str, content: str) -> None:
+        if len(content) > MAX_TOOL_MESSAGE_CHARS:
+            content = content[:MAX_TOOL_MESSAGE_CHARS] + "\n[... tool result truncated ...]"
+        self.conversation.append({"role": "tool", "tool_call_id": call_id, "content": content})
+
+    # --- force-include auto_invoke (seed 004) -----------------------------------------------
+
+    def _auto_invoke_calls(self, step: int, answer: str) -> list[ToolCall]:
+        if not looks_unhelpful(answer):
+            return []
+        for rule in self.resolution.fired_rules:
+            if not rule.auto_invoke or rule.name in self.auto_invoked:
+                continue
+            self.auto_invoked.add(rule.name)  # once per rule and turn: no loop of fallbacks
+            tool_name = str(rule.auto_invoke.get("tool", ""))
+            arguments = _substitute(rule.auto_invoke.get("arguments") or {}, self.message)
+            if tool_name not in self.offered:
+                self.trace.emit(
+                    "warning",
+                    {"message": f"rule '{rule.name}' auto_invoke tool '{tool_name}' is not offered in this turn"},
+                )
+                continue
+            self.trace.emit(
+                "auto_invoke",
+                {
+                    "step": step,
+                    "rule": rule.name,
+                    "tool": tool_name,
+                    "arguments": arguments,
+                    "answer": answer[:TRACE_CONTENT_CHARS],
+                },
+            )
+            document = (
+                self.store.load(arguments["skill_name"]) if isinstance(arguments.get("skill_name"), str) else None
+            )
+            if document:
+                self._activate(document, "auto_invoke")
+            return [ToolCall(id=f"auto_invoke_{step}", name=tool_name, arguments=arguments)]
+        return []
+
+    # --- bookkeeping ------------------------------------------------------------------------
+
+    def _activate(self, document: SkillDocument, trigger: Trigger) -> None:
+        self._activate_version(SkillActivation(document.name, document.version, trigger))
+
+    def _activate_version(self, activation: SkillActivation) -> None:
+        # One activation per skill and trigger per turn: analytics count loads, not re-reads.
+        if activation in self.result.activations:
+            return
+        self.result.activations.append(activation)
+        self.trace.emit(
+            "skill_activated", {"skill": activation.name, "version": activation.version, "trigger": activation.trigger}
+        )
+
+    def _finish(self, status: TurnStatus, *, answer: str = "", error: str | None = None) -> TurnResult:
+        self.result.status = status
+        self.result.answer = answer
+        self.result.error = error
+        return self.result
+
+
+def _assistant_message(content: str | None, calls: list[ToolCall]) -> dict[str, Any]:
+    return {
+        "role": "assistant",
+        "content": content,
+        "tool_calls": [
+            {
+                "id": call.id,
+                "type": "function",
+                "function": {
+                    "name": call.name,
+                    "arguments": call.arguments if isinstance(call.arguments, str) else json.dumps(call.arguments),
+                },
+            }
+            for call in calls
+        ],
+    }
+
+
+def _substitute(value: Any, query: str) -> Any:
+    """Replace "{{query}}" in every string of a rule's auto_invoke arguments."""
+    if isinstance(value, str):
+        return value.replace("{{query}}", query)
+    if isinstance(value, list):
+        return [_substitute(item, query) for item in value]
+    if isinstance(value, dict):
+        return {key: _substitute(item, query) for key, item in value.items()}
+    return value

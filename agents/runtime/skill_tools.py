@@ -1,0 +1,200 @@
+"""Tools that reach skills: lazy loading (seed 003), use_skill (seed 002), run_skill (seed 004)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agents.runtime.sandbox import (
+    DEFAULT_LIMITS,
+    BundleFile,
+    SandboxError,
+    SandboxLimits,
+    run_script,
+    safe_relative_path,
+)
+from agents.runtime.tools import Tool, ToolContext, ToolFailure, ToolResult
+from agents.runtime.types import SkillActivation, SkillDocument, SkillExecution, SkillStore
+
+# Tools that load a skill's instructions. seed 000, fix 1: a forced skill must not load another,
+# so these are removed from the offered tools (the seed's `skill_loader`). read_skill_file reads
+# a bundled file and stays available when the skill declares it.
+SKILL_LOADERS = frozenset({"read_skill", "use_skill"})
+CODE_SKILL_ENTRY = "skill.py"  # seed 002: SKILL.md + skill.py makes a code skill
+MAX_SKILL_FILE_BYTES = 100_000
+FILES_HEADING = "## Files in this skill"  # read_skill appends the file list under it
+
+SKILL_NAME_PROPERTY = {
+    "type": "string",
+    "description": "The skill's name as listed in <available_skills>.",
+    "minLength": 1,
+}
+
+
+def _load(store: SkillStore, name: str) -> SkillDocument:
+    document = store.load(name)
+    if document is None:
+        raise ToolFailure(f"no enabled skill named {name!r}; use a name from <available_skills>")
+    return document
+
+
+def _read_skill(arguments: dict[str, Any], context: ToolContext) -> ToolResult:
+    document = _load(context.store, arguments["skill_name"])
+    files = "\n".join(f"- {path}" for path in document.files) or "(none)"
+    content = (
+        f"# Skill: {document.name} (version {document.version})\n\n{document.body.strip()}\n\n"
+        f"{FILES_HEADING}\n{files}\n\n"
+        "Read a file with read_skill_file; run a script from scripts/ with run_skill."
+    )
+    return ToolResult(
+        ok=True, content=content, activation=SkillActivation(document.name, document.version, "read_skill")
+    )
+
+
+def _read_skill_file(arguments: dict[str, Any], context: ToolContext) -> ToolResult:
+    document = _load(context.store, arguments["skill_name"])
+    path = _bundle_path(arguments["path"])
+    data = context.store.read_file(document.name, path)
+    if data is None:
+        raise ToolFailure(
+            f"skill {document.name!r} has no file {path!r}; its files are: {', '.join(document.files) or 'none'}"
+        )
+    if b"\x00" in data[:8192]:
+        return ToolResult(ok=True, content=f"{path} is a binary file ({len(data)} bytes).")
+    text = data[:MAX_SKILL_FILE_BYTES].decode("utf-8", errors="replace")
+    if len(data) > MAX_SKILL_FILE_BYTES:
+        text += f"\n[... truncated: showing {MAX_SKILL_FILE_BYTES} of {len(data)} bytes ...]"
+    return ToolResult(ok=True, content=text)
+
+
+def _bundle_path(path: str) -> str:
+    try:
+        return safe_relative_path(path).as_posix()
+    except SandboxError as error:
+        raise ToolFailure(str(error)) from error
+
+
+def _bundle(store: SkillStore, document: SkillDocument) -> list[BundleFile]:
+    files = []
+    for path in document.files:
+        content = store.read_file(document.name, path)
+        if content is not None:
+            files.append(BundleFile(path, content, store.file_is_executable(document.name, path)))
+    return files
+
+
+def _execute(
+    context: ToolContext, document: SkillDocument, entry: str, args: list[str], limits: SandboxLimits
+) -> ToolResult:
+    try:
+        run = run_script(_bundle(context.store, document), entry, args, limits=limits)
+    except SandboxError as error:
+        raise ToolFailure(str(error)) from error
+    status = "timed out and was killed" if run.timed_out else f"exited with code {run.exit_code}"
+    note = "\n(output truncated)" if run.truncated else ""
+    content = f"{entry} {status}.\n--- stdout ---\n{run.stdout}\n--- stderr ---\n{run.stderr}{note}"
+    return ToolResult(ok=run.ok, content=content, execution=SkillExecution(document.name, run.ok))
+
+
+def _script_entry(document: SkillDocument, script: str) -> str:
+    path = _bundle_path(script)
+    entry = path if path.startswith("scripts/") else f"scripts/{path}"
+    if entry not in document.files:
+        scripts = [f for f in document.files if f.startswith("scripts/")]
+        raise ToolFailure(
+            f"skill {document.name!r} has no script {entry!r}; its scripts are: {', '.join(scripts) or 'none'}"
+        )
+    return entry
+
+
+def use_skill_tool(limits: SandboxLimits = DEFAULT_LIMITS) -> Tool:
+    def use_skill(arguments: dict[str, Any], context: ToolContext) -> ToolResult:
+        document = _load(context.store, arguments["skill_name"])
+        if CODE_SKILL_ENTRY in document.files:
+            return _execute(context, document, CODE_SKILL_ENTRY, [], limits)
+        # A prompt skill: its instructions are the result, and the model follows them. Analytics
+        # count it as a load on the model's initiative, like read_skill.
+        activation = SkillActivation(document.name, document.version, "read_skill")
+        return ToolResult(ok=True, content=document.body.strip(), activation=activation)
+
+    return Tool(
+        "use_skill",
+        "Use a skill: returns a prompt skill's instructions to follow, or runs a code skill and returns its result.",
+        {
+            "type": "object",
+            "properties": {"skill_name": SKILL_NAME_PROPERTY},
+            "required": ["skill_name"],
+            "additionalProperties": False,
+        },
+        use_skill,
+    )
+
+
+def run_skill_tool(limits: SandboxLimits = DEFAULT_LIMITS) -> Tool:
+    def run_skill(arguments: dict[str, Any], context: ToolContext) -> ToolResult:
+        document = _load(context.store, arguments["skill_name"])
+        return _execute(
+            context, document, _script_entry(document, arguments["script"]), arguments.get("args", []), limits
+        )
+
+    return Tool(
+        "run_skill",
+        f"Run a script from a skill's scripts/ folder with an argument list "
+        f"(no shell; {limits.timeout_seconds:g} s limit).",
+        {
+            "type": "object",
+            "properties": {
+                "skill_name": SKILL_NAME_PROPERTY,
+                "script": {
+                    "type": "string",
+                    "description": "The script's file name in scripts/, e.g. 'generate.py'.",
+                    "minLength": 1,
+                },
+                "args": {
+                    "type": "array",
+                    "items": {"type": "string", "maxLength": 10_000},
+                    "maxItems": 100,
+                    "description": "Command-line arguments, one string each.",
+                },
+            },
+            "required": ["skill_name", "script"],
+            "additionalProperties": False,
+        },
+        run_skill,
+    )
+
+
+def skill_tools(limits: SandboxLimits = DEFAULT_LIMITS) -> list[Tool]:
+    return [
+        Tool(
+            "read_skill",
+            "Read a skill's full SKILL.md instructions and the list of its files. "
+            "Call it after choosing a skill from <available_skills>.",
+            {
+                "type": "object",
+                "properties": {"skill_name": SKILL_NAME_PROPERTY},
+                "required": ["skill_name"],
+                "additionalProperties": False,
+            },
+            _read_skill,
+        ),
+        Tool(
+            "read_skill_file",
+            "Read one file bundled with a skill (e.g. references/guide.md).",
+            {
+                "type": "object",
+                "properties": {
+                    "skill_name": SKILL_NAME_PROPERTY,
+                    "path": {
+                        "type": "string",
+                        "description": "The file's path inside the skill, e.g. 'references/guide.md'.",
+                        "minLength": 1,
+                    },
+                },
+                "required": ["skill_name", "path"],
+                "additionalProperties": False,
+            },
+            _read_skill_file,
+        ),
+        use_skill_tool(limits),
+        run_skill_tool(limits),
+    ]

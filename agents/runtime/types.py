@@ -1,0 +1,139 @@
+"""Plain data that crosses the boundary between the runtime and the Django side.
+
+Nothing here imports Django or litellm: the registry adapts its models to these shapes and
+persists what comes back (trace events, activations, executions, usage).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+# Values of `skill_activated.trigger` (SPEC §6.10).
+Trigger = Literal[
+    "forced",
+    "read_skill",
+    "task_match",
+    "explicit_command",
+    "tool_call_error",
+    "turn_start",
+    "force_include",
+    "auto_invoke",
+]
+
+TurnStatus = Literal["succeeded", "failed", "cancelled"]
+
+
+@dataclass(frozen=True)
+class SkillSummary:
+    name: str
+    description: str
+    version: int
+    tags: tuple[str, ...] = ()
+    triggers: tuple[str, ...] = ()
+    tools: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class SkillDocument:
+    name: str
+    version: int
+    description: str
+    body: str
+    tools: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()
+    triggers: tuple[str, ...] = ()
+    files: tuple[str, ...] = ()  # bundle paths, SKILL.md excluded
+
+
+class SkillStore(Protocol):
+    def load(self, name: str) -> SkillDocument | None:
+        """The effective, enabled skill called `name`."""
+        ...
+
+    def read_file(self, name: str, path: str) -> bytes | None:
+        """A bundled file of skill `name`, or None when there is no such file."""
+        ...
+
+    def file_is_executable(self, name: str, path: str) -> bool: ...
+
+    def find_skills(self, trigger: str, context: dict[str, Any]) -> list[SkillSummary]:
+        """Seed 001 findSkills: skills declaring `trigger`, most relevant to `context` first."""
+        ...
+
+    def match(self, query: str) -> list[tuple[SkillSummary, float]]:
+        """Skills ranked by relevance to `query` (seed 002 scoring or better), best first."""
+        ...
+
+
+@dataclass(frozen=True)
+class FiredRule:
+    name: str
+    why: str
+    skills: tuple[str, ...] = ()
+    instruction: str | None = None
+    # {"tool": str, "arguments": dict}; string values may contain "{{query}}" (seed 004).
+    auto_invoke: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """What the registry resolved for this turn before it starts (force-include rules applied)."""
+
+    skills: tuple[SkillSummary, ...] = ()
+    prompt_block: str = ""  # the lazy "## Skills (mandatory)" + <available_skills> block
+    instructions: tuple[str, ...] = ()
+    fired_rules: tuple[FiredRule, ...] = ()
+
+
+@dataclass(kw_only=True)
+class TurnRequest:
+    message: str
+    model: str
+    workspace: Path
+    history: list[dict[str, Any]] = field(default_factory=list)  # prior user/assistant messages
+    forced_skill: str | None = None
+    max_iterations: int = 10
+    max_input_tokens: int | None = None
+    max_total_tokens: int | None = None
+    max_seconds: float | None = None
+    llm_options: dict[str, Any] = field(default_factory=dict)  # passed through to litellm
+    base_prompt: str | None = None
+    memory_summary: str | None = None
+    language: str | None = None
+    # seed 001 task_match: inject the best skill's body when its score reaches this; None = suggest only.
+    task_match_inject_threshold: float | None = None
+
+
+class TraceSink(Protocol):
+    def emit(self, type: str, data: dict[str, Any]) -> None:
+        """Record one trace event; the Django side assigns seq and at."""
+        ...
+
+
+@dataclass(frozen=True)
+class SkillActivation:
+    name: str
+    version: int
+    trigger: Trigger
+
+
+@dataclass(frozen=True)
+class SkillExecution:
+    skill_name: str
+    ok: bool
+
+
+@dataclass
+class TurnResult:
+    status: TurnStatus
+    answer: str = ""
+    error: str | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost: float = 0.0
+    steps: int = 0
+    activations: list[SkillActivation] = field(default_factory=list)
+    executions: list[SkillExecution] = field(default_factory=list)
+    offered: list[str] = field(default_factory=list)  # skills listed in the prompt block
