@@ -143,13 +143,14 @@ if REDIS_URL:
 else:
     # No Redis: Kombu's filesystem transport lets web and worker share a queue via var/.
     _broker_dir = VAR_DIR / "broker"
-    for sub in ("out", "processed"):
+    for sub in ("out", "processed", "control"):
         (_broker_dir / sub).mkdir(parents=True, exist_ok=True)
     CELERY_BROKER_URL = "filesystem://"
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(_broker_dir / "out"),
         "data_folder_out": str(_broker_dir / "out"),
         "processed_folder": str(_broker_dir / "processed"),
+        "control_folder": str(_broker_dir / "control"),  # default is ./control in the working dir
         "store_processed": False,
     }
 CELERY_RESULT_BACKEND = None

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 
 from django.db.models import F
@@ -103,3 +106,205 @@ def skill_get(*, name: str, source: str | None = None) -> Skill:
     if not candidates:
         raise NotFound(f"No skill named '{name}'" + (f" in source '{source}'." if source else "."))
     return effective_skill(candidates) or max(candidates, key=lambda s: s.priority)
+
+
+# --- effective skills as plain rows (resolve, match, prompt blocks) -------------------------
+
+_SUMMARY_FIELDS = ("id", "skill_id", "number", "name", "description", "fingerprint", "tags", "triggers", "tools",
+                   "frontmatter")
+
+
+@dataclass(frozen=True)
+class EffectiveSkillRow:
+    """One effective, enabled skill at the version a reader gets, as plain values (no ORM rows)."""
+
+    skill_id: int
+    name: str
+    source: str
+    version: int
+    version_id: int
+    description: str
+    fingerprint: str
+    tags: tuple[str, ...]
+    triggers: tuple[str, ...]
+    tools: tuple[str, ...]
+    frontmatter: dict
+    labelled: bool  # True when the version came from the requested (or `production`) label
+
+
+def effective_skill_rows(*, label: str | None = None) -> list[EffectiveSkillRow]:
+    """Every effective enabled skill (precedence applied), at `label` where the skill has it.
+
+    Like `skill_version_for`: no label means `production` where it exists, else latest; a named
+    label falls back to latest for skills that do not carry it (so a new skill is visible before
+    anyone labels it); `latest` means the newest version everywhere. Three queries, whatever the
+    number of skills, and no SKILL.md text is loaded.
+    """
+    skills = list(Skill.objects.filter(enabled=True).only("id", "name", "source", "enabled", "latest_version"))
+    by_name: dict[str, list[Skill]] = {}
+    for skill in skills:
+        by_name.setdefault(skill.name, []).append(skill)
+    winners = {winner.pk: winner for group in by_name.values() if (winner := effective_skill(group))}
+
+    label_name = "production" if label is None else label
+    labelled: dict[int, dict] = {}
+    if label_name != "latest":
+        for row in SkillVersion.objects.filter(labels__name=label_name, skill__enabled=True).values(*_SUMMARY_FIELDS):
+            if row["skill_id"] in winners:
+                labelled[row["skill_id"]] = row
+    latest = {
+        row["skill_id"]: row
+        for row in SkillVersion.objects.filter(skill__enabled=True, number=F("skill__latest_version"))
+        .values(*_SUMMARY_FIELDS)
+        if row["skill_id"] in winners and row["skill_id"] not in labelled
+    } if len(labelled) < len(winners) else {}
+    rows = []
+    for skill_id, skill in winners.items():
+        row = labelled.get(skill_id) or latest.get(skill_id)
+        if row is None:
+            continue  # a skill row whose first publish has not committed
+        rows.append(EffectiveSkillRow(
+            skill_id=skill_id, name=skill.name, source=skill.source, version=row["number"], version_id=row["id"],
+            description=row["description"], fingerprint=row["fingerprint"], tags=tuple(map(str, row["tags"] or ())),
+            triggers=tuple(map(str, row["triggers"] or ())), tools=tuple(map(str, row["tools"] or ())),
+            frontmatter=row["frontmatter"] or {}, labelled=skill_id in labelled,
+        ))
+    rows.sort(key=lambda r: r.name)
+    return rows
+
+
+# --- the API's skill catalogue -------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CatalogRow:
+    skill: Skill
+    version: SkillVersion  # the version shown: the label's with ?label=, else the newest
+    effective: bool
+    shadowed_by: str | None
+    labels: dict[str, int]
+
+
+def skill_catalog(*, q: str = "", tag: str | None = None, trigger: str | None = None, source: str | None = None,
+                  enabled: bool | None = None, label: str | None = None, shadowed: bool = False) -> list[CatalogRow]:
+    """Skills for `GET /skills`: one row per name (the effective skill, or the highest-priority
+    one when all are disabled), or every source's row with `shadowed`/`source`. Metadata only:
+    SKILL.md text is never loaded. With `q`, rows are ordered by match relevance."""
+    from registry.matching import match, words
+
+    skills = list(Skill.objects.order_by("name"))
+    groups: dict[str, list[Skill]] = {}
+    for skill in skills:
+        groups.setdefault(skill.name, []).append(skill)
+    versions = {
+        v.skill_id: v
+        for v in SkillVersion.objects.filter(number=F("skill__latest_version")).defer("skill_md", "frontmatter")
+    }
+    labels: dict[int, dict[str, int]] = {}
+    labelled: dict[int, SkillVersion] = {}
+    for item in Label.objects.select_related("version").defer("version__skill_md", "version__frontmatter"):
+        labels.setdefault(item.skill_id, {})[item.name] = item.version.number
+        if label and item.name == label:
+            labelled[item.skill_id] = item.version
+
+    rows: list[CatalogRow] = []
+    for group in groups.values():
+        winner = effective_skill(group)
+        representative = winner or max(group, key=lambda s: s.priority)
+        for skill in sorted(group, key=lambda s: -s.priority):
+            listed = shadowed or source is not None or skill is representative
+            if not listed or (source is not None and skill.source != source):
+                continue
+            if label and label != "latest" and skill.pk not in labelled:
+                continue
+            version = labelled.get(skill.pk) or versions.get(skill.pk)
+            if version is None:
+                continue
+            if enabled is not None and skill.enabled != enabled:
+                continue
+            if tag and tag.lower() not in {str(t).lower() for t in version.tags or ()}:
+                continue
+            if trigger and trigger.lower() not in {str(t).lower() for t in version.triggers or ()}:
+                continue
+            shadowed_by = winner.source if winner is not None and skill is not winner and skill.enabled else None
+            rows.append(CatalogRow(skill, version, skill is winner, shadowed_by, labels.get(skill.pk, {})))
+
+    if q and q.strip():
+        # Search as you type: every typed word is a prefix/substring of the skill's text, or the
+        # skill matches by relevance (stems, stop words); relevance orders the result.
+        typed = words(q)
+        ranked = {id(m.skill.row): m.score for m in match(q, [_CatalogDoc(r) for r in rows])}
+
+        def haystack(row: CatalogRow) -> str:
+            return " ".join([row.skill.name, row.version.description, *map(str, row.version.tags or ())]).lower()
+
+        rows = [r for r in rows if id(r) in ranked or all(w in haystack(r) for w in typed)]
+        rows.sort(key=lambda r: (-ranked.get(id(r), 0.0), r.skill.name))
+    return rows
+
+
+class _CatalogDoc:
+    """A catalogue row as matching.match sees it (name, description, tags)."""
+
+    __slots__ = ("row", "name", "description", "tags")
+
+    def __init__(self, row: CatalogRow) -> None:
+        self.row = row
+        self.name = row.skill.name
+        self.description = row.version.description
+        self.tags = row.version.tags or ()
+
+
+def skill_others(skill: Skill) -> list[Skill]:
+    """The same name in other sources, highest priority first."""
+    return sorted(Skill.objects.filter(name=skill.name).exclude(pk=skill.pk), key=lambda s: -s.priority)
+
+
+# --- raw SKILL.md, cached per generation ---------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RawSkillMd:
+    content: bytes
+    etag: str  # strong: the quoted sha256 of the bytes
+    name: str
+    version: int
+
+
+_RAW_CACHE: OrderedDict[tuple, RawSkillMd] = OrderedDict()
+_RAW_CACHE_MAX = 2048
+_RAW_LOCK = threading.Lock()
+
+
+def skill_md_raw(*, name: str, source: str | None = None, label: str | None = None, number: int | None = None,
+                 generation: int | None = None) -> RawSkillMd:
+    """The exact SKILL.md bytes a reader gets, with their ETag.
+
+    Kept in a per-process LRU keyed by the registry generation, which the caller reads from the
+    database on every request: a hit costs no ORM work, and any publish, label move or
+    enable/disable changes the key, so a stale answer is impossible across processes.
+    """
+    from registry.services.generation import registry_generation
+
+    generation = registry_generation() if generation is None else generation
+    key = (generation, name, source, label, number)
+    with _RAW_LOCK:
+        found = _RAW_CACHE.get(key)
+        if found is not None:
+            _RAW_CACHE.move_to_end(key)
+            return found
+    skill = skill_get(name=name, source=source)
+    version = skill_version_for(skill=skill, label=label, number=number)
+    content = version.skill_md.encode("utf-8")
+    raw = RawSkillMd(content=content, etag=f'"{hashlib.sha256(content).hexdigest()}"', name=skill.name,
+                     version=version.number)
+    with _RAW_LOCK:
+        _RAW_CACHE[key] = raw
+        while len(_RAW_CACHE) > _RAW_CACHE_MAX:
+            _RAW_CACHE.popitem(last=False)
+    return raw
+
+
+def skill_md_raw_cache_clear() -> None:
+    with _RAW_LOCK:
+        _RAW_CACHE.clear()

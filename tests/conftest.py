@@ -49,3 +49,14 @@ def skill_md():
 @pytest.fixture
 def dedent():
     return lambda text: textwrap.dedent(text).lstrip("\n")
+
+
+@pytest.fixture(autouse=True)
+def _fresh_registry_caches():
+    """Each test's database rolls back, so generation numbers repeat between tests: a cached
+    resolve or SKILL.md from an earlier test must not be served to the next one."""
+    from registry.services.resolve import registry_caches_reset
+
+    registry_caches_reset()
+    yield
+    registry_caches_reset()

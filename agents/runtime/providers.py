@@ -52,13 +52,24 @@ def _turn_messages(messages: list[dict[str, Any]]) -> tuple[str, list[dict[str, 
 # --- scripted -------------------------------------------------------------------------------
 
 
+SCRIPTED_CALL_ID = re.compile(r"call_scripted_(\d+)_")
+
+
 def scripted_reply(messages: list[dict[str, Any]], script: Any) -> tuple[int, ProviderReply]:
-    """The script step for this call: the number of assistant messages since the last user
-    message, so a retry of the same call replays the same step."""
+    """The script step for this call, worked out from the messages alone so that a retry of the
+    same call replays the same step: the number of assistant messages since the last user
+    message. Context trimming may have dropped earlier exchanges of this turn, so the step
+    stamped into the ids of the tool calls still present (`call_scripted_<step>_<n>`) counts too."""
     if not isinstance(script, list):
         raise ScriptError("the script must be a list of steps")
     _, after = _turn_messages(messages)
     index = sum(1 for message in after if message.get("role") == "assistant")
+    for message in after:
+        ids = [message.get("tool_call_id")] + [call.get("id") for call in message.get("tool_calls") or []]
+        for call_id in ids:
+            stamped = SCRIPTED_CALL_ID.match(call_id or "")
+            if stamped:
+                index = max(index, int(stamped.group(1)) + 1)
     if index >= len(script):
         return index, ProviderReply(SCRIPT_DONE_ANSWER)
     return index, _parse_step(index, script[index])

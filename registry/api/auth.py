@@ -28,14 +28,18 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
         )
         if token is None or not token.user.is_active:
             raise exceptions.AuthenticationFailed("Invalid or revoked token.")
-        # Writing last_used_at on every request would make reads write; once a minute is enough.
-        now = timezone.now()
-        if token.last_used_at is None or (now - token.last_used_at).total_seconds() > 60:
-            ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
+        touch_token(token.pk, token.last_used_at)
         return (token.user, token)
 
     def authenticate_header(self, request):
         return self.keyword
+
+
+def touch_token(token_id: int, last_used_at) -> None:
+    # Writing last_used_at on every request would make reads write; once a minute is enough.
+    now = timezone.now()
+    if last_used_at is None or (now - last_used_at).total_seconds() > 60:
+        ApiToken.objects.filter(pk=token_id).update(last_used_at=now)
 
 
 def has_scope(request, scope: str) -> bool:
@@ -47,6 +51,14 @@ def has_scope(request, scope: str) -> bool:
     return user_has_scope(request.user, scope)
 
 
+class ScopeRequired(exceptions.PermissionDenied):
+    """403 that names the missing scope (the error body carries it as `scope`)."""
+
+    def __init__(self, scope: str) -> None:
+        super().__init__(f"Requires the '{scope}' scope.", code="forbidden")
+        self.scope = scope
+
+
 class ScopePermission(permissions.BasePermission):
     """Views declare `required_scopes = {"GET": "skills:read", "POST": "skills:write", ...}`."""
 
@@ -54,13 +66,12 @@ class ScopePermission(permissions.BasePermission):
 
     def has_permission(self, request, view):
         if not (request.user and request.user.is_authenticated):
-            return False
+            return False  # DRF answers 401 (with WWW-Authenticate: Bearer), not 403
         scope = getattr(view, "required_scopes", {}).get(request.method)
         if scope is None and request.method in ("HEAD", "OPTIONS"):
             scope = getattr(view, "required_scopes", {}).get("GET")
         if scope is None:
             return True
         if not has_scope(request, scope):
-            self.message = f"Requires the '{scope}' scope."
-            return False
+            raise ScopeRequired(scope)
         return True

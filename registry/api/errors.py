@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.core.exceptions import RequestDataTooBig, SuspiciousOperation, TooManyFieldsSent
 from django.http import Http404
 from rest_framework import exceptions, status
 from rest_framework.response import Response
@@ -23,21 +24,53 @@ _DRF_CODES = {
 }
 
 
+class RequestTooLarge(exceptions.APIException):
+    status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
+    default_detail = "The request body is too large."
+    default_code = "too_large"
+
+
 def exception_handler(exc, context):
     if isinstance(exc, ApplicationError):
         return Response(exc.as_dict(), status=exc.status)
-    if isinstance(exc, Http404):
+    extra: dict = {}
+    if isinstance(exc, RequestDataTooBig):
+        # Django raises this past DATA_UPLOAD_MAX_MEMORY_SIZE; it is a size problem, not a 400.
+        exc = RequestTooLarge(str(exc) or RequestTooLarge.default_detail)
+    elif isinstance(exc, TooManyFieldsSent | SuspiciousOperation):
+        exc = exceptions.ParseError(str(exc) or "The request could not be read.")
+    elif isinstance(exc, Http404):
         exc = exceptions.NotFound()
     elif isinstance(exc, DjangoPermissionDenied):
         exc = exceptions.PermissionDenied()
+    scope = getattr(exc, "scope", None)
+    if scope:
+        extra["scope"] = scope
     response = drf_exception_handler(exc, context)
     if response is None:
         return None
     body: dict = {"error": _DRF_CODES.get(response.status_code, "error")}
     if isinstance(exc, exceptions.ValidationError):
-        body["detail"] = "Some fields are invalid."
+        body["detail"] = _summary(exc.detail)
         body["fields"] = exc.detail if isinstance(exc.detail, dict) else {"non_field_errors": exc.detail}
     else:
-        body["detail"] = str(exc.detail) if hasattr(exc, "detail") else str(exc)
+        detail = str(exc.detail) if hasattr(exc, "detail") else str(exc)
+        body["detail"] = detail
+        if response.status_code == status.HTTP_403_FORBIDDEN and detail.startswith("CSRF Failed"):
+            body["error"] = "csrf_failed"
+    body.update(extra)
     response.data = body
     return response
+
+
+def _summary(detail) -> str:
+    """A one-line description of a serializer error, naming the first bad field."""
+    if isinstance(detail, dict) and detail:
+        field, problems = next(iter(detail.items()))
+        first = problems
+        while isinstance(first, dict | list) and first:
+            first = next(iter(first.values())) if isinstance(first, dict) else first[0]
+        return f"Invalid '{field}': {first}" if field != "non_field_errors" else str(first)
+    if isinstance(detail, list) and detail:
+        return str(detail[0])
+    return "Some fields are invalid."

@@ -1,3 +1,29 @@
+"""`/api/v1/` routes (SPEC §5). The agent turn endpoints (`/api/v1/agent/...`) are the agents app's,
+included by config/urls.py."""
+
+from __future__ import annotations
+
 from django.urls import path
 
-urlpatterns: list = []
+from registry.api import resolve, rules, skills, usage
+
+urlpatterns = [
+    path("skills", skills.SkillListCreateApi.as_view(), name="api-skills"),
+    path("skills/<str:name>", skills.SkillDetailApi.as_view(), name="api-skill"),
+    path("skills/<str:name>/SKILL.md", skills.SkillMarkdownApi.as_view(), name="api-skill-md"),
+    path("skills/<str:name>/bundle.zip", skills.SkillBundleApi.as_view(), name="api-skill-bundle"),
+    path("skills/<str:name>/files/<path:path>", skills.SkillFileApi.as_view(), name="api-skill-file"),
+    path("skills/<str:name>/versions", skills.SkillVersionListApi.as_view(), name="api-skill-versions"),
+    path("skills/<str:name>/versions/<int:number>", skills.SkillVersionDetailApi.as_view(), name="api-skill-version"),
+    path("skills/<str:name>/diff", skills.SkillDiffApi.as_view(), name="api-skill-diff"),
+    path("skills/<str:name>/labels", skills.SkillLabelListApi.as_view(), name="api-skill-labels"),
+    path("skills/<str:name>/labels/<str:label>", skills.SkillLabelApi.as_view(), name="api-skill-label"),
+    path("rules", rules.RuleListCreateApi.as_view(), name="api-rules"),
+    path("rules/test", rules.RulesTestApi.as_view(), name="api-rules-test"),
+    path("rules/<int:rule_id>", rules.RuleDetailApi.as_view(), name="api-rule"),
+    path("match", resolve.MatchApi.as_view(), name="api-match"),
+    path("resolve", resolve.ResolveApi.as_view(), name="api-resolve"),
+    path("usage", usage.UsageApi.as_view(), name="api-usage"),
+    path("analytics/skills", usage.AnalyticsSkillsApi.as_view(), name="api-analytics-skills"),
+]
+

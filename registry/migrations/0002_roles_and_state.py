@@ -1,5 +1,7 @@
 """Create the console roles (SPEC §3) as groups, and the registry's generation row."""
 
+import secrets
+
 from django.db import migrations
 
 ROLES = ("admin", "author", "analyst")
@@ -9,7 +11,8 @@ def forwards(apps, schema_editor):
     Group = apps.get_model("auth", "Group")
     for name in ROLES:
         Group.objects.get_or_create(name=name)
-    apps.get_model("registry", "RegistryState").objects.get_or_create(pk=1)
+    # A random start: see registry/services/generation.py.
+    apps.get_model("registry", "RegistryState").objects.get_or_create(pk=1, defaults={"generation": secrets.randbelow(2**40) + 1})
 
 
 def backwards(apps, schema_editor):

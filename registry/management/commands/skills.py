@@ -9,19 +9,21 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
 from registry import selectors
-from registry.bundle import find_skill_folders, read_folder, read_zip, write_folder
+from registry.bundle import bundle_from_parts, find_skill_folders, read_folder, read_zip, write_folder
 from registry.errors import ApplicationError
 from registry.models import Skill, SkillSource
 from registry.services.audit import Actor
+from registry.services.labels import label_move
 from registry.services.skills import (
     ImportReport,
     registry_limits,
     skill_import_path,
     skill_set_enabled,
+    skill_version_publish,
     skills_import_tree,
     skills_sync_bundled,
 )
-from registry.skillmd import validate_skill_md
+from registry.skillmd import render_skill_md, validate_skill_md
 
 CLI = Actor(via="cli")
 
@@ -57,6 +59,17 @@ class Command(BaseCommand):
             toggle = sub.add_parser(verb, help=f"{verb.capitalize()} a skill.")
             toggle.add_argument("name")
             toggle.add_argument("--source", choices=SkillSource.values)
+
+        create = sub.add_parser("create", help="Create a user skill from a template (seed 002).")
+        create.add_argument("name")
+        create.add_argument("-d", "--description", default=None, help="What the skill does and when to use it.")
+        create.add_argument("--code", action="store_true", help="Add a scripts/skill.py template (a code skill).")
+
+        label = sub.add_parser("label", help="Point LABEL at VERSION of a skill (rollback = move it back).")
+        label.add_argument("name")
+        label.add_argument("label")
+        label.add_argument("version", type=int)
+        label.add_argument("--source", choices=SkillSource.values)
 
     def handle(self, *args, action: str, **options) -> None:
         handler = getattr(self, f"handle_{action}")
@@ -169,6 +182,35 @@ class Command(BaseCommand):
             skill_set_enabled(skill=skill, enabled=enabled, actor=CLI)
             self.stdout.write(f"{'enabled' if enabled else 'disabled'} {skill.name} ({skill.source})")
 
+    def handle_create(self, *, name: str, description: str | None, code: bool, **_) -> None:
+        if Skill.objects.filter(name=name, source=SkillSource.USER).exists():
+            raise CommandError(f"A user skill named '{name}' already exists; publish a new version instead.")
+        title = name.replace("-", " ").replace("_", " ").capitalize()
+        description = description or f"Describe what {name} does and when to use it (one or two sentences)."
+        frontmatter = {"name": name, "description": description, "version": "0.1.0",
+                       "tags": [], "triggers": ["task_match", "explicit_command"], "tools": []}
+        files: list[tuple[str, bytes, bool]] = []
+        if code:
+            frontmatter["tools"] = ["run_skill"]
+            body = _CODE_BODY.format(title=title, name=name)
+            files.append(("scripts/skill.py", _CODE_SCRIPT.format(name=name).encode(), True))
+        else:
+            body = _PROMPT_BODY.format(title=title)
+        bundle = bundle_from_parts(render_skill_md(frontmatter, body).encode(), files, limits=registry_limits())
+        result = skill_version_publish(bundle=bundle, source=SkillSource.USER, message="Created from the template",
+                                       actor=CLI)
+        kind = "code skill" if code else "prompt skill"
+        self.stdout.write(self.style.SUCCESS(f"created {kind} {result.skill.name} v{result.version.number} (user)"))
+        for issue in result.warnings:
+            self.stdout.write(f"  line {issue.line}: {issue.message}")
+
+    def handle_label(self, *, name: str, label: str, version: int, source: str | None, **_) -> None:
+        skill = selectors.skill_get(name=name, source=source)
+        before = skill.labels.filter(name=label).values_list("version__number", flat=True).first()
+        label_move(skill=skill, label=label, version_number=version, actor=CLI)
+        moved = f"v{before} -> v{version}" if before is not None else f"-> v{version}"
+        self.stdout.write(f"{skill.name} ({skill.source}) {label}: {moved}")
+
     def _report(self, report: ImportReport, skipped: int = 0) -> None:
         for result in report.published:
             self.stdout.write(self.style.SUCCESS(f"published {result.skill.name} v{result.version.number}")
@@ -188,3 +230,55 @@ class Command(BaseCommand):
 def _one_line(text: str, width: int) -> str:
     text = " ".join(text.split())
     return text if len(text) <= width else text[: width - 1] + "…"
+
+
+_PROMPT_BODY = """# {title}
+
+## When to use
+
+- Describe the requests this skill is for.
+
+## Steps
+
+1. First step.
+2. Second step.
+
+## Output
+
+Say what a good answer looks like.
+"""
+
+_CODE_BODY = """# {title}
+
+A code skill: the steps are done by `scripts/skill.py`.
+
+## When to use
+
+- Describe the requests this skill is for.
+
+## How to run
+
+Call `run_skill(skill_name="{name}", script="scripts/skill.py", args=[...])` and report its output.
+"""
+
+_CODE_SCRIPT = """#!/usr/bin/env python3
+\"\"\"{name}: the code part of the skill (seed 002 CodeSkill), run with `run_skill`.
+
+Arguments arrive as command-line arguments; print the result for the agent to read.
+Exit non-zero with a message on stderr when something goes wrong.
+\"\"\"
+
+import sys
+
+
+def main(argv: list[str]) -> int:
+    if not argv:
+        print("usage: skill.py ARG...", file=sys.stderr)
+        return 2
+    print(" ".join(argv))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
+"""

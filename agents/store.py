@@ -1,0 +1,76 @@
+"""The registry seen through the runtime's SkillStore protocol (agents/runtime/types.py).
+
+One store serves one turn: what it loads is kept for the rest of the turn, so a skill read
+twice costs one query and the turn sees one consistent version of each skill.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agents.runtime.forcing import split_slash_command
+from agents.runtime.types import Resolution, SkillDocument, SkillSummary
+from registry import selectors
+from registry.errors import NotFound
+from registry.models import SkillVersion
+from registry.services import resolve as registry_resolve
+from registry.skillmd import parse_skill_md
+
+
+class RegistrySkillStore:
+    def __init__(self, label: str | None = None) -> None:
+        self.label = label
+        self._versions: dict[str, SkillVersion | None] = {}
+        self._documents: dict[str, SkillDocument | None] = {}
+
+    def _version(self, name: str) -> SkillVersion | None:
+        if name not in self._versions:
+            try:
+                skill = selectors.skill_get(name=name)
+                version = selectors.skill_version_for(skill=skill, label=self.label) if skill.enabled else None
+            except NotFound:
+                version = None
+            self._versions[name] = version
+        return self._versions[name]
+
+    def load(self, name: str) -> SkillDocument | None:
+        if name not in self._documents:
+            version = self._version(name)
+            self._documents[name] = None if version is None else SkillDocument(
+                name=version.name,
+                version=version.number,
+                description=version.description,
+                body=parse_skill_md(version.skill_md).body,
+                tools=tuple(version.tools),
+                tags=tuple(version.tags),
+                triggers=tuple(version.triggers),
+                files=tuple(version.files.order_by("path").values_list("path", flat=True)),
+            )
+        return self._documents[name]
+
+    def read_file(self, name: str, path: str) -> bytes | None:
+        version = self._version(name)
+        file = version and version.files.select_related("blob").filter(path=path).first()
+        return bytes(file.blob.content) if file else None
+
+    def file_is_executable(self, name: str, path: str) -> bool:
+        version = self._version(name)
+        return bool(version and version.files.filter(path=path, executable=True).exists())
+
+    def find_skills(self, trigger: str, context: dict[str, Any]) -> list[SkillSummary]:
+        return [found.skill.to_summary() for found in registry_resolve.skills_find(trigger=trigger, context=context,
+                                                                                  label=self.label)]
+
+    def match(self, query: str) -> list[tuple[SkillSummary, float]]:
+        return [(found.skill.to_summary(), found.score)
+                for found in registry_resolve.skills_match(query=query, label=self.label)]
+
+
+def resolution_for_turn(*, message: str, forced_skill: str | None, label: str | None = None) -> Resolution:
+    """The registry's resolve() for this turn, in the runtime's plain shapes.
+
+    A leading `/skill-name` is a command, not part of what the user asks about: it is matched
+    against rules and skills without it, and names the forced skill unless one was given.
+    """
+    slash_skill, query = split_slash_command(message)
+    return registry_resolve.resolve(query=query, label=label, forced_skill=forced_skill or slash_skill).to_resolution()

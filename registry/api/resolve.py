@@ -1,0 +1,48 @@
+"""`GET /match` and `POST /resolve`: what an agent asks the registry once per turn."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework.response import Response
+
+from registry.api import serializers as s
+from registry.api.base import ApiView, if_none_match, not_modified
+from registry.api.schema import errors
+from registry.services.resolve import resolve, skills_match
+
+READ = "skills:read"
+
+
+class MatchApi(ApiView):
+    required_scopes = {"GET": READ}
+
+    @extend_schema(operation_id="match", parameters=[s.MatchQuerySerializer],
+                   responses={200: s.MatchSerializer, **errors(400, 401, 403)},
+                   summary="Effective enabled skills ranked for a query, each score with its reasons.")
+    def get(self, request):
+        query = s.MatchQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        q = query.validated_data["q"]
+        found = skills_match(query=q, label=query.validated_data.get("label"), limit=query.validated_data["limit"])
+        return Response({"query": q, "matches": [
+            {"name": m.skill.name, "version": m.skill.version, "description": m.skill.description,
+             "tags": list(m.skill.tags), "score": m.score, "reasons": m.reasons} for m in found]})
+
+
+class ResolveApi(ApiView):
+    required_scopes = {"POST": READ}
+
+    @extend_schema(operation_id="resolve", request=s.ResolveInputSerializer,
+                   responses={200: s.ResolveSerializer, 304: OpenApiResponse(description="If-None-Match matched."),
+                              **errors(400, 401, 403, 415)},
+                   summary="Skills, prompt block, rule instructions and fired rules for one turn, with one ETag.")
+    def post(self, request):
+        body = s.ResolveInputSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        result = resolve(**body.validated_data)
+        if if_none_match(request, result.etag):
+            return not_modified(result.etag)
+        response = Response(result.as_dict())
+        response["ETag"] = result.etag
+        response["Cache-Control"] = "private, no-cache"
+        return response

@@ -1,0 +1,90 @@
+"""`/api/v1/rules...`: force-include rules (seed 004) and the rule tester."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import status
+from rest_framework.response import Response
+
+from registry.api import serializers as s
+from registry.api.base import ApiView
+from registry.api.schema import errors
+from registry.api.skills import _paginate
+from registry.errors import NotFound
+from registry.models import ForceIncludeRule
+from registry.services.resolve import rules_test
+from registry.services.rules import rule_create, rule_delete, rule_update
+
+READ, WRITE = "skills:read", "rules:write"
+
+
+def _rule_payload(rule: ForceIncludeRule, warnings: tuple[str, ...] | None = None) -> dict:
+    body = {"id": rule.pk, "name": rule.name, "pattern": rule.pattern, "skills": rule.skills, "tools": rule.tools,
+            "instruction": rule.instruction, "auto_invoke": rule.auto_invoke, "priority": rule.priority,
+            "enabled": rule.enabled, "created_at": rule.created_at, "updated_at": rule.updated_at}
+    if warnings is not None:
+        body["warnings"] = list(warnings)
+    return body
+
+
+def _rule(rule_id: int) -> ForceIncludeRule:
+    rule = ForceIncludeRule.objects.filter(pk=rule_id).first()
+    if rule is None:
+        raise NotFound(f"No rule with id {rule_id}.")
+    return rule
+
+
+class RuleListCreateApi(ApiView):
+    required_scopes = {"GET": READ, "POST": WRITE}
+
+    @extend_schema(operation_id="rules_list", responses={200: s.RuleSerializer(many=True), **errors(401, 403)},
+                   summary="Force-include rules, highest priority first.")
+    def get(self, request):
+        return _paginate(self, list(ForceIncludeRule.objects.order_by("-priority", "name")), _rule_payload)
+
+    @extend_schema(operation_id="rules_create", request=s.RuleInputSerializer,
+                   responses={201: s.RuleSerializer, **errors(400, 401, 403, 415)},
+                   summary="Create a rule; the pattern is compiled with RE2 (no backreferences/lookaround).")
+    def post(self, request):
+        body = s.RuleInputSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        result = rule_create(actor=self.actor(), **body.validated_data)
+        return Response(_rule_payload(result.rule, result.warnings), status=status.HTTP_201_CREATED)
+
+
+class RuleDetailApi(ApiView):
+    required_scopes = {"GET": READ, "PATCH": WRITE, "DELETE": WRITE}
+
+    @extend_schema(operation_id="rules_retrieve", responses={200: s.RuleSerializer, **errors(401, 403, 404)})
+    def get(self, request, rule_id: int):
+        return Response(_rule_payload(_rule(rule_id)))
+
+    @extend_schema(operation_id="rules_partial_update", request=s.RulePatchInputSerializer,
+                   responses={200: s.RuleSerializer, **errors(400, 401, 403, 404, 415)})
+    def patch(self, request, rule_id: int):
+        body = s.RulePatchInputSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        result = rule_update(rule=_rule(rule_id), actor=self.actor(), **body.validated_data)
+        return Response(_rule_payload(result.rule, result.warnings))
+
+    @extend_schema(operation_id="rules_delete", responses={204: OpenApiResponse(description="Deleted."),
+                                                           **errors(401, 403, 404)})
+    def delete(self, request, rule_id: int):
+        rule_delete(rule=_rule(rule_id), actor=self.actor())
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class RulesTestApi(ApiView):
+    required_scopes = {"POST": READ}
+
+    @extend_schema(operation_id="rules_test", request=s.RulesTestInputSerializer,
+                   responses={200: s.RulesTestSerializer, **errors(400, 401, 403, 415)},
+                   summary="Which rules fire for a query and why, and the exact prompt block and instructions.")
+    def post(self, request):
+        body = s.RulesTestInputSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        result = rules_test(query=body.validated_data["query"], label=body.validated_data.get("label"))
+        payload = result.as_dict()
+        return Response({"fired": payload["fired_rules"], "skills": [skill.name for skill in result.skills],
+                         "prompt_block": result.prompt_block, "instructions": list(result.instructions),
+                         "warnings": list(result.warnings)})

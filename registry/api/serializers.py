@@ -1,0 +1,500 @@
+"""Explicit input and output serializers, one pair per operation (STYLE.md).
+
+Inputs validate shape and bounds only; the services judge content (SKILL.md, patterns, labels).
+Outputs are plain `Serializer`s over the dicts the views build, so the OpenAPI schema shows the
+exact JSON shapes of SPEC §5.
+"""
+
+from __future__ import annotations
+
+import re
+
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from registry.models import SkillSource, UsageKind
+
+LABEL_PATTERN = r"^[a-z0-9_.-]{1,36}$"
+_LABEL_OR_LATEST = re.compile(LABEL_PATTERN)
+
+
+def _text(**kwargs) -> serializers.CharField:
+    return serializers.CharField(**kwargs)
+
+
+class LabelField(serializers.CharField):
+    """A label name in a query string: the same syntax labels are created with (`latest` allowed)."""
+
+    def __init__(self, **kwargs):
+        kwargs.setdefault("required", False)
+        kwargs.setdefault("max_length", 36)
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data):
+        value = super().to_internal_value(data)
+        if not _LABEL_OR_LATEST.fullmatch(value):
+            raise serializers.ValidationError("Label names are 1-36 characters of a-z, 0-9, '_', '.' and '-'.")
+        return value
+
+
+# --- common outputs ----------------------------------------------------------------------
+
+
+class ErrorSerializer(serializers.Serializer):
+    error = _text(help_text="Machine-readable code, e.g. invalid_skill, version_conflict, forbidden.")
+    detail = _text(help_text="What went wrong, for a person.")
+    line = serializers.IntegerField(required=False, help_text="SKILL.md line of the first error.")
+    fields = serializers.DictField(required=False, help_text="Field name -> problem.")
+    scope = _text(required=False, help_text="The scope a 403 is missing.")
+    latest_version = serializers.IntegerField(required=False, help_text="409: the newest version now.")
+
+
+class IssueSerializer(serializers.Serializer):
+    line = serializers.IntegerField()
+    message = _text()
+    field = _text(allow_null=True, required=False)
+    level = _text(required=False)
+
+
+class FileEntrySerializer(serializers.Serializer):
+    path = _text()
+    size = serializers.IntegerField()
+    sha256 = _text()
+    executable = serializers.BooleanField()
+
+
+# --- skills ------------------------------------------------------------------------------
+
+
+class SkillListQuerySerializer(serializers.Serializer):
+    q = _text(required=False, max_length=500, allow_blank=True,
+              help_text="Words that must appear (search as you type).")
+    tag = _text(required=False, max_length=100)
+    trigger = _text(required=False, max_length=64)
+    source = serializers.ChoiceField(choices=SkillSource.choices, required=False)
+    enabled = serializers.BooleanField(required=False, allow_null=True, default=None)
+    label = LabelField(help_text="Only skills carrying this label, shown at its version.")
+    shadowed = serializers.BooleanField(required=False, default=False,
+                                        help_text="Also list skills shadowed by a higher-priority source.")
+
+
+class SkillSummarySerializer(serializers.Serializer):
+    name = _text()
+    source = _text()
+    enabled = serializers.BooleanField()
+    effective = serializers.BooleanField(help_text="This is the skill agents get for the name.")
+    shadowed_by = _text(allow_null=True, help_text="Source of the skill that wins the name, when not this one.")
+    version = serializers.IntegerField(help_text="Version shown (the label's, with ?label=, else latest).")
+    latest_version = serializers.IntegerField()
+    description = _text()
+    tags = serializers.ListField(child=_text())
+    triggers = serializers.ListField(child=_text())
+    tools = serializers.ListField(child=_text())
+    labels = serializers.DictField(child=serializers.IntegerField(), help_text="Label -> version number.")
+    fingerprint = _text()
+    updated_at = serializers.DateTimeField()
+
+
+class SkillFileInputSerializer(serializers.Serializer):
+    path = _text(max_length=1024, trim_whitespace=False)
+    content_base64 = _text(allow_blank=True, trim_whitespace=False)
+    executable = serializers.BooleanField(required=False, default=False)
+
+
+class SkillPublishInputSerializer(serializers.Serializer):
+    skill_md = _text(trim_whitespace=False, help_text="The exact SKILL.md text (frontmatter and body).")
+    files = SkillFileInputSerializer(many=True, required=False, default=list)
+    message = _text(required=False, allow_blank=True, default="", max_length=500)
+    base_version = serializers.IntegerField(required=False, allow_null=True, default=None, min_value=0,
+                                            max_value=2**31 - 1,
+                                            help_text="The version this edit started from; stale -> 409.")
+    source = serializers.ChoiceField(choices=SkillSource.choices, required=False, default=None, allow_null=True)
+
+
+class SkillUploadOptionsSerializer(serializers.Serializer):
+    """Options of a raw `application/zip` upload, given in the query string."""
+
+    message = _text(required=False, allow_blank=True, default="", max_length=500)
+    base_version = serializers.IntegerField(required=False, allow_null=True, default=None, min_value=0,
+                                            max_value=2**31 - 1)
+    source = serializers.ChoiceField(choices=SkillSource.choices, required=False, default=None, allow_null=True)
+
+
+class SkillUploadInputSerializer(SkillUploadOptionsSerializer):
+    """multipart/form-data: a zipped skill folder in `bundle`."""
+
+    bundle = serializers.FileField(help_text="A zip with SKILL.md at the top or inside one folder.")
+
+
+class PublishResultSerializer(serializers.Serializer):
+    name = _text()
+    source = _text()
+    version = serializers.IntegerField()
+    created = serializers.BooleanField(help_text="False when the content equals the newest version.")
+    fingerprint = _text()
+    warnings = IssueSerializer(many=True)
+    labels = serializers.ListField(child=_text(), help_text="Labels pointing at this version.")
+    message = _text()
+
+
+class SkillVersionQuerySerializer(serializers.Serializer):
+    label = LabelField(help_text="Read the version this label points to (`latest` for the newest).")
+    version = serializers.IntegerField(required=False, min_value=1, max_value=2**31 - 1)
+    source = serializers.ChoiceField(choices=SkillSource.choices, required=False,
+                                     help_text="Read this source's skill instead of the effective one.")
+
+    def validate(self, attrs):
+        if attrs.get("label") and attrs.get("version"):
+            raise serializers.ValidationError({"version": "Give either label or version, not both."})
+        return attrs
+
+
+class ShadowSerializer(serializers.Serializer):
+    source = _text()
+    enabled = serializers.BooleanField()
+    latest_version = serializers.IntegerField()
+
+
+class SkillDetailSerializer(serializers.Serializer):
+    name = _text()
+    source = _text()
+    enabled = serializers.BooleanField()
+    effective = serializers.BooleanField()
+    shadowed_by = _text(allow_null=True)
+    others = ShadowSerializer(many=True, help_text="The same name in other sources.")
+    version = serializers.IntegerField()
+    latest_version = serializers.IntegerField()
+    labels = serializers.DictField(child=serializers.IntegerField())
+    version_labels = serializers.ListField(child=_text(), help_text="Labels pointing at the version shown.")
+    description = _text()
+    tags = serializers.ListField(child=_text())
+    triggers = serializers.ListField(child=_text())
+    tools = serializers.ListField(child=_text())
+    frontmatter = serializers.DictField()
+    warnings = IssueSerializer(many=True)
+    fingerprint = _text()
+    skill_md = _text()
+    files = FileEntrySerializer(many=True)
+    tokens = serializers.DictField(child=serializers.IntegerField())
+    author = _text(allow_null=True)
+    message = _text()
+    created_at = serializers.DateTimeField()
+
+
+class SkillPatchInputSerializer(serializers.Serializer):
+    enabled = serializers.BooleanField()
+    source = serializers.ChoiceField(choices=SkillSource.choices, required=False,
+                                     help_text="Which source's skill; default: the effective one.")
+
+
+class VersionSummarySerializer(serializers.Serializer):
+    number = serializers.IntegerField()
+    fingerprint = _text()
+    message = _text()
+    author = _text(allow_null=True)
+    created_at = serializers.DateTimeField()
+    labels = serializers.ListField(child=_text())
+    warnings = serializers.IntegerField(help_text="How many validation warnings it has.")
+    description = _text()
+
+
+class VersionsQuerySerializer(serializers.Serializer):
+    source = serializers.ChoiceField(choices=SkillSource.choices, required=False)
+
+
+class DiffQuerySerializer(serializers.Serializer):
+    # `from` is a Python keyword, so it is declared through the class namespace.
+    locals()["from"] = _text(required=False, max_length=36, help_text="Version number or label; default: to - 1.")
+    to = _text(required=False, max_length=36, help_text="Version number or label; default: latest.")
+    source = serializers.ChoiceField(choices=SkillSource.choices, required=False)
+
+
+class FileChangeSerializer(serializers.Serializer):
+    path = _text()
+    change = serializers.ChoiceField(choices=["added", "removed", "modified", "mode"])
+    size_before = serializers.IntegerField(allow_null=True)
+    size_after = serializers.IntegerField(allow_null=True)
+    executable_before = serializers.BooleanField(allow_null=True)
+    executable_after = serializers.BooleanField(allow_null=True)
+    diff = _text(allow_null=True, help_text="Unified diff for small text files.")
+
+
+class DiffSerializer(serializers.Serializer):
+    name = _text()
+    source = _text()
+    from_version = serializers.IntegerField(allow_null=True)
+    to_version = serializers.IntegerField()
+    skill_md_diff = _text(help_text="Unified diff of SKILL.md.")
+    files = FileChangeSerializer(many=True)
+    unchanged_files = serializers.IntegerField()
+
+
+class LabelMoveInputSerializer(serializers.Serializer):
+    version = serializers.IntegerField(min_value=1, max_value=2**31 - 1)
+    source = serializers.ChoiceField(choices=SkillSource.choices, required=False)
+
+
+class LabelSourceQuerySerializer(serializers.Serializer):
+    source = serializers.ChoiceField(choices=SkillSource.choices, required=False)
+
+
+class LabelSerializer(serializers.Serializer):
+    skill = _text()
+    source = _text()
+    label = _text()
+    version = serializers.IntegerField()
+    previous_version = serializers.IntegerField(allow_null=True, required=False)
+    updated_by = _text(allow_null=True)
+    updated_at = serializers.DateTimeField()
+
+
+class LabelHistorySerializer(serializers.Serializer):
+    label = _text()
+    from_version = serializers.IntegerField(allow_null=True)
+    to_version = serializers.IntegerField(allow_null=True)
+    changed_by = _text(allow_null=True)
+    changed_at = serializers.DateTimeField()
+
+
+class LabelListSerializer(serializers.Serializer):
+    skill = _text()
+    source = _text()
+    labels = LabelSerializer(many=True)
+    history = LabelHistorySerializer(many=True)
+
+
+# --- rules -------------------------------------------------------------------------------
+
+
+class AutoInvokeSerializer(serializers.Serializer):
+    tool = _text()
+    arguments = serializers.DictField(help_text="JSON object; `{{query}}` in strings is the user query.")
+
+
+class RuleInputSerializer(serializers.Serializer):
+    name = _text(max_length=100)
+    pattern = _text(trim_whitespace=False, help_text="Regex (RE2 syntax), matched case-insensitively.")
+    skills = serializers.ListField(child=_text(max_length=128), required=False, default=list, max_length=100)
+    tools = serializers.ListField(child=_text(max_length=64), required=False, default=list, max_length=100)
+    instruction = _text(required=False, allow_blank=True, default="", max_length=4000)
+    auto_invoke = serializers.JSONField(required=False, allow_null=True, default=None,
+                                        help_text='{"tool": str, "arguments": {...}} or null.')
+    priority = serializers.IntegerField(required=False, default=0, min_value=-1_000_000, max_value=1_000_000)
+    enabled = serializers.BooleanField(required=False, default=True)
+
+
+class RulePatchInputSerializer(serializers.Serializer):
+    name = _text(max_length=100, required=False)
+    pattern = _text(trim_whitespace=False, required=False)
+    skills = serializers.ListField(child=_text(max_length=128), required=False, max_length=100)
+    tools = serializers.ListField(child=_text(max_length=64), required=False, max_length=100)
+    instruction = _text(required=False, allow_blank=True, max_length=4000)
+    auto_invoke = serializers.JSONField(required=False, allow_null=True)
+    priority = serializers.IntegerField(required=False, min_value=-1_000_000, max_value=1_000_000)
+    enabled = serializers.BooleanField(required=False)
+
+
+class RuleSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    name = _text()
+    pattern = _text()
+    skills = serializers.ListField(child=_text())
+    tools = serializers.ListField(child=_text())
+    instruction = _text()
+    auto_invoke = AutoInvokeSerializer(allow_null=True)
+    priority = serializers.IntegerField()
+    enabled = serializers.BooleanField()
+    created_at = serializers.DateTimeField()
+    updated_at = serializers.DateTimeField()
+    warnings = serializers.ListField(child=_text(), required=False,
+                                     help_text="E.g. a named skill that does not exist yet (writes only).")
+
+
+class RulesTestInputSerializer(serializers.Serializer):
+    query = _text(max_length=100_000, allow_blank=True, trim_whitespace=False)
+    label = LabelField()
+
+
+class FiredRuleSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    name = _text()
+    why = _text()
+    skills = serializers.ListField(child=_text())
+    tools = serializers.ListField(child=_text())
+    instruction = _text(allow_null=True)
+    auto_invoke = AutoInvokeSerializer(allow_null=True)
+    priority = serializers.IntegerField()
+
+
+class RulesTestSerializer(serializers.Serializer):
+    fired = FiredRuleSerializer(many=True)
+    skills = serializers.ListField(child=_text(), help_text="Skills listed to the agent, in order.")
+    prompt_block = _text()
+    instructions = serializers.ListField(child=_text())
+    warnings = serializers.ListField(child=_text())
+
+
+# --- match and resolve -------------------------------------------------------------------
+
+
+class MatchQuerySerializer(serializers.Serializer):
+    q = _text(max_length=10_000)
+    label = LabelField()
+    limit = serializers.IntegerField(required=False, default=20, min_value=1, max_value=500)
+
+
+class MatchItemSerializer(serializers.Serializer):
+    name = _text()
+    version = serializers.IntegerField()
+    description = _text()
+    tags = serializers.ListField(child=_text())
+    score = serializers.FloatField()
+    reasons = serializers.ListField(child=_text())
+
+
+class MatchSerializer(serializers.Serializer):
+    query = _text()
+    matches = MatchItemSerializer(many=True)
+
+
+class ResolveInputSerializer(serializers.Serializer):
+    query = _text(required=False, allow_blank=True, default="", max_length=100_000, trim_whitespace=False)
+    label = LabelField(allow_null=True, default=None)
+    forced_skill = _text(required=False, allow_null=True, allow_blank=True, default=None, max_length=128)
+    context = serializers.DictField(required=False, default=dict,
+                                    help_text="seed 001 context: toolName, error, taskDescription, command.")
+    max_skills = serializers.IntegerField(required=False, allow_null=True, default=None, min_value=0, max_value=10_000)
+    max_chars = serializers.IntegerField(required=False, allow_null=True, default=None, min_value=0,
+                                         max_value=10_000_000)
+
+    def validate_context(self, value):
+        if len(value) > 50:
+            raise serializers.ValidationError("At most 50 context fields.")
+        for key, item in value.items():
+            if not isinstance(item, str | int | float | bool) and item is not None:
+                raise serializers.ValidationError(f"'{key}' must be text, a number or a boolean.")
+            if isinstance(item, str) and len(item) > 20_000:
+                raise serializers.ValidationError(f"'{key}' is over 20,000 characters.")
+        return value
+
+
+class ResolvedSkillSerializer(serializers.Serializer):
+    name = _text()
+    version = serializers.IntegerField()
+    fingerprint = _text()
+    description = _text()
+    tags = serializers.ListField(child=_text())
+    triggers = serializers.ListField(child=_text())
+    tools = serializers.ListField(child=_text())
+    source = _text()
+    score = serializers.FloatField()
+    reasons = serializers.ListField(child=_text())
+    forced_by = serializers.ListField(child=_text(), help_text='"forced_skill" and/or names of fired rules.')
+    described = serializers.BooleanField(help_text="False when the budget left its description out.")
+
+
+class TruncationSerializer(serializers.Serializer):
+    included = serializers.IntegerField()
+    total = serializers.IntegerField()
+    described = serializers.IntegerField()
+    truncated = serializers.BooleanField()
+
+
+class ResolveSerializer(serializers.Serializer):
+    skills = ResolvedSkillSerializer(many=True)
+    prompt_block = _text()
+    instructions = serializers.ListField(child=_text())
+    fired_rules = FiredRuleSerializer(many=True)
+    etag = _text()
+    label = _text(allow_null=True)
+    forced_skill = _text(allow_null=True)
+    truncated = TruncationSerializer()
+    warnings = serializers.ListField(child=_text())
+    generation = serializers.IntegerField()
+
+
+# --- usage and analytics -----------------------------------------------------------------
+
+
+@extend_schema_field({"oneOf": [{"type": "string", "enum": ["up", "down"]}, {"type": "integer", "enum": [1, -1]}]})
+class RatingField(serializers.Field):
+    """Feedback rating: "up"/"down" or +1/-1."""
+
+    def to_internal_value(self, data):
+        mapping = {"up": 1, "down": -1, 1: 1, -1: -1, "1": 1, "-1": -1, "+1": 1}
+        if isinstance(data, bool) or not isinstance(data, str | int) or data not in mapping:
+            raise serializers.ValidationError('Use "up" or "down" (or 1 / -1).')
+        return mapping[data]
+
+    def to_representation(self, value):
+        return value
+
+
+class UsageEventInputSerializer(serializers.Serializer):
+    event_id = _text(max_length=100, help_text="Client-chosen unique id; re-sending it never double-counts.")
+    kind = serializers.ChoiceField(choices=UsageKind.choices)
+    skill = _text(max_length=128)
+    version = serializers.IntegerField(required=False, allow_null=True, min_value=1, max_value=2**31 - 1)
+    trigger = _text(required=False, allow_blank=True, default="", max_length=32)
+    client_id = _text(required=False, allow_blank=True, default="", max_length=100)
+    duration_ms = serializers.IntegerField(required=False, allow_null=True, min_value=0, max_value=2**31 - 1)
+    tokens = serializers.IntegerField(required=False, allow_null=True, min_value=0, max_value=2**31 - 1)
+    cost = serializers.FloatField(required=False, allow_null=True, min_value=0, max_value=1e9)
+    rating = RatingField(required=False, allow_null=True)
+    at = serializers.DateTimeField(required=False, allow_null=True)
+
+    def validate(self, attrs):
+        if attrs["kind"] == UsageKind.FEEDBACK and attrs.get("rating") is None:
+            raise serializers.ValidationError({"rating": "A feedback event needs a rating (up or down)."})
+        return attrs
+
+
+class UsageBatchInputSerializer(serializers.Serializer):
+    events = UsageEventInputSerializer(many=True, allow_empty=False, max_length=1000)
+    client_id = _text(required=False, allow_blank=True, default="", max_length=100,
+                      help_text="Default client id for events that do not name one.")
+
+
+class UsageBatchSerializer(serializers.Serializer):
+    accepted = serializers.IntegerField()
+    duplicates = serializers.IntegerField()
+    duplicate_ids = serializers.ListField(child=_text())
+
+
+class AnalyticsQuerySerializer(serializers.Serializer):
+    # `from` is a Python keyword, so it is declared through the class namespace.
+    locals()["from"] = serializers.DateField(required=False, help_text="First day (UTC), inclusive.")
+    to = serializers.DateField(required=False, help_text="Last day (UTC), inclusive.")
+    label = LabelField()
+    version = serializers.IntegerField(required=False, min_value=1, max_value=2**31 - 1)
+    skill = _text(required=False, max_length=128)
+    by_version = serializers.BooleanField(required=False, default=False)
+
+    def validate(self, attrs):
+        if attrs.get("from") and attrs.get("to") and attrs["from"] > attrs["to"]:
+            raise serializers.ValidationError({"from": "must not be after 'to'."})
+        return attrs
+
+
+class SkillStatsSerializer(serializers.Serializer):
+    skill = _text()
+    version = serializers.IntegerField(allow_null=True)
+    offered = serializers.IntegerField()
+    loaded = serializers.IntegerField()
+    executed = serializers.IntegerField()
+    succeeded = serializers.IntegerField()
+    failed = serializers.IntegerField()
+    feedback_up = serializers.IntegerField()
+    feedback_down = serializers.IntegerField()
+    n = serializers.IntegerField(help_text="succeeded + failed")
+    success_rate = serializers.FloatField(allow_null=True)
+    ci_low = serializers.FloatField(allow_null=True, help_text="95% Wilson interval, lower bound.")
+    ci_high = serializers.FloatField(allow_null=True, help_text="95% Wilson interval, upper bound.")
+
+
+class AnalyticsSerializer(serializers.Serializer):
+    locals()["from"] = serializers.DateField(allow_null=True)
+    to = serializers.DateField(allow_null=True)
+    label = _text(allow_null=True)
+    version = serializers.IntegerField(allow_null=True)
+    skills = SkillStatsSerializer(many=True)

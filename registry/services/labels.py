@@ -1,0 +1,83 @@
+"""Labels: movable pointers (`production`, `staging`, ...) to one version of a skill (SPEC §3).
+
+`latest` is implicit (the newest version) and can never be set or deleted. Every move is atomic
+and leaves a LabelHistory row (who, from, to, when); rollback is moving a label back.
+"""
+
+from __future__ import annotations
+
+import re
+
+from django.db import transaction
+
+from registry.errors import ApplicationError, NotFound
+from registry.models import Label, LabelHistory, Skill
+from registry.services.audit import SYSTEM, Actor, audit_record
+from registry.services.generation import registry_changed
+
+LABEL_NAME = re.compile(r"^[a-z0-9_.-]{1,36}$")
+IMPLICIT_LABEL = "latest"
+
+
+class InvalidLabel(ApplicationError):
+    code = "invalid_label"
+
+
+def label_name_check(label: str) -> str:
+    if label == IMPLICIT_LABEL:
+        raise InvalidLabel("'latest' is implicit: it always points to the newest version and cannot be set or "
+                           "deleted.", fields={"label": "'latest' is reserved"})
+    if not isinstance(label, str) or not LABEL_NAME.fullmatch(label):
+        raise InvalidLabel(f"Label names are 1-36 characters of lowercase letters, digits, '_', '.' and '-'; "
+                           f"got {str(label)[:60]!r}.", fields={"label": "must match [a-z0-9_.-]{1,36}"})
+    return label
+
+
+def label_move(*, skill: Skill, label: str, version_number: int, actor: Actor = SYSTEM) -> Label:
+    """Point `label` at version `version_number` of `skill` (creating the label if needed).
+
+    The skill row is locked so concurrent moves of the same label serialise and each history row
+    records the version the label really pointed to before it. Moving a label to where it already
+    points writes nothing.
+    """
+    label_name_check(label)
+    if isinstance(version_number, bool) or not isinstance(version_number, int):
+        raise ApplicationError("The version must be an integer.", fields={"version": "integer required"})
+    with transaction.atomic():
+        skill = Skill.objects.select_for_update().get(pk=skill.pk)
+        version = skill.versions.filter(number=version_number).first()
+        if version is None:
+            raise NotFound(f"'{skill.name}' has no version {version_number} (latest is {skill.latest_version}).",
+                           fields={"version": f"between 1 and {skill.latest_version}"})
+        current = Label.objects.select_related("version").filter(skill=skill, name=label).first()
+        if current is not None and current.version_id == version.pk:
+            return current
+        before = current.version.number if current else None
+        if current is None:
+            current = Label.objects.create(skill=skill, name=label, version=version, updated_by=actor.user_or_none)
+        else:
+            current.version = version
+            current.updated_by = actor.user_or_none
+            current.save(update_fields=["version", "updated_by", "updated_at"])
+        LabelHistory.objects.create(skill=skill, label=label, from_version=before, to_version=version.number,
+                                    changed_by=actor.user_or_none)
+        audit_record(actor=actor, action="label.move", object_type="skill", object_repr=f"{skill.name}@{skill.source}",
+                     before={"label": label, "version": before}, after={"label": label, "version": version.number})
+        registry_changed()
+    return current
+
+
+def label_delete(*, skill: Skill, label: str, actor: Actor = SYSTEM) -> None:
+    label_name_check(label)
+    with transaction.atomic():
+        skill = Skill.objects.select_for_update().get(pk=skill.pk)
+        current = Label.objects.select_related("version").filter(skill=skill, name=label).first()
+        if current is None:
+            raise NotFound(f"'{skill.name}' has no label '{label}'.")
+        before = current.version.number
+        current.delete()
+        LabelHistory.objects.create(skill=skill, label=label, from_version=before, to_version=None,
+                                    changed_by=actor.user_or_none)
+        audit_record(actor=actor, action="label.delete", object_type="skill",
+                     object_repr=f"{skill.name}@{skill.source}", before={"label": label, "version": before})
+        registry_changed()

@@ -1,0 +1,206 @@
+"""Turns run end to end: HTTP API -> broker -> a real Celery worker process -> runtime -> trace.
+
+The worker is a separate process reading the committed test database, with Redis as broker
+when REDIS_URL is set (CI) and Kombu's filesystem transport otherwise.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from rest_framework.test import APIClient
+
+from agents.models import AgentTurn, TraceEvent, TurnStatus
+from registry.models import TokenScope, UsageEvent
+from tests.factories import publish
+from tests.worker import WorkerProcess, wait_for
+
+pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture(scope="module")
+def worker(django_db_setup, django_db_blocker):
+    process = WorkerProcess().start()
+    yield process
+    process.stop()
+
+
+@pytest.fixture
+def client(make_token):
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {make_token(list(TokenScope.values))}")
+    return client
+
+
+def submit(client, **body) -> str:
+    response = client.post("/api/v1/agent/turns", body, format="json")
+    assert response.status_code == 202, response.content
+    return response.json()["id"]
+
+
+def finished(client, turn_id: str, worker: WorkerProcess, timeout: float = 60) -> dict:
+    def done():
+        body = client.get(f"/api/v1/agent/turns/{turn_id}").json()
+        return body if body["status"] in ("succeeded", "failed", "cancelled") else None
+
+    try:
+        return wait_for(done, timeout=timeout, message=f"turn {turn_id} to finish")
+    except AssertionError:
+        raise AssertionError("turn did not finish; worker output:\n" + worker.output()[-5000:]) from None
+
+
+def events(body: dict, type: str) -> list[dict]:
+    return [event["data"] for event in body["trace"] if event["type"] == type]
+
+
+def test_a_forced_skill_turn_refuses_undeclared_tools_keeps_the_mandatory_block_and_reminds(client, worker):
+    publish("careful-review", description="Review code carefully, step by step.", tools=["file_read"],
+            body="# Careful review\n\n1. Read the file with file_read.\n2. Report findings.\n")
+    long_message = "/careful-review please review this: " + "lorem ipsum dolor sit amet " * 400
+    script = [
+        {"content": None, "tool_calls": [{"name": "file_write", "arguments": {"path": "x.txt", "content": "x"}}]},
+        {"content": None, "tool_calls": [{"name": "file_read", "arguments": {"path": "missing.txt"}}]},
+        {"content": "Reviewed: nothing to read.", "tool_calls": []},
+    ]
+
+    body = finished(client, submit(client, message=long_message, model="scripted", script=script,
+                                   max_input_tokens=1500), worker)
+
+    assert body["status"] == "succeeded", body["error"]
+    assert body["answer"] == "Reviewed: nothing to read."
+    refused = events(body, "tool_refused")
+    assert refused and refused[0]["tool"] == "file_write"
+    llm_calls = events(body, "llm_call")
+    assert len(llm_calls) == 3
+    for call in llm_calls:
+        assert "<mandatory-skill" in call["system_prompt"]
+        assert "read_skill" not in call["tools"] and "file_write" not in call["tools"]
+    assert events(body, "context_trimmed"), "the long message must have been trimmed to fit 1500 tokens"
+    reminder_steps = [event["step"] for event in events(body, "skill_reminder")]
+    assert reminder_steps and min(reminder_steps) == 2
+    activated = events(body, "skill_activated")
+    assert {"skill": "careful-review", "version": 1, "trigger": "forced"}.items() <= activated[0].items()
+
+
+def test_a_missing_parameter_is_recovered_in_the_same_turn_with_guidance(client, worker):
+    publish("tool-call-error-recovery", description="Guidance for fixing failed tool calls.",
+            triggers=["tool_call_error"], tags=["file_list", "filesystem"],
+            body='# Recovery\n\n## Per-tool examples\n\n### file_list\n\n```json\n'
+                 '{"name": "file_list", "arguments": {"path": "."}}\n```\n')
+    script = [
+        {"content": None, "tool_calls": [{"name": "file_list", "arguments": {}}]},
+        {"content": None, "tool_calls": [{"name": "file_list", "arguments": {"path": "."}}]},
+        {"content": "Listed the workspace.", "tool_calls": []},
+    ]
+
+    body = finished(client, submit(client, message="list my files", model="scripted", script=script), worker)
+
+    assert body["status"] == "succeeded", body["error"]
+    error = events(body, "tool_error")[0]
+    assert error["tool"] == "file_list" and error["guidance_skill"] == "tool-call-error-recovery"
+    calls = events(body, "tool_call")
+    assert calls[-1]["tool"] == "file_list" and calls[-1]["ok"] is True
+    # The model saw a structured message with the example call from the skill.
+    second_call = events(body, "llm_call")[1]
+    assert second_call["message_count"] > events(body, "llm_call")[0]["message_count"]
+
+
+def test_a_rules_auto_invoke_runs_after_an_unhelpful_answer(client, worker):
+    publish("unit-helper", description="Converts units with a script.", tools=["calculator"])
+    response = client.post("/api/v1/rules", {
+        "name": "math-means-calculator", "pattern": r"\bhow much is\b", "skills": ["unit-helper"],
+        "instruction": "Call the calculator for arithmetic.",
+        "auto_invoke": {"tool": "calculator", "arguments": {"expression": "6*7"}},
+    }, format="json")
+    assert response.status_code == 201, response.content
+    script = [{"content": "Sorry, no tool is available for that.", "tool_calls": []},
+              {"content": "It is 42.", "tool_calls": []}]
+
+    body = finished(client, submit(client, message="how much is six times seven", model="scripted", script=script),
+                    worker)
+
+    assert body["status"] == "succeeded", body["error"]
+    assert events(body, "rule_fired")[0]["name"] == "math-means-calculator"
+    invoked = events(body, "auto_invoke")
+    assert invoked and invoked[0]["tool"] == "calculator"
+    assert any(call["tool"] == "calculator" and "42" in call["result"] for call in events(body, "tool_call"))
+    assert "## Instruction for this request" in events(body, "llm_call")[0]["system_prompt"]
+    assert body["answer"] == "It is 42."
+
+
+def test_a_turn_that_never_answers_stops_at_max_iterations(client, worker):
+    script = [{"content": None, "tool_calls": [{"name": "todoread", "arguments": {}}]}] * 30
+
+    body = finished(client, submit(client, message="loop forever", model="scripted", script=script), worker)
+
+    assert body["status"] == "failed"
+    assert "10" in body["error"]
+    assert len(events(body, "llm_call")) == 10
+
+
+def test_the_offline_demo_model_reads_the_best_skill_and_summarises_it(client, worker):
+    publish("summarize-notes", description="Summarize meeting notes into decisions and action items.",
+            body="# Summarize\n\n1. Read the notes.\n2. List decisions.\n3. List action items with owners.\n")
+
+    body = finished(client, submit(client, message="please summarize my meeting notes", model="offline"), worker)
+
+    assert body["status"] == "succeeded", body["error"]
+    assert body["is_demo_model"] is True
+    assert any(call["tool"] == "read_skill" for call in events(body, "tool_call"))
+    assert "action items" in body["answer"].lower()
+    kinds = set(UsageEvent.objects.filter(turn_id=body["id"]).values_list("kind", flat=True))
+    assert {"offered", "loaded", "succeeded"} <= kinds
+
+
+def test_a_conversation_carries_history_into_the_next_turn(client, worker):
+    first = finished(client, submit(client, message="my name is Ada", model="scripted",
+                                    script=[{"content": "Hello Ada.", "tool_calls": []}]), worker)
+    second = finished(client, submit(client, message="what is my name?", model="scripted",
+                                     conversation=first["conversation"],
+                                     script=[{"content": "Ada.", "tool_calls": []}]), worker)
+
+    assert second["status"] == "succeeded"
+    assert second["conversation"] == first["conversation"]
+    assert events(second, "llm_call")[0]["message_count"] > events(first, "llm_call")[0]["message_count"]
+
+
+@pytest.mark.skipif(not os.environ.get("REDIS_URL"),
+                    reason="needs Redis (REDIS_URL): the filesystem broker does not redeliver unacknowledged messages")
+def test_a_worker_killed_mid_turn_leaves_no_duplicate_run_or_usage_events(client, worker, settings):
+    publish("slow-skill", description="Runs a slow script.", tools=["run_skill"],
+            files=[("scripts/slow.py", b"import time\ntime.sleep(4)\nprint('slept')\n", True)])
+    script = [
+        {"content": None, "tool_calls": [{"name": "read_skill", "arguments": {"skill_name": "slow-skill"}}]},
+        {"content": None, "tool_calls": [{"name": "run_skill",
+                                          "arguments": {"skill_name": "slow-skill", "script": "slow.py", "args": []}}]},
+        {"content": "finished", "tool_calls": []},
+    ]
+    worker.stop()  # this test runs its own workers with short leases and redelivery timeouts
+    fast_redelivery = {"AGENT_TURN_LEASE_SECONDS": "3", "CELERY_VISIBILITY_TIMEOUT": "5"}
+    doomed = WorkerProcess(extra_env=fast_redelivery).start()
+    try:
+        turn_id = submit(client, message="run the slow thing", model="scripted", script=script)
+        wait_for(lambda: TraceEvent.objects.filter(turn_id=turn_id, type="tool_call").exists(), timeout=60,
+                 message="the turn to be mid-run")
+        doomed.kill()
+        assert AgentTurn.objects.get(pk=turn_id).status == TurnStatus.RUNNING
+
+        rescuer = WorkerProcess(extra_env=fast_redelivery).start()
+        try:
+            body = finished(client, turn_id, rescuer, timeout=90)
+        finally:
+            rescuer.stop()
+    finally:
+        doomed.stop()
+        worker.start()
+
+    assert body["status"] == "succeeded", body["error"]
+    turn = AgentTurn.objects.get(pk=turn_id)
+    assert turn.attempts == 2
+    seqs = [event["seq"] for event in body["trace"]]
+    assert seqs == list(range(1, len(seqs) + 1)), "the re-run replaced the first attempt's trace"
+    assert len(events(body, "llm_call")) == 3
+    kinds = list(UsageEvent.objects.filter(turn_id=turn_id).values_list("kind", "skill_name"))
+    assert len(kinds) == len(set(kinds)), f"duplicate usage events: {kinds}"
+    assert ("executed", "slow-skill") in kinds and ("succeeded", "slow-skill") in kinds

@@ -1,0 +1,188 @@
+"""Who may call what: 401 without a valid token, 403 naming the scope a token lacks, session auth
+with CSRF for the console, and the OpenAPI schema and docs."""
+
+from __future__ import annotations
+
+import pytest
+from django.test import Client
+from rest_framework.test import APIClient
+
+from registry.models import ForceIncludeRule, Skill, TokenScope
+from registry.services.tokens import api_token_revoke
+from tests.factories import UserFactory, make_skill_md, publish
+
+pytestmark = pytest.mark.django_db
+
+# (method, path, scope, JSON body)
+ENDPOINTS = [
+    ("get", "/api/v1/skills", "skills:read", None),
+    ("post", "/api/v1/skills", "skills:write", {"skill_md": make_skill_md("fresh")}),
+    ("get", "/api/v1/skills/guarded", "skills:read", None),
+    ("patch", "/api/v1/skills/guarded", "skills:write", {"enabled": False}),
+    ("get", "/api/v1/skills/guarded/SKILL.md", "skills:read", None),
+    ("get", "/api/v1/skills/guarded/files/notes.txt", "skills:read", None),
+    ("get", "/api/v1/skills/guarded/bundle.zip", "skills:read", None),
+    ("get", "/api/v1/skills/guarded/versions", "skills:read", None),
+    ("post", "/api/v1/skills/guarded/versions", "skills:write",
+     {"skill_md": make_skill_md("guarded", description="Changed.")}),
+    ("get", "/api/v1/skills/guarded/versions/1", "skills:read", None),
+    ("get", "/api/v1/skills/guarded/diff", "skills:read", None),
+    ("get", "/api/v1/skills/guarded/labels", "skills:read", None),
+    ("put", "/api/v1/skills/guarded/labels/production", "skills:write", {"version": 1}),
+    ("delete", "/api/v1/skills/guarded/labels/staging", "skills:write", None),
+    ("get", "/api/v1/rules", "skills:read", None),
+    ("post", "/api/v1/rules", "rules:write", {"name": "new", "pattern": "x", "skills": ["guarded"]}),
+    ("get", "/api/v1/rules/{rule}", "skills:read", None),
+    ("patch", "/api/v1/rules/{rule}", "rules:write", {"priority": 5}),
+    ("delete", "/api/v1/rules/{rule}", "rules:write", None),
+    ("post", "/api/v1/rules/test", "skills:read", {"query": "guarded"}),
+    ("get", "/api/v1/match?q=guarded", "skills:read", None),
+    ("post", "/api/v1/resolve", "skills:read", {"query": "guarded"}),
+    ("post", "/api/v1/usage", "usage:write",
+     {"events": [{"event_id": "e1", "kind": "loaded", "skill": "guarded", "version": 1}]}),
+    ("get", "/api/v1/analytics/skills", "analytics:read", None),
+]
+SUCCESS = {200, 201, 204}
+
+
+@pytest.fixture
+def world(db):
+    publish("guarded", files=[("notes.txt", b"notes\n", False)])
+    skill = Skill.objects.get(name="guarded")
+    from registry.services.labels import label_move
+
+    label_move(skill=skill, label="staging", version_number=1)
+    return {"rule": ForceIncludeRule.objects.create(name="r", pattern="guard", skills=["guarded"]).pk}
+
+
+def call(client, method, path, body, world):
+    path = path.format(**world)
+    return getattr(client, method)(path, body, format="json") if body is not None else getattr(client, method)(path)
+
+
+@pytest.mark.parametrize(("method", "path", "scope", "body"), ENDPOINTS, ids=[f"{m} {p}" for m, p, _, _ in ENDPOINTS])
+def test_without_a_token_it_is_401(world, method, path, scope, body):
+    response = call(APIClient(), method, path, body, world)
+    assert response.status_code == 401
+    assert response.json()["error"] == "unauthenticated"
+    assert response["WWW-Authenticate"] == "Bearer"
+
+
+@pytest.mark.parametrize(("method", "path", "scope", "body"), ENDPOINTS, ids=[f"{m} {p}" for m, p, _, _ in ENDPOINTS])
+def test_a_token_without_the_scope_is_403_naming_it(world, make_token, method, path, scope, body):
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {make_token([s for s in TokenScope.values if s != scope])}")
+
+    response = call(client, method, path, body, world)
+
+    assert response.status_code == 403
+    assert response.json()["error"] == "forbidden"
+    assert response.json()["scope"] == scope
+    assert scope in response.json()["detail"]
+
+
+@pytest.mark.parametrize(("method", "path", "scope", "body"), ENDPOINTS, ids=[f"{m} {p}" for m, p, _, _ in ENDPOINTS])
+def test_a_token_with_only_that_scope_succeeds(world, make_token, method, path, scope, body):
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {make_token([scope])}")
+    response = call(client, method, path, body, world)
+    assert response.status_code in SUCCESS, response.content
+
+
+def test_an_invalid_or_revoked_token_is_401(world, make_token):
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION="Bearer skr_not-a-real-token")
+    assert client.get("/api/v1/skills").status_code == 401
+
+    secret = make_token(["skills:read"])
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {secret}")
+    assert client.get("/api/v1/skills").status_code == 200
+    api_token_revoke(name="token-0")
+    assert client.get("/api/v1/skills").status_code == 401
+    assert client.get("/api/v1/skills/guarded/SKILL.md").status_code == 401
+
+
+def test_an_inactive_users_token_is_401(world, make_token):
+    user = UserFactory()
+    secret = make_token(["skills:read"], user=user)
+    user.is_active = False
+    user.save()
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {secret}")
+    assert client.get("/api/v1/skills/guarded/SKILL.md").status_code == 401
+
+
+# --- console sessions ---------------------------------------------------------------------------
+
+
+def test_a_session_write_needs_the_csrf_token(admin_user):
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(admin_user)
+    body = {"skill_md": make_skill_md("from-console")}
+
+    refused = client.post("/api/v1/skills", body, content_type="application/json")
+    assert refused.status_code == 403
+    assert refused.json()["error"] == "csrf_failed"
+    assert not Skill.objects.filter(name="from-console").exists()
+
+    client.get("/")  # the console page sets the csrftoken cookie
+    token = client.cookies["csrftoken"].value
+    accepted = client.post("/api/v1/skills", body, content_type="application/json", HTTP_X_CSRFTOKEN=token)
+    assert accepted.status_code == 201, accepted.content
+
+
+def test_a_session_read_needs_no_csrf_and_roles_decide_scopes(db):
+    from django.contrib.auth.models import Group
+
+    publish("visible")
+    analyst = UserFactory()
+    analyst.groups.add(Group.objects.get_or_create(name="analyst")[0])
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(analyst)
+
+    assert client.get("/api/v1/skills").status_code == 200
+    assert client.get("/api/v1/analytics/skills").status_code == 200
+    client.get("/")
+    token = client.cookies["csrftoken"].value
+    denied = client.patch("/api/v1/skills/visible", {"enabled": False}, content_type="application/json",
+                          HTTP_X_CSRFTOKEN=token)
+    assert denied.status_code == 403 and denied.json()["scope"] == "skills:write"
+
+
+def test_a_user_without_a_role_gets_403_not_401(db):
+    client = Client()
+    client.force_login(UserFactory())
+    response = client.get("/api/v1/skills")
+    assert response.status_code == 403
+
+
+# --- OpenAPI ------------------------------------------------------------------------------------
+
+
+def test_the_schema_describes_every_endpoint_with_its_error_responses(client):
+    response = client.get("/api/schema/", HTTP_ACCEPT="application/json")
+    assert response.status_code == 200
+    paths = response.json()["paths"]
+    for method, path, _, _ in ENDPOINTS:
+        template = path.split("?")[0].replace("/api/v1", "/api/v1").replace("{rule}", "{rule_id}")
+        template = (template.replace("/guarded", "/{name}").replace("/notes.txt", "/{path}")
+                    .replace("/versions/1", "/versions/{number}").replace("/labels/production", "/labels/{label}")
+                    .replace("/labels/staging", "/labels/{label}"))
+        template = template.replace("/rules/{rule_id}", "/rules/{rule_id}")
+        assert template in paths, template
+        operation = paths[template][method]
+        assert {"401", "403"} <= set(operation["responses"]), (method, template)
+    assert "bearerAuth" in response.json()["components"]["securitySchemes"]
+
+
+def test_the_docs_page_renders(client):
+    response = client.get("/api/docs/")
+    assert response.status_code == 200
+    assert b"swagger" in response.content.lower()
+
+
+def test_the_docs_page_loads_no_assets_from_a_cdn(client, settings):
+    if "drf_spectacular_sidecar" not in settings.INSTALLED_APPS:
+        pytest.skip("drf-spectacular-sidecar is not installed (INSTALLED_APPS lacks drf_spectacular_sidecar)")
+    content = client.get("/api/docs/").content
+    assert b"cdn.jsdelivr.net" not in content and b"unpkg.com" not in content
