@@ -20,7 +20,7 @@ class TurnApi(APIView):
 
 
 class AgentTurnCreateApi(TurnApi):
-    class InputSerializer(serializers.Serializer):
+    class TurnCreateInputSerializer(serializers.Serializer):
         message = serializers.CharField(max_length=20_000, trim_whitespace=False)
         conversation = serializers.UUIDField(required=False, allow_null=True)
         model = serializers.CharField(max_length=200, required=False, allow_blank=True)
@@ -28,15 +28,15 @@ class AgentTurnCreateApi(TurnApi):
         script = serializers.JSONField(required=False, allow_null=True)
         max_input_tokens = serializers.IntegerField(required=False, allow_null=True, min_value=1, max_value=10_000_000)
 
-    class OutputSerializer(serializers.Serializer):
+    class TurnQueuedSerializer(serializers.Serializer):
         id = serializers.UUIDField()
         status = serializers.CharField()
         conversation = serializers.UUIDField(source="conversation_id")
 
-    @extend_schema(request=InputSerializer, responses={202: OutputSerializer, 400: ERROR, 401: ERROR, 403: ERROR},
+    @extend_schema(request=TurnCreateInputSerializer, responses={202: TurnQueuedSerializer, 400: ERROR, 401: ERROR, 403: ERROR},
                    summary="Queue an agent turn; a worker runs it")
     def post(self, request):
-        data = self.InputSerializer(data=request.data)
+        data = self.TurnCreateInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         values = data.validated_data
         turn = services.agent_turn_create(
@@ -48,7 +48,7 @@ class AgentTurnCreateApi(TurnApi):
             script=values.get("script"),
             max_input_tokens=values.get("max_input_tokens"),
         )
-        return Response(self.OutputSerializer(turn).data, status=status.HTTP_202_ACCEPTED)
+        return Response(self.TurnQueuedSerializer(turn).data, status=status.HTTP_202_ACCEPTED)
 
 
 class TraceEventSerializer(serializers.Serializer):
@@ -59,7 +59,7 @@ class TraceEventSerializer(serializers.Serializer):
 
 
 class AgentTurnDetailApi(TurnApi):
-    class OutputSerializer(serializers.ModelSerializer):
+    class TurnDetailSerializer(serializers.ModelSerializer):
         trace = serializers.SerializerMethodField()
         conversation = serializers.UUIDField(source="conversation_id")
         is_demo_model = serializers.SerializerMethodField()
@@ -77,7 +77,7 @@ class AgentTurnDetailApi(TurnApi):
         def get_is_demo_model(self, turn) -> bool:
             return turn.model == "offline"
 
-    @extend_schema(responses={200: OutputSerializer, 404: ERROR}, summary="A turn's status, answer and trace",
+    @extend_schema(responses={200: TurnDetailSerializer, 404: ERROR}, summary="A turn's status, answer and trace",
                    parameters=[inline_serializer("TraceAfter", {"after": serializers.IntegerField(required=False)})])
     def get(self, request, turn_id):
         turn = services.agent_turn_get_for_user(user=request.user, turn_id=turn_id)
@@ -85,28 +85,28 @@ class AgentTurnDetailApi(TurnApi):
             after = max(0, int(request.query_params.get("after", 0)))
         except ValueError:
             after = 0
-        return Response(self.OutputSerializer(turn, context={"after": after}).data)
+        return Response(self.TurnDetailSerializer(turn, context={"after": after}).data)
 
 
 class AgentTurnFeedbackApi(TurnApi):
-    class InputSerializer(serializers.Serializer):
+    class TurnFeedbackSerializer(serializers.Serializer):
         rating = serializers.ChoiceField(choices=["up", "down"])
         comment = serializers.CharField(max_length=2000, required=False, allow_blank=True)
 
-    @extend_schema(request=InputSerializer, responses={200: OpenApiResponse(description="Recorded"), 400: ERROR, 404: ERROR},
+    @extend_schema(request=TurnFeedbackSerializer, responses={200: OpenApiResponse(description="Recorded"), 400: ERROR, 404: ERROR},
                    summary="Rate a finished turn; feeds the skills' analytics")
     def post(self, request, turn_id):
         turn = services.agent_turn_get_for_user(user=request.user, turn_id=turn_id)
-        data = self.InputSerializer(data=request.data)
+        data = self.TurnFeedbackSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         services.agent_turn_feedback(turn=turn, **data.validated_data)
         return Response({"id": str(turn.pk), "rating": data.validated_data["rating"]})
 
 
 class AgentTurnCancelApi(TurnApi):
-    @extend_schema(request=None, responses={202: AgentTurnCreateApi.OutputSerializer, 404: ERROR},
+    @extend_schema(request=None, responses={202: AgentTurnCreateApi.TurnQueuedSerializer, 404: ERROR},
                    summary="Cancel a queued or running turn")
     def post(self, request, turn_id):
         turn = services.agent_turn_get_for_user(user=request.user, turn_id=turn_id)
         turn = services.agent_turn_cancel(turn=turn)
-        return Response(AgentTurnCreateApi.OutputSerializer(turn).data, status=status.HTTP_202_ACCEPTED)
+        return Response(AgentTurnCreateApi.TurnQueuedSerializer(turn).data, status=status.HTTP_202_ACCEPTED)
