@@ -33,8 +33,11 @@ class AgentTurnCreateApi(TurnApi):
         status = serializers.CharField()
         conversation = serializers.UUIDField(source="conversation_id")
 
-    @extend_schema(request=TurnCreateInputSerializer, responses={202: TurnQueuedSerializer, 400: ERROR, 401: ERROR, 403: ERROR},
-                   summary="Queue an agent turn; a worker runs it")
+    @extend_schema(
+        request=TurnCreateInputSerializer,
+        responses={202: TurnQueuedSerializer, 400: ERROR, 401: ERROR, 403: ERROR},
+        summary="Queue an agent turn; a worker runs it",
+    )
     def post(self, request):
         data = self.TurnCreateInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -66,9 +69,27 @@ class AgentTurnDetailApi(TurnApi):
 
         class Meta:
             model = AgentTurn
-            fields = ["id", "status", "answer", "error", "trace", "conversation", "message", "model", "forced_skill",
-                      "steps", "prompt_tokens", "completion_tokens", "cost", "attempts", "feedback_rating",
-                      "created_at", "started_at", "finished_at", "is_demo_model"]
+            fields = [
+                "id",
+                "status",
+                "answer",
+                "error",
+                "trace",
+                "conversation",
+                "message",
+                "model",
+                "forced_skill",
+                "steps",
+                "prompt_tokens",
+                "completion_tokens",
+                "cost",
+                "attempts",
+                "feedback_rating",
+                "created_at",
+                "started_at",
+                "finished_at",
+                "is_demo_model",
+            ]
 
         def get_trace(self, turn) -> list[dict]:
             after = self.context.get("after", 0)
@@ -77,8 +98,11 @@ class AgentTurnDetailApi(TurnApi):
         def get_is_demo_model(self, turn) -> bool:
             return turn.model == "offline"
 
-    @extend_schema(responses={200: TurnDetailSerializer, 404: ERROR}, summary="A turn's status, answer and trace",
-                   parameters=[inline_serializer("TraceAfter", {"after": serializers.IntegerField(required=False)})])
+    @extend_schema(
+        responses={200: TurnDetailSerializer, 404: ERROR},
+        summary="A turn's status, answer and trace",
+        parameters=[inline_serializer("TraceAfter", {"after": serializers.IntegerField(required=False)})],
+    )
     def get(self, request, turn_id):
         turn = services.agent_turn_get_for_user(user=request.user, turn_id=turn_id)
         try:
@@ -93,8 +117,11 @@ class AgentTurnFeedbackApi(TurnApi):
         rating = serializers.ChoiceField(choices=["up", "down"])
         comment = serializers.CharField(max_length=2000, required=False, allow_blank=True)
 
-    @extend_schema(request=TurnFeedbackSerializer, responses={200: OpenApiResponse(description="Recorded"), 400: ERROR, 404: ERROR},
-                   summary="Rate a finished turn; feeds the skills' analytics")
+    @extend_schema(
+        request=TurnFeedbackSerializer,
+        responses={200: OpenApiResponse(description="Recorded"), 400: ERROR, 404: ERROR},
+        summary="Rate a finished turn; feeds the skills' analytics",
+    )
     def post(self, request, turn_id):
         turn = services.agent_turn_get_for_user(user=request.user, turn_id=turn_id)
         data = self.TurnFeedbackSerializer(data=request.data)
@@ -104,8 +131,11 @@ class AgentTurnFeedbackApi(TurnApi):
 
 
 class AgentTurnCancelApi(TurnApi):
-    @extend_schema(request=None, responses={202: AgentTurnCreateApi.TurnQueuedSerializer, 404: ERROR},
-                   summary="Cancel a queued or running turn")
+    @extend_schema(
+        request=None,
+        responses={202: AgentTurnCreateApi.TurnQueuedSerializer, 404: ERROR},
+        summary="Cancel a queued or running turn",
+    )
     def post(self, request, turn_id):
         turn = services.agent_turn_get_for_user(user=request.user, turn_id=turn_id)
         turn = services.agent_turn_cancel(turn=turn)

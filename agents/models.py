@@ -10,7 +10,9 @@ from django.db import models
 
 class Conversation(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE, related_name="conversations")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE, related_name="conversations"
+    )
     title = models.CharField(max_length=200, blank=True)
     # Compacted history of older turns (seed 000 fix 6: compaction keeps <mandatory-skill> verbatim).
     summary = models.TextField(blank=True)
@@ -36,8 +38,12 @@ FINISHED_STATUSES = (TurnStatus.SUCCEEDED, TurnStatus.FAILED, TurnStatus.CANCELL
 
 class AgentTurn(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    conversation = models.ForeignKey(Conversation, null=True, blank=True, on_delete=models.CASCADE, related_name="turns")
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="agent_turns")
+    conversation = models.ForeignKey(
+        Conversation, null=True, blank=True, on_delete=models.CASCADE, related_name="turns"
+    )
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="agent_turns"
+    )
     message = models.TextField()
     model = models.CharField(max_length=200)
     forced_skill = models.CharField(max_length=128, blank=True)

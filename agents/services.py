@@ -61,11 +61,13 @@ def agent_turn_create(
     model = (model or settings.AGENT_MODEL).strip()
     if model == "scripted":
         if not settings.AGENT_ALLOW_SCRIPTED:
-            raise ApplicationError("The scripted model is disabled here (AGENT_ALLOW_SCRIPTED is false).",
-                                   fields={"model": "scripted is not allowed"})
+            raise ApplicationError(
+                "The scripted model is disabled here (AGENT_ALLOW_SCRIPTED is false).",
+                fields={"model": "scripted is not allowed"},
+            )
         _validate_script(script)
     elif script is not None:
-        raise ApplicationError("A script is only used with \"model\": \"scripted\".", fields={"script": "remove it"})
+        raise ApplicationError('A script is only used with "model": "scripted".', fields={"script": "remove it"})
 
     with transaction.atomic():
         conversation = _conversation_for(user=user, conversation_id=conversation_id, message=message)
@@ -84,12 +86,14 @@ def agent_turn_create(
 
 def _validate_script(script: Any) -> None:
     if script is None:
-        raise ApplicationError("The scripted model needs a \"script\": a list of steps.", fields={"script": "required"})
+        raise ApplicationError('The scripted model needs a "script": a list of steps.', fields={"script": "required"})
     try:
         jsonschema.validate(script, SCRIPT_SCHEMA)
     except jsonschema.ValidationError as error:
         where = "/".join(str(part) for part in error.absolute_path) or "script"
-        raise ApplicationError(f"Invalid script at {where}: {error.message}", fields={"script": error.message})
+        raise ApplicationError(
+            f"Invalid script at {where}: {error.message}", fields={"script": error.message}
+        ) from None
 
 
 def _conversation_for(*, user: Any, conversation_id: str | None, message: str) -> Conversation:
@@ -133,8 +137,14 @@ def agent_turn_feedback(*, turn: AgentTurn, rating: str, comment: str = "") -> A
         for name, version in _loaded_skills(turn):
             UsageEvent.objects.update_or_create(
                 event_id=f"{turn.pk}:feedback:{name}",
-                defaults={"kind": UsageKind.FEEDBACK, "skill_name": name, "version": version, "turn": turn,
-                          "rating": value, "at": timezone.now()},
+                defaults={
+                    "kind": UsageKind.FEEDBACK,
+                    "skill_name": name,
+                    "version": version,
+                    "turn": turn,
+                    "rating": value,
+                    "at": timezone.now(),
+                },
             )
     return turn
 
@@ -145,6 +155,7 @@ def _loaded_skills(turn: AgentTurn) -> list[tuple[str, int | None]]:
 
 
 # --- worker side --------------------------------------------------------------------------
+
 
 def agent_turn_claim(*, turn_id: str) -> AgentTurn | None:
     """Take the turn for this worker, or None when it is finished or another worker holds it.
@@ -157,17 +168,24 @@ def agent_turn_claim(*, turn_id: str) -> AgentTurn | None:
     with transaction.atomic():
         claimed = AgentTurn.objects.filter(
             Q(status=TurnStatus.QUEUED) | Q(status=TurnStatus.RUNNING, lease_expires_at__lt=now), pk=turn_id
-        ).update(status=TurnStatus.RUNNING, started_at=now, attempts=F("attempts") + 1,
-                 lease_expires_at=now + timedelta(seconds=settings.AGENT_TURN_LEASE_SECONDS))
+        ).update(
+            status=TurnStatus.RUNNING,
+            started_at=now,
+            attempts=F("attempts") + 1,
+            lease_expires_at=now + timedelta(seconds=settings.AGENT_TURN_LEASE_SECONDS),
+        )
         if not claimed:
             return None
-        TraceEvent.objects.filter(turn_id=turn_id).delete()
-        return AgentTurn.objects.get(pk=turn_id)
+        turn = AgentTurn.objects.get(pk=turn_id)
+        TraceEvent.objects.filter(turn=turn).delete()
+        return turn
 
 
 def agent_turn_requeue(*, turn: AgentTurn, reason: str) -> None:
     """A transient model error: give the turn back so the retried message can claim it."""
-    AgentTurn.objects.filter(pk=turn.pk, status=TurnStatus.RUNNING).update(status=TurnStatus.QUEUED, error=reason[:2000])
+    AgentTurn.objects.filter(pk=turn.pk, status=TurnStatus.RUNNING).update(
+        status=TurnStatus.QUEUED, error=reason[:2000]
+    )
 
 
 def agent_turn_fail(*, turn_id: str, error: str) -> None:
@@ -180,8 +198,13 @@ def agent_turn_finish(*, turn: AgentTurn, result: TurnResult) -> None:
     """Store the outcome and the turn's usage events in one transaction (SPEC §8)."""
     with transaction.atomic():
         AgentTurn.objects.filter(pk=turn.pk).update(
-            status=result.status, answer=result.answer, error=result.error or "", steps=result.steps,
-            prompt_tokens=result.prompt_tokens, completion_tokens=result.completion_tokens, cost=result.cost,
+            status=result.status,
+            answer=result.answer,
+            error=result.error or "",
+            steps=result.steps,
+            prompt_tokens=result.prompt_tokens,
+            completion_tokens=result.completion_tokens,
+            cost=result.cost,
             finished_at=timezone.now(),
         )
         UsageEvent.objects.bulk_create(_usage_events(turn, result), ignore_conflicts=True)
@@ -193,8 +216,17 @@ def _usage_events(turn: AgentTurn, result: TurnResult) -> list[UsageEvent]:
     events: list[UsageEvent] = []
 
     def add(kind: str, key: str, name: str, version: int | None, trigger: str = "") -> None:
-        events.append(UsageEvent(event_id=f"{turn.pk}:{kind}:{key}"[:100], kind=kind, skill_name=name,
-                                 version=version, trigger=trigger, turn=turn, at=now))
+        events.append(
+            UsageEvent(
+                event_id=f"{turn.pk}:{kind}:{key}"[:100],
+                kind=kind,
+                skill_name=name,
+                version=version,
+                trigger=trigger,
+                turn=turn,
+                at=now,
+            )
+        )
 
     versions = {a.name: a.version for a in result.activations}
     for name in dict.fromkeys(result.offered):
@@ -202,7 +234,12 @@ def _usage_events(turn: AgentTurn, result: TurnResult) -> list[UsageEvent]:
     for index, activation in enumerate(result.activations):
         add(UsageKind.LOADED, f"{activation.name}:{index}", activation.name, activation.version, activation.trigger)
     for index, execution in enumerate(result.executions):
-        add(UsageKind.EXECUTED, f"{execution.skill_name}:{index}", execution.skill_name, versions.get(execution.skill_name))
+        add(
+            UsageKind.EXECUTED,
+            f"{execution.skill_name}:{index}",
+            execution.skill_name,
+            versions.get(execution.skill_name),
+        )
     if result.status in ("succeeded", "failed"):
         outcome = UsageKind.SUCCEEDED if result.status == "succeeded" else UsageKind.FAILED
         for name, version in versions.items():
@@ -250,8 +287,9 @@ def _history(turn: AgentTurn) -> list[dict[str, str]]:
     if turn.conversation_id is None:
         return []
     earlier = (
-        AgentTurn.objects.filter(conversation_id=turn.conversation_id, created_at__lt=turn.created_at,
-                                 status=TurnStatus.SUCCEEDED)
+        AgentTurn.objects.filter(
+            conversation_id=turn.conversation_id, created_at__lt=turn.created_at, status=TurnStatus.SUCCEEDED
+        )
         .order_by("created_at")
         .values_list("message", "answer")
     )
@@ -270,4 +308,3 @@ def _llm_options(turn: AgentTurn) -> dict[str, Any]:
     if settings.AGENT_API_KEY:
         options["api_key"] = settings.AGENT_API_KEY
     return options
-

@@ -36,15 +36,19 @@ class RegistrySkillStore:
     def load(self, name: str) -> SkillDocument | None:
         if name not in self._documents:
             version = self._version(name)
-            self._documents[name] = None if version is None else SkillDocument(
-                name=version.name,
-                version=version.number,
-                description=version.description,
-                body=parse_skill_md(version.skill_md).body,
-                tools=tuple(version.tools),
-                tags=tuple(version.tags),
-                triggers=tuple(version.triggers),
-                files=tuple(version.files.order_by("path").values_list("path", flat=True)),
+            self._documents[name] = (
+                None
+                if version is None
+                else SkillDocument(
+                    name=version.name,
+                    version=version.number,
+                    description=version.description,
+                    body=parse_skill_md(version.skill_md).body,
+                    tools=tuple(version.tools),
+                    tags=tuple(version.tags),
+                    triggers=tuple(version.triggers),
+                    files=tuple(version.files.order_by("path").values_list("path", flat=True)),
+                )
             )
         return self._documents[name]
 
@@ -58,12 +62,16 @@ class RegistrySkillStore:
         return bool(version and version.files.filter(path=path, executable=True).exists())
 
     def find_skills(self, trigger: str, context: dict[str, Any]) -> list[SkillSummary]:
-        return [found.skill.to_summary() for found in registry_resolve.skills_find(trigger=trigger, context=context,
-                                                                                  label=self.label)]
+        return [
+            found.skill.to_summary()
+            for found in registry_resolve.skills_find(trigger=trigger, context=context, label=self.label)
+        ]
 
     def match(self, query: str) -> list[tuple[SkillSummary, float]]:
-        return [(found.skill.to_summary(), found.score)
-                for found in registry_resolve.skills_match(query=query, label=self.label)]
+        return [
+            (found.skill.to_summary(), found.score)
+            for found in registry_resolve.skills_match(query=query, label=self.label)
+        ]
 
 
 def resolution_for_turn(*, message: str, forced_skill: str | None, label: str | None = None) -> Resolution:

@@ -33,4 +33,4 @@ def agent_turn_run_task(self, turn_id: str) -> None:
             services.agent_turn_fail(turn_id=turn_id, error=f"The model kept failing: {error}")
             return
         services.agent_turn_requeue(turn=turn, reason=f"Retrying after a transient model error: {error}")
-        raise self.retry(exc=error, countdown=min(2 ** self.request.retries, 30))
+        raise self.retry(exc=error, countdown=min(2**self.request.retries, 30)) from error

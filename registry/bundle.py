@@ -140,14 +140,19 @@ def check_path(path: str) -> str:
     if "\\" in path:
         raise InvalidBundle(f"The path {shown} contains a backslash; use '/' between folders.", fields={"path": path})
     if path.startswith("/"):
-        raise InvalidBundle(f"The path {shown} is absolute; paths must be relative to the skill folder.",
-                            fields={"path": path})
+        raise InvalidBundle(
+            f"The path {shown} is absolute; paths must be relative to the skill folder.", fields={"path": path}
+        )
     if _DRIVE.match(path):
-        raise InvalidBundle(f"The path {shown} starts with a drive letter; paths must be relative to the skill folder.",
-                            fields={"path": path})
+        raise InvalidBundle(
+            f"The path {shown} starts with a drive letter; paths must be relative to the skill folder.",
+            fields={"path": path},
+        )
     if len(path) > MAX_PATH_CHARS:
-        raise InvalidBundle(f"The path {path[:80]!r}... is longer than {MAX_PATH_CHARS} characters.",
-                            fields={"path": path[:MAX_PATH_CHARS]})
+        raise InvalidBundle(
+            f"The path {path[:80]!r}... is longer than {MAX_PATH_CHARS} characters.",
+            fields={"path": path[:MAX_PATH_CHARS]},
+        )
     try:
         path.encode("utf-8")
     except UnicodeEncodeError:
@@ -155,11 +160,13 @@ def check_path(path: str) -> str:
     for part in path.split("/"):
         if part in ("", ".", ".."):
             what = "an empty folder name" if part == "" else f"a '{part}' part"
-            raise InvalidBundle(f"The path {shown} has {what}; paths must stay inside the skill folder.",
-                                fields={"path": path})
+            raise InvalidBundle(
+                f"The path {shown} has {what}; paths must stay inside the skill folder.", fields={"path": path}
+            )
         if len(part.encode("utf-8")) > MAX_NAME_BYTES:
-            raise InvalidBundle(f"The path {shown} has a name longer than {MAX_NAME_BYTES} bytes.",
-                                fields={"path": path})
+            raise InvalidBundle(
+                f"The path {shown} has a name longer than {MAX_NAME_BYTES} bytes.", fields={"path": path}
+            )
     return path
 
 
@@ -198,22 +205,30 @@ class _Budget:
     def check_declared(self, path: str, size: int) -> None:
         own = self.limits.skill_md_bytes if path == SKILL_MD else self.limits.file_bytes
         if size > own:
-            raise BundleTooLarge(f"{path} is {_human(size)}; the limit for {_what(path)} is {_human(own)}.",
-                                 fields={"path": path}, extra={"limit": own})
+            raise BundleTooLarge(
+                f"{path} is {_human(size)}; the limit for {_what(path)} is {_human(own)}.",
+                fields={"path": path},
+                extra={"limit": own},
+            )
         if self.bytes + size > self.limits.bundle_bytes:
             self._too_big_overall(path)
 
     def add(self, path: str, size: int) -> None:
         self.files += 1
         if self.files > self.limits.bundle_files:
-            raise BundleTooLarge(f"The skill has more than {self.limits.bundle_files} files (SKILL.md included).",
-                                 extra={"limit": self.limits.bundle_files})
+            raise BundleTooLarge(
+                f"The skill has more than {self.limits.bundle_files} files (SKILL.md included).",
+                extra={"limit": self.limits.bundle_files},
+            )
         self.check_declared(path, size)
         self.bytes += size
 
     def _too_big_overall(self, path: str) -> None:
-        raise BundleTooLarge(f"The skill is over {_human(self.limits.bundle_bytes)} in total (reached at {path}).",
-                             fields={"path": path}, extra={"limit": self.limits.bundle_bytes})
+        raise BundleTooLarge(
+            f"The skill is over {_human(self.limits.bundle_bytes)} in total (reached at {path}).",
+            fields={"path": path},
+            extra={"limit": self.limits.bundle_bytes},
+        )
 
 
 def _what(path: str) -> str:
@@ -237,8 +252,9 @@ def _assemble(skill_md: bytes | None, files: list[BundleFile], *, where: str) ->
 # --- building from parts -----------------------------------------------------------------
 
 
-def bundle_from_parts(skill_md: bytes, files: Iterable[tuple[str, bytes, bool]], *,
-                      limits: Limits = DEFAULT_LIMITS) -> Bundle:
+def bundle_from_parts(
+    skill_md: bytes, files: Iterable[tuple[str, bytes, bool]], *, limits: Limits = DEFAULT_LIMITS
+) -> Bundle:
     """A bundle from already-loaded parts (API uploads): same path and limit checks as the readers.
 
     Debris paths (`.git/...`, `__pycache__/...`, `.DS_Store`) are dropped, as the readers do.
@@ -251,8 +267,9 @@ def bundle_from_parts(skill_md: bytes, files: Iterable[tuple[str, bytes, bool]],
         if _is_skipped(path):
             continue
         if path == SKILL_MD:
-            raise InvalidBundle(f"{SKILL_MD} is given twice: pass it once, as the skill_md part.",
-                                fields={"path": path})
+            raise InvalidBundle(
+                f"{SKILL_MD} is given twice: pass it once, as the skill_md part.", fields={"path": path}
+            )
         budget.add(path, len(content))
         loaded.append(BundleFile(path=path, content=bytes(content), executable=bool(executable)))
     return _assemble(bytes(skill_md), loaded, where="the upload")
@@ -284,8 +301,10 @@ def read_folder(path: Path, *, limits: Limits = DEFAULT_LIMITS) -> Bundle:
                 if entry.name in SKIPPED_NAMES:
                     continue
                 if entry.is_symlink():
-                    raise InvalidBundle(f"{relative} is a symbolic link; skills may only contain regular files.",
-                                        fields={"path": relative})
+                    raise InvalidBundle(
+                        f"{relative} is a symbolic link; skills may only contain regular files.",
+                        fields={"path": relative},
+                    )
                 if entry.is_dir(follow_symlinks=False):
                     pending.append(relative + "/")
                     continue
@@ -310,8 +329,9 @@ def _open_folder(root: Path, prefix: str) -> Iterator[int]:
                 child = os.open(name, os.O_RDONLY | os.O_DIRECTORY | _NOFOLLOW, dir_fd=fd)
             except OSError as exc:
                 shown = prefix.rstrip("/")
-                raise InvalidBundle(f"{shown} cannot be read as a folder ({exc.strerror or exc}).",
-                                    fields={"path": shown}) from None
+                raise InvalidBundle(
+                    f"{shown} cannot be read as a folder ({exc.strerror or exc}).", fields={"path": shown}
+                ) from None
             os.close(fd)
             fd = child
         yield fd
@@ -330,13 +350,17 @@ def _read_regular_file(folder_fd: int, name: str, relative: str, budget: _Budget
     with os.fdopen(fd, "rb") as handle:
         info = os.fstat(handle.fileno())
         if not stat.S_ISREG(info.st_mode):
-            raise InvalidBundle(f"{relative} is not a regular file (a device, pipe or socket); skills may only "
-                                "contain regular files.", fields={"path": relative})
+            raise InvalidBundle(
+                f"{relative} is not a regular file (a device, pipe or socket); skills may only contain regular files.",
+                fields={"path": relative},
+            )
         if info.st_nlink > 1:
             # A hardlink can point at any file its creator could read (a settings file with
             # secrets); importing it would publish that content, the same risk as a symlink.
-            raise InvalidBundle(f"{relative} is a hard link (it has {info.st_nlink} names); copy the file instead.",
-                                fields={"path": relative})
+            raise InvalidBundle(
+                f"{relative} is a hard link (it has {info.st_nlink} names); copy the file instead.",
+                fields={"path": relative},
+            )
         budget.check_declared(relative, info.st_size)
         # The file may grow between fstat and read: read one byte past the cap to notice.
         content = handle.read(budget.cap_for(relative) + 1)
@@ -411,8 +435,19 @@ def find_skill_folders(root: Path) -> list[Path]:
 
 # What zipfile and its decompressors raise on damaged or hostile archives. RuntimeError
 # covers "password required"; encrypted entries are normally caught earlier by flag_bits.
-_ZIP_ERRORS = (zipfile.BadZipFile, zipfile.LargeZipFile, zlib.error, lzma.LZMAError, EOFError, OSError,
-               ValueError, NotImplementedError, RuntimeError, OverflowError, struct.error)
+_ZIP_ERRORS = (
+    zipfile.BadZipFile,
+    zipfile.LargeZipFile,
+    zlib.error,
+    lzma.LZMAError,
+    EOFError,
+    OSError,
+    ValueError,
+    NotImplementedError,
+    RuntimeError,
+    OverflowError,
+    struct.error,
+)
 
 
 def read_zip(data: bytes | BinaryIO, *, limits: Limits = DEFAULT_LIMITS) -> Bundle:
@@ -471,8 +506,11 @@ def _check_central_directory(stream: BinaryIO, *, limits: Limits) -> None:
     max_entries = 4 * limits.bundle_files + 100
     entries, directory_bytes = record[_END_RECORD_ENTRIES], record[_END_RECORD_DIRECTORY_BYTES]
     if entries > max_entries or directory_bytes > max_entries * (46 + MAX_PATH_CHARS + 64):
-        raise BundleTooLarge(f"The zip archive has too many entries (at most {max_entries} are read); leave out "
-                             ".git and other generated folders.", extra={"limit": limits.bundle_files})
+        raise BundleTooLarge(
+            f"The zip archive has too many entries (at most {max_entries} are read); leave out "
+            ".git and other generated folders.",
+            extra={"limit": limits.bundle_files},
+        )
 
 
 def _read_archive(archive: zipfile.ZipFile, *, limits: Limits) -> Bundle:
@@ -489,13 +527,15 @@ def _read_archive(archive: zipfile.ZipFile, *, limits: Limits) -> Bundle:
         mode = info.external_attr >> 16
         file_type = stat.S_IFMT(mode)
         if stat.S_ISLNK(mode):
-            raise InvalidBundle(f"{name} is a symbolic link; skills may only contain regular files.",
-                                fields={"path": name})
+            raise InvalidBundle(
+                f"{name} is a symbolic link; skills may only contain regular files.", fields={"path": name}
+            )
         if stat.S_ISDIR(mode):
             continue
         if file_type and not stat.S_ISREG(mode):
-            raise InvalidBundle(f"{name} is not a regular file; skills may only contain regular files.",
-                                fields={"path": name})
+            raise InvalidBundle(
+                f"{name} is not a regular file; skills may only contain regular files.", fields={"path": name}
+            )
         if info.flag_bits & 0x1:
             raise InvalidBundle(f"{name} is encrypted; upload a zip without a password.", fields={"path": name})
         members.append((name, info, bool(mode & stat.S_IXUSR)))
@@ -506,21 +546,22 @@ def _read_archive(archive: zipfile.ZipFile, *, limits: Limits) -> Bundle:
     # Declared sizes first: refuse an oversized archive before decompressing anything.
     declared = _Budget(limits)
     for name, info, _ in members:
-        declared.add(name[len(prefix):], info.file_size)
+        declared.add(name[len(prefix) :], info.file_size)
 
     budget = _Budget(limits)
     skill_md: bytes | None = None
     loaded: list[BundleFile] = []
     for name, info, executable in members:
-        relative = name[len(prefix):]
+        relative = name[len(prefix) :]
         with archive.open(info) as handle:
             content = handle.read(budget.cap_for(relative) + 1)
         # More data than declared is a zip bomb (add() refuses it against the limits); less is
         # a damaged or forged archive.
         budget.add(relative, len(content))
         if len(content) != info.file_size:
-            raise InvalidBundle(f"{name} does not match its declared size; the archive is damaged or forged.",
-                                fields={"path": name})
+            raise InvalidBundle(
+                f"{name} does not match its declared size; the archive is damaged or forged.", fields={"path": name}
+            )
         if relative == SKILL_MD:
             skill_md = content
         else:
@@ -529,7 +570,7 @@ def _read_archive(archive: zipfile.ZipFile, *, limits: Limits) -> Bundle:
 
 
 def _zip_prefix(names: list[str]) -> str:
-    """"" when SKILL.md is at the top, "folder/" when everything sits in one folder with it."""
+    """ "" when SKILL.md is at the top, "folder/" when everything sits in one folder with it."""
     if SKILL_MD in names:
         return ""
     tops = {name.split("/")[0] for name in names}
@@ -539,8 +580,10 @@ def _zip_prefix(names: list[str]) -> str:
     if len(nested) > 1:
         shown = ", ".join(nested[:5])
         raise InvalidBundle(f"The zip archive holds several skills ({shown}); upload one skill per zip.")
-    raise InvalidBundle(f"There is no {SKILL_MD} at the top of the zip archive or inside a single top folder.",
-                        fields={"path": SKILL_MD})
+    raise InvalidBundle(
+        f"There is no {SKILL_MD} at the top of the zip archive or inside a single top folder.",
+        fields={"path": SKILL_MD},
+    )
 
 
 def write_zip(bundle: Bundle, *, prefix: str = "") -> bytes:

@@ -44,14 +44,16 @@ class Match:
 
 # --- text --------------------------------------------------------------------------------
 
-STOP_WORDS = frozenset("""
+STOP_WORDS = frozenset(
+    """
 a about above after again against all also am an and any are as at be because been before being below between both
 but by can could did do does doing done down during each few for from further get gets got had has have having he her
 here hers him his how i if in into is it its itself just let lets like me more most my myself need needs no nor not now
 of off on once only or other our ours out over own please same she should so some such than that the their theirs them
 then there these they this those through to too under until up us use used uses using very want wants was we were what
 when where which while who whom why will with would you your yours yourself help thing things something way ok okay
-""".split())
+""".split()
+)
 
 _WORD = re.compile(r"[a-z0-9]+")
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
@@ -60,9 +62,38 @@ _VOWELS = set("aeiouy")
 # Longest first; applied once. Same stemmer on both sides, so over-stemming only has to be
 # consistent, not linguistically right ("summarize" and "summary" both become "summar").
 _SUFFIXES = (
-    "izations", "isations", "ization", "isation", "ational", "fulness", "iveness",
-    "izing", "ising", "ations", "ation", "ments", "ment", "ness", "ings", "ing",
-    "ized", "ised", "izes", "ises", "ize", "ise", "ies", "ied", "ers", "ed", "er", "es", "ly", "s", "y", "e",
+    "izations",
+    "isations",
+    "ization",
+    "isation",
+    "ational",
+    "fulness",
+    "iveness",
+    "izing",
+    "ising",
+    "ations",
+    "ation",
+    "ments",
+    "ment",
+    "ness",
+    "ings",
+    "ing",
+    "ized",
+    "ised",
+    "izes",
+    "ises",
+    "ize",
+    "ise",
+    "ies",
+    "ied",
+    "ers",
+    "ed",
+    "er",
+    "es",
+    "ly",
+    "s",
+    "y",
+    "e",
 )
 
 
@@ -74,8 +105,12 @@ def stem(word: str) -> str:
             root = word[: -len(suffix)]
             if not _VOWELS & set(root):
                 continue  # "bus" -> "bu" would merge unrelated words; keep roots with a vowel
-            if suffix in ("ing", "ed", "er", "ers", "ings") and len(root) >= 4 and root[-1] == root[-2] \
-                    and root[-1] not in "lsz":
+            if (
+                suffix in ("ing", "ed", "er", "ers", "ings")
+                and len(root) >= 4
+                and root[-1] == root[-2]
+                and root[-1] not in "lsz"
+            ):
                 root = root[:-1]  # committing -> committ -> commit, debugging -> debug
             return root
     return word
@@ -220,11 +255,12 @@ class MatchIndex:
 
 def _contains_sequence(haystack: Sequence[str], needle: Sequence[str]) -> bool:
     n = len(needle)
-    return any(tuple(haystack[i:i + n]) == tuple(needle) for i in range(len(haystack) - n + 1))
+    return any(tuple(haystack[i : i + n]) == tuple(needle) for i in range(len(haystack) - n + 1))
 
 
-def match(query: str, skills: Iterable[SkillLike] | MatchIndex, threshold: float = 0.0,
-          limit: int | None = None) -> list[Match]:
+def match(
+    query: str, skills: Iterable[SkillLike] | MatchIndex, threshold: float = 0.0, limit: int | None = None
+) -> list[Match]:
     """Skills relevant to `query`, best first, each with a 0..1 score and the reasons for it.
 
     Pass a prebuilt `MatchIndex` to rank many queries against one set of skills cheaply.
@@ -277,14 +313,18 @@ def find_skills(trigger: str, context: Mapping[str, Any] | None, skills: Iterabl
         for tag in skill.tags or ():
             tag_terms = terms(str(tag))
             tag_compact = _compact(str(tag))
-            if (tag_terms and set(tag_terms) <= context_terms) or \
-                    (len(tag_compact) >= 3 and any(tag_compact in v for v in compact_values)):
+            if (tag_terms and set(tag_terms) <= context_terms) or (
+                len(tag_compact) >= 3 and any(tag_compact in v for v in compact_values)
+            ):
                 matched_tags.append(str(tag))
         matched_tools = []
         for tool in getattr(skill, "tools", None) or ():
             tool_text = str(tool)
-            if (tool_name and tool_text.lower() == tool_name.lower()) or _compact(tool_text) in context_words \
-                    or (len(_compact(tool_text)) >= 4 and any(_compact(tool_text) in v for v in compact_values)):
+            if (
+                (tool_name and tool_text.lower() == tool_name.lower())
+                or _compact(tool_text) in context_words
+                or (len(_compact(tool_text)) >= 4 and any(_compact(tool_text) in v for v in compact_values))
+            ):
                 matched_tools.append(tool_text)
         if matched_tags:
             reasons.append("tags match the context: " + ", ".join(matched_tags))

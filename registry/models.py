@@ -199,7 +199,9 @@ class UsageEvent(models.Model):
     skill_name = models.CharField(max_length=128)
     version = models.PositiveIntegerField(null=True, blank=True)
     trigger = models.CharField(max_length=32, blank=True)
-    turn = models.ForeignKey("agents.AgentTurn", null=True, blank=True, on_delete=models.CASCADE, related_name="usage_events")
+    turn = models.ForeignKey(
+        "agents.AgentTurn", null=True, blank=True, on_delete=models.CASCADE, related_name="usage_events"
+    )
     client_id = models.CharField(max_length=100, blank=True)
     duration_ms = models.PositiveIntegerField(null=True, blank=True)
     tokens = models.PositiveIntegerField(null=True, blank=True)
@@ -216,7 +218,9 @@ class UsageEvent(models.Model):
 
 
 class AuditLog(models.Model):
-    actor = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     via = models.CharField(max_length=120, blank=True)  # "console", "api token <name>", "cli"
     action = models.CharField(max_length=64)
     object_type = models.CharField(max_length=64)

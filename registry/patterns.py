@@ -41,20 +41,20 @@ _EXPLANATIONS: tuple[tuple[str, str], ...] = (
 
 _MESSAGES = {
     "backreferences": "Backreferences such as \\1 are not supported: rule patterns run on RE2, a linear-time "
-                      "regex engine, so they cannot stall a turn. Repeat the group instead.",
+    "regex engine, so they cannot stall a turn. Repeat the group instead.",
     "escape": "The pattern uses an escape sequence RE2 does not support (backreferences like \\1..\\9 "
-              "included). Escape literal characters with a single backslash, e.g. \\. or \\(.",
+    "included). Escape literal characters with a single backslash, e.g. \\. or \\(.",
     "lookahead": "Lookahead ((?=...) and (?!...)) is not supported: rule patterns run on RE2, a linear-time "
-                 "regex engine. Match the text itself, or use two rules.",
+    "regex engine. Match the text itself, or use two rules.",
     "lookbehind": "Lookbehind ((?<=...) and (?<!...)) is not supported: rule patterns run on RE2, a "
-                  "linear-time regex engine. Match the text itself instead.",
+    "linear-time regex engine. Match the text itself instead.",
     "atomic": "Atomic groups (?>...) are not supported by RE2; a plain group (?:...) works the same on a "
-              "linear-time engine.",
+    "linear-time engine.",
     "named": "Named groups must be written (?P<name>...) with a name of letters, digits and underscores.",
     "too_large": "The pattern compiles to a program that is too large; simplify it (fewer or smaller "
-                 "counted repetitions such as {1000}).",
+    "counted repetitions such as {1000}).",
     "repetition": "A repetition operator (*, +, ?, {n}) is applied to nothing or to another repetition; "
-                  "escape it if you mean the literal character.",
+    "escape it if you mean the literal character.",
     "repetition_size": "A counted repetition {n} or {n,m} is over RE2's limit of 1000.",
     "parens": "The pattern's parentheses do not balance.",
     "brackets": "A character class [...] is not closed.",
@@ -93,12 +93,16 @@ def compile_pattern(pattern: str):
     The error names the field (`pattern`) and says why, so the rule editor can show it in place.
     """
     if not isinstance(pattern, str) or not pattern.strip():
-        raise InvalidPattern("The pattern is empty; give a regular expression to match against the query.",
-                             fields={"pattern": "required"})
+        raise InvalidPattern(
+            "The pattern is empty; give a regular expression to match against the query.",
+            fields={"pattern": "required"},
+        )
     limit = int(getattr(settings, "RULE_PATTERN_MAX_LENGTH", 1000))
     if len(pattern) > limit:
-        raise InvalidPattern(f"The pattern is {len(pattern)} characters long; the limit is {limit}.",
-                             fields={"pattern": f"at most {limit} characters"})
+        raise InvalidPattern(
+            f"The pattern is {len(pattern)} characters long; the limit is {limit}.",
+            fields={"pattern": f"at most {limit} characters"},
+        )
     if "\x00" in pattern:
         raise InvalidPattern("The pattern contains a NUL character.", fields={"pattern": "contains NUL"})
     return _compile_cached(pattern)

@@ -8,8 +8,14 @@ ADMIN, AUTHOR, ANALYST = "admin", "author", "analyst"
 
 ROLE_SCOPES: dict[str, set[str]] = {
     ADMIN: {scope.value for scope in TokenScope},
-    AUTHOR: {TokenScope.SKILLS_READ, TokenScope.SKILLS_WRITE, TokenScope.RULES_WRITE, TokenScope.AGENT_RUN,
-             TokenScope.ANALYTICS_READ, TokenScope.USAGE_WRITE},
+    AUTHOR: {
+        TokenScope.SKILLS_READ,
+        TokenScope.SKILLS_WRITE,
+        TokenScope.RULES_WRITE,
+        TokenScope.AGENT_RUN,
+        TokenScope.ANALYTICS_READ,
+        TokenScope.USAGE_WRITE,
+    },
     ANALYST: {TokenScope.SKILLS_READ, TokenScope.ANALYTICS_READ},
 }
 

@@ -52,8 +52,7 @@ def skill_list(*, include_shadowed: bool = False, include_disabled: bool | None 
         include_disabled = include_shadowed
     skills = list(Skill.objects.order_by("name"))
     newest = {
-        v.skill_id: v
-        for v in SkillVersion.objects.filter(skill__in=skills).filter(number=F("skill__latest_version"))
+        v.skill_id: v for v in SkillVersion.objects.filter(skill__in=skills).filter(number=F("skill__latest_version"))
     }
     by_name: dict[str, list[Skill]] = {}
     for skill in skills:
@@ -110,8 +109,18 @@ def skill_get(*, name: str, source: str | None = None) -> Skill:
 
 # --- effective skills as plain rows (resolve, match, prompt blocks) -------------------------
 
-_SUMMARY_FIELDS = ("id", "skill_id", "number", "name", "description", "fingerprint", "tags", "triggers", "tools",
-                   "frontmatter")
+_SUMMARY_FIELDS = (
+    "id",
+    "skill_id",
+    "number",
+    "name",
+    "description",
+    "fingerprint",
+    "tags",
+    "triggers",
+    "tools",
+    "frontmatter",
+)
 
 
 @dataclass(frozen=True)
@@ -152,23 +161,38 @@ def effective_skill_rows(*, label: str | None = None) -> list[EffectiveSkillRow]
         for row in SkillVersion.objects.filter(labels__name=label_name, skill__enabled=True).values(*_SUMMARY_FIELDS):
             if row["skill_id"] in winners:
                 labelled[row["skill_id"]] = row
-    latest = {
-        row["skill_id"]: row
-        for row in SkillVersion.objects.filter(skill__enabled=True, number=F("skill__latest_version"))
-        .values(*_SUMMARY_FIELDS)
-        if row["skill_id"] in winners and row["skill_id"] not in labelled
-    } if len(labelled) < len(winners) else {}
+    latest = (
+        {
+            row["skill_id"]: row
+            for row in SkillVersion.objects.filter(skill__enabled=True, number=F("skill__latest_version")).values(
+                *_SUMMARY_FIELDS
+            )
+            if row["skill_id"] in winners and row["skill_id"] not in labelled
+        }
+        if len(labelled) < len(winners)
+        else {}
+    )
     rows = []
     for skill_id, skill in winners.items():
         row = labelled.get(skill_id) or latest.get(skill_id)
         if row is None:
             continue  # a skill row whose first publish has not committed
-        rows.append(EffectiveSkillRow(
-            skill_id=skill_id, name=skill.name, source=skill.source, version=row["number"], version_id=row["id"],
-            description=row["description"], fingerprint=row["fingerprint"], tags=tuple(map(str, row["tags"] or ())),
-            triggers=tuple(map(str, row["triggers"] or ())), tools=tuple(map(str, row["tools"] or ())),
-            frontmatter=row["frontmatter"] or {}, labelled=skill_id in labelled,
-        ))
+        rows.append(
+            EffectiveSkillRow(
+                skill_id=skill_id,
+                name=skill.name,
+                source=skill.source,
+                version=row["number"],
+                version_id=row["id"],
+                description=row["description"],
+                fingerprint=row["fingerprint"],
+                tags=tuple(map(str, row["tags"] or ())),
+                triggers=tuple(map(str, row["triggers"] or ())),
+                tools=tuple(map(str, row["tools"] or ())),
+                frontmatter=row["frontmatter"] or {},
+                labelled=skill_id in labelled,
+            )
+        )
     rows.sort(key=lambda r: r.name)
     return rows
 
@@ -185,8 +209,16 @@ class CatalogRow:
     labels: dict[str, int]
 
 
-def skill_catalog(*, q: str = "", tag: str | None = None, trigger: str | None = None, source: str | None = None,
-                  enabled: bool | None = None, label: str | None = None, shadowed: bool = False) -> list[CatalogRow]:
+def skill_catalog(
+    *,
+    q: str = "",
+    tag: str | None = None,
+    trigger: str | None = None,
+    source: str | None = None,
+    enabled: bool | None = None,
+    label: str | None = None,
+    shadowed: bool = False,
+) -> list[CatalogRow]:
     """Skills for `GET /skills`: one row per name (the effective skill, or the highest-priority
     one when all are disabled), or every source's row with `shadowed`/`source`. Metadata only:
     SKILL.md text is never loaded. With `q`, rows are ordered by match relevance."""
@@ -276,8 +308,14 @@ _RAW_CACHE_MAX = 2048
 _RAW_LOCK = threading.Lock()
 
 
-def skill_md_raw(*, name: str, source: str | None = None, label: str | None = None, number: int | None = None,
-                 generation: int | None = None) -> RawSkillMd:
+def skill_md_raw(
+    *,
+    name: str,
+    source: str | None = None,
+    label: str | None = None,
+    number: int | None = None,
+    generation: int | None = None,
+) -> RawSkillMd:
     """The exact SKILL.md bytes a reader gets, with their ETag.
 
     Kept in a per-process LRU keyed by the registry generation, which the caller reads from the
@@ -296,8 +334,9 @@ def skill_md_raw(*, name: str, source: str | None = None, label: str | None = No
     skill = skill_get(name=name, source=source)
     version = skill_version_for(skill=skill, label=label, number=number)
     content = version.skill_md.encode("utf-8")
-    raw = RawSkillMd(content=content, etag=f'"{hashlib.sha256(content).hexdigest()}"', name=skill.name,
-                     version=version.number)
+    raw = RawSkillMd(
+        content=content, etag=f'"{hashlib.sha256(content).hexdigest()}"', name=skill.name, version=version.number
+    )
     with _RAW_LOCK:
         _RAW_CACHE[key] = raw
         while len(_RAW_CACHE) > _RAW_CACHE_MAX:

@@ -69,13 +69,38 @@ MAX_FALLBACK_FIELDS = 1000
 
 # Fields of the Agent Skills spec and of the seeds, plus the spellings people use for them
 # (hyphen/underscore) and fields of Claude Code's skill format: no "unknown field" warning.
-KNOWN_FIELDS = frozenset({
-    "name", "description", "license", "compatibility", "metadata", "allowed-tools", "allowed_tools",
-    "version", "author", "created", "last_updated", "last-updated", "dependencies", "triggers", "tags",
-    "tools", "tools_required", "tools-required", "enabled", "disable-model-invocation",
-    "disable_model_invocation", "user-invocable", "user_invocable",
-    "model", "argument-hint", "context", "agent", "hooks",
-})
+KNOWN_FIELDS = frozenset(
+    {
+        "name",
+        "description",
+        "license",
+        "compatibility",
+        "metadata",
+        "allowed-tools",
+        "allowed_tools",
+        "version",
+        "author",
+        "created",
+        "last_updated",
+        "last-updated",
+        "dependencies",
+        "triggers",
+        "tags",
+        "tools",
+        "tools_required",
+        "tools-required",
+        "enabled",
+        "disable-model-invocation",
+        "disable_model_invocation",
+        "user-invocable",
+        "user_invocable",
+        "model",
+        "argument-hint",
+        "context",
+        "agent",
+        "hooks",
+    }
+)
 
 _NAME_CHARS = re.compile(r"^[a-z0-9-]+$")
 _NUMERIC_SAFE = 2**53  # larger integers lose precision in JSON consumers (and in SQLite's JSON)
@@ -121,8 +146,9 @@ class ParsedSkill:
 # --- public API --------------------------------------------------------------------------
 
 
-def parse_skill_md(data: bytes | str, *, folder_name: str | None = None,
-                   limits: Limits = DEFAULT_LIMITS) -> ParsedSkill:
+def parse_skill_md(
+    data: bytes | str, *, folder_name: str | None = None, limits: Limits = DEFAULT_LIMITS
+) -> ParsedSkill:
     """Parse a SKILL.md; raise InvalidSkill for errors, return warnings on the result.
 
     The exception's `line` is the first error's line, `fields` maps fields to messages, and
@@ -140,8 +166,9 @@ def parse_skill_md(data: bytes | str, *, folder_name: str | None = None,
     return parsed
 
 
-def validate_skill_md(data: bytes | str, *, folder_name: str | None = None,
-                      limits: Limits = DEFAULT_LIMITS) -> list[Issue]:
+def validate_skill_md(
+    data: bytes | str, *, folder_name: str | None = None, limits: Limits = DEFAULT_LIMITS
+) -> list[Issue]:
     """Every error and warning, sorted by line; never raises for content (live editor checks)."""
     return _analyse(data, folder_name=folder_name, limits=limits)[1]
 
@@ -153,8 +180,14 @@ def render_skill_md(frontmatter: dict[str, Any], body: str) -> str:
     with string keys and JSON values (integers within ±2**53) and a body without "\\r" or NUL. Keys
     keep their order; multi-line strings are written as `|` blocks so they stay readable.
     """
-    text = yaml.dump(frontmatter, Dumper=_FrontmatterDumper, sort_keys=False, allow_unicode=True,
-                     default_flow_style=False, width=1_000_000)
+    text = yaml.dump(
+        frontmatter,
+        Dumper=_FrontmatterDumper,
+        sort_keys=False,
+        allow_unicode=True,
+        default_flow_style=False,
+        width=1_000_000,
+    )
     return f"---\n{text}---\n{body}"
 
 
@@ -198,8 +231,7 @@ class _Rejected(Exception):
         self.line = 1  # in the file, set by _yaml_load which knows where that text starts
 
 
-def _analyse(data: bytes | str, *, folder_name: str | None,
-             limits: Limits) -> tuple[ParsedSkill | None, list[Issue]]:
+def _analyse(data: bytes | str, *, folder_name: str | None, limits: Limits) -> tuple[ParsedSkill | None, list[Issue]]:
     report = _Report()
     raw = _decode(data, limits=limits, report=report)
     if raw is None:
@@ -212,7 +244,7 @@ def _analyse(data: bytes | str, *, folder_name: str | None,
         return None, report.sorted()
     opening, closing = fences  # 0-based line indexes
     fm_first_line = opening + 2  # 1-based file line of the first frontmatter line
-    fm_text = "\n".join(lines[opening + 1: closing])
+    fm_text = "\n".join(lines[opening + 1 : closing])
     try:
         frontmatter, key_lines, raw_scalars = _load_frontmatter(fm_text, first_line=fm_first_line, report=report)
     except _Rejected as exc:
@@ -249,7 +281,7 @@ def _analyse(data: bytes | str, *, folder_name: str | None,
     parsed = ParsedSkill(
         raw=raw,
         frontmatter=frontmatter,
-        body="\n".join(lines[closing + 1:]),
+        body="\n".join(lines[closing + 1 :]),
         body_line=closing + 2,
         name=name,
         description=description,
@@ -294,8 +326,11 @@ def _decode(data: bytes | str, *, limits: Limits, report: _Report) -> str | None
             text = encoded.decode("utf-8")
         except UnicodeDecodeError as exc:
             line = encoded.count(b"\n", 0, exc.start) + 1
-            report.error(line, f"SKILL.md is not UTF-8 text (byte 0x{encoded[exc.start]:02x} on line {line} is "
-                               "invalid); save it as UTF-8.")
+            report.error(
+                line,
+                f"SKILL.md is not UTF-8 text (byte 0x{encoded[exc.start]:02x} on line {line} is "
+                "invalid); save it as UTF-8.",
+            )
             return None
     nul = text.find("\x00")
     if nul >= 0:
@@ -310,17 +345,26 @@ def _find_fences(lines: list[str], report: _Report) -> tuple[int, int] | None:
     while opening < len(lines) and not lines[opening].strip():
         opening += 1
     if opening == len(lines) or lines[opening].rstrip() != "---":
-        report.error(1, "SKILL.md must start with YAML frontmatter: a `---` line, the fields (`name: ...`, "
-                        "`description: ...`), then another `---` line.")
+        report.error(
+            1,
+            "SKILL.md must start with YAML frontmatter: a `---` line, the fields (`name: ...`, "
+            "`description: ...`), then another `---` line.",
+        )
         return None
     if opening:
-        report.warn(1, f"SKILL.md starts with {opening} blank line(s) before the opening `---`; "
-                       "other tools may not find the frontmatter.")
+        report.warn(
+            1,
+            f"SKILL.md starts with {opening} blank line(s) before the opening `---`; "
+            "other tools may not find the frontmatter.",
+        )
     for closing in range(opening + 1, len(lines)):
         if lines[closing].rstrip() in ("---", "..."):
             return opening, closing
-    report.error(opening + 1, f"The frontmatter opened by `---` on line {opening + 1} is never closed: "
-                              "add a `---` line after the last field.")
+    report.error(
+        opening + 1,
+        f"The frontmatter opened by `---` on line {opening + 1} is never closed: "
+        "add a `---` line after the last field.",
+    )
     return None
 
 
@@ -371,8 +415,10 @@ class _FrontmatterLoader(Composer, *_PARSER_BASES, SafeConstructor, Resolver):  
         self._depth += 1
         try:
             if self._depth > MAX_YAML_DEPTH:
-                raise _Rejected(f"The frontmatter is nested more than {MAX_YAML_DEPTH} levels deep.",
-                                self.peek_event().start_mark.index)
+                raise _Rejected(
+                    f"The frontmatter is nested more than {MAX_YAML_DEPTH} levels deep.",
+                    self.peek_event().start_mark.index,
+                )
             return super().compose_node(parent, index)
         finally:
             self._depth -= 1
@@ -424,8 +470,9 @@ def _check_expansion(root: Node, duplicates: list[tuple[str, int, int]]) -> None
             if key in in_progress:
                 raise _Rejected("The frontmatter refers to itself through a YAML alias.", node.start_mark.index)
             if depth > MAX_YAML_DEPTH:
-                raise _Rejected(f"The frontmatter is nested more than {MAX_YAML_DEPTH} levels deep.",
-                                node.start_mark.index)
+                raise _Rejected(
+                    f"The frontmatter is nested more than {MAX_YAML_DEPTH} levels deep.", node.start_mark.index
+                )
             in_progress.add(key)
             size, height = 1, 1
             if isinstance(node, SequenceNode):
@@ -442,8 +489,9 @@ def _check_expansion(root: Node, duplicates: list[tuple[str, int, int]]) -> None
                 if size > MAX_YAML_NODES:
                     how = "expands to" if aliased else "has"
                     hint = " through YAML aliases (an alias bomb?)" if aliased else ""
-                    raise _Rejected(f"The frontmatter {how} more than {MAX_YAML_NODES:,} values{hint}.",
-                                    node.start_mark.index)
+                    raise _Rejected(
+                        f"The frontmatter {how} more than {MAX_YAML_NODES:,} values{hint}.", node.start_mark.index
+                    )
             in_progress.discard(key)
             measured[key] = (size, height)
         if depth + height > MAX_YAML_DEPTH + 1:
@@ -490,12 +538,22 @@ def _yaml_load(text: str, *, first_line: int) -> _Loaded:
     issues = []
     for tag, index in loader.refused_tags:
         shown = tag.replace("tag:yaml.org,2002:", "!!")
-        issues.append(Issue("warning", lines.line(index),
-                            f"The YAML tag `{shown}` is not allowed in a frontmatter; that value was ignored."))
+        issues.append(
+            Issue(
+                "warning",
+                lines.line(index),
+                f"The YAML tag `{shown}` is not allowed in a frontmatter; that value was ignored.",
+            )
+        )
     for key, first, again in loader.duplicates:
-        issues.append(Issue("warning", lines.line(again),
-                            f"`{key}` appears more than once (first on line {lines.line(first)}); "
-                            "the last value is used.", key))
+        issues.append(
+            Issue(
+                "warning",
+                lines.line(again),
+                f"`{key}` appears more than once (first on line {lines.line(first)}); the last value is used.",
+                key,
+            )
+        )
     return _Loaded(data=data, root=loader.root, lines=lines, issues=issues)
 
 
@@ -503,12 +561,14 @@ def _yaml_problem(exc: BaseException, text: str, first_line: int) -> tuple[str, 
     """A readable description of a YAML failure, and the file line it happened on."""
     mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
     if isinstance(exc, yaml.reader.ReaderError):
-        return (f"the character U+{exc.character:04X} is not allowed in YAML",
-                _LineMap(text, first_line).line(exc.position))
+        return (
+            f"the character U+{exc.character:04X} is not allowed in YAML",
+            _LineMap(text, first_line).line(exc.position),
+        )
     problem = getattr(exc, "problem", None) or str(exc).split("\n")[0] or type(exc).__name__
     if mark is None:
         return problem, first_line
-    if text[mark.index: mark.index + 1] == "\t":
+    if text[mark.index : mark.index + 1] == "\t":
         problem = "YAML does not allow a tab here; indent with spaces"
     return problem, _LineMap(text, first_line).line(mark.index)
 
@@ -533,8 +593,9 @@ def _load_frontmatter(fm_text: str, *, first_line: int, report: _Report) -> _Fro
         return {}, {}, {}
     if not isinstance(loaded.data, dict):
         kind = "a list" if isinstance(loaded.data, list) else "plain text"
-        return _fallback(fm_text, first_line=first_line, report=report,
-                         reason=(f"it is {kind}, not `key: value` fields", first_line))
+        return _fallback(
+            fm_text, first_line=first_line, report=report, reason=(f"it is {kind}, not `key: value` fields", first_line)
+        )
     key_lines: dict[str, int] = {}
     raw_scalars: dict[str, str] = {}
     if isinstance(loaded.root, MappingNode):
@@ -570,8 +631,9 @@ def _fallback(fm_text: str, *, first_line: int, report: _Report, reason: tuple[s
             blocks[-1][2].append(row)
             flow_depth += _bracket_balance(row)
         elif row.strip() and not row.lstrip().startswith("#"):
-            report.warn(first_line + index, f"This frontmatter line is not a `key: value` field and was ignored: "
-                                            f"{row[:60]!r}.")
+            report.warn(
+                first_line + index, f"This frontmatter line is not a `key: value` field and was ignored: {row[:60]!r}."
+            )
     problem, problem_line = reason
     if not blocks:
         report.error(problem_line, f"The frontmatter is not readable as `key: value` fields ({problem}).")
@@ -582,9 +644,11 @@ def _fallback(fm_text: str, *, first_line: int, report: _Report, reason: tuple[s
     raw_scalars: dict[str, str] = {}
     specific_warnings = False
     if len(blocks) > MAX_FALLBACK_FIELDS:
-        report.warn(first_line + blocks[MAX_FALLBACK_FIELDS][1],
-                    f"The frontmatter has {len(blocks):,} fields; past the first {MAX_FALLBACK_FIELDS:,}, values were "
-                    "read as plain text.")
+        report.warn(
+            first_line + blocks[MAX_FALLBACK_FIELDS][1],
+            f"The frontmatter has {len(blocks):,} fields; past the first {MAX_FALLBACK_FIELDS:,}, values were "
+            "read as plain text.",
+        )
     for number, (key, index, block) in enumerate(blocks):
         line = first_line + index
         if number < MAX_FALLBACK_FIELDS:
@@ -595,8 +659,9 @@ def _fallback(fm_text: str, *, first_line: int, report: _Report, reason: tuple[s
             specific_warnings = True
             report.warn(line, warning, key)
         if key in frontmatter:
-            report.warn(line, f"`{key}` appears more than once (first on line {key_lines[key]}); the last value "
-                              "is used.", key)
+            report.warn(
+                line, f"`{key}` appears more than once (first on line {key_lines[key]}); the last value is used.", key
+            )
         else:
             key_lines[key] = line
         frontmatter[key] = value
@@ -645,8 +710,10 @@ def _read_block(key: str, block: list[str], *, first_line: int, report: _Report)
 
     if "\t" in text:
         # YAML forbids tabs for indentation, and editors insert them; read them as spaces.
-        untabbed = "\n".join(re.sub(r"^[ \t]+", lambda m: m.group(0).replace("\t", "  "),
-                                    re.sub(r"^([^:]*:)\t+", r"\1 ", row)) for row in block)
+        untabbed = "\n".join(
+            re.sub(r"^[ \t]+", lambda m: m.group(0).replace("\t", "  "), re.sub(r"^([^:]*:)\t+", r"\1 ", row))
+            for row in block
+        )
         try:
             loaded = _yaml_load(untabbed, first_line=first_line)
         except _Rejected:
@@ -659,12 +726,15 @@ def _read_block(key: str, block: list[str], *, first_line: int, report: _Report)
                 tab_line = next(first_line + n for n, row in enumerate(block) if "\t" in row)
                 return next(iter(loaded.data.values())), (
                     f"`{key}` uses a tab on line {tab_line}; YAML allows only spaces for indentation and "
-                    "after the colon. It was read as if the tab were spaces.")
+                    "after the colon. It was read as if the tab were spaces."
+                )
 
     value = _plain_value(block)
     hint = " Put the value in quotes to avoid this." if "mapping values" in problem else ""
-    return value, (f"`{key}` is not valid YAML ({problem}, line {line}); its value was read as the plain text "
-                   f"after the first ': '.{hint}")
+    return value, (
+        f"`{key}` is not valid YAML ({problem}, line {line}); its value was read as the plain text "
+        f"after the first ': '.{hint}"
+    )
 
 
 def _plain_value(block: list[str]) -> str | None:
@@ -731,8 +801,15 @@ def _json_key(key: Any) -> str:
 class _Fields:
     """Typed, normalised reads of the frontmatter, each reporting its own deviations."""
 
-    def __init__(self, frontmatter: dict[str, Any], key_lines: dict[str, int], raw_scalars: dict[str, str], *,
-                 fence_line: int, report: _Report) -> None:
+    def __init__(
+        self,
+        frontmatter: dict[str, Any],
+        key_lines: dict[str, int],
+        raw_scalars: dict[str, str],
+        *,
+        fence_line: int,
+        report: _Report,
+    ) -> None:
         self.frontmatter = frontmatter
         self.key_lines = key_lines
         self.raw_scalars = raw_scalars
@@ -763,8 +840,9 @@ class _Fields:
                 self.report.error(self.line(key), f"`{key}` is empty; it is required.", key)
             else:
                 example = "my-skill" if key == "name" else "What the skill does and when to use it."
-                self.report.error(self.line(key), f"`{key}` is missing; add a line like `{key}: {example}` to the "
-                                                  "frontmatter.", key)
+                self.report.error(
+                    self.line(key), f"`{key}` is missing; add a line like `{key}: {example}` to the frontmatter.", key
+                )
             return None
         text = self._scalar_text(key, value)
         if text is None:
@@ -784,13 +862,15 @@ class _Fields:
             return None
         line = self.line("name")
         if len(name) > NAME_MAX_CHARS:
-            self.report.warn(line, f"`name` is {len(name)} characters; the spec allows at most {NAME_MAX_CHARS}.",
-                             "name")
+            self.report.warn(
+                line, f"`name` is {len(name)} characters; the spec allows at most {NAME_MAX_CHARS}.", "name"
+            )
         if not _NAME_CHARS.match(name):
             odd = sorted({char for char in name if not re.match(r"[a-z0-9-]", char)})
             shown = ", ".join(repr(char) for char in odd[:10])
-            self.report.warn(line, f"`name` '{name}' should use only lowercase letters, digits and hyphens "
-                                   f"(found {shown}).", "name")
+            self.report.warn(
+                line, f"`name` '{name}' should use only lowercase letters, digits and hyphens (found {shown}).", "name"
+            )
         if name.startswith("-") or name.endswith("-"):
             self.report.warn(line, f"`name` '{name}' should not start or end with a hyphen.", "name")
         if "--" in name:
@@ -802,8 +882,11 @@ class _Fields:
     def description(self) -> str | None:
         description = self._required_text("description")
         if description is not None and len(description) > DESCRIPTION_MAX_CHARS:
-            self.report.warn(self.line("description"), f"`description` is {len(description):,} characters; the spec "
-                                                       f"allows at most {DESCRIPTION_MAX_CHARS:,}.", "description")
+            self.report.warn(
+                self.line("description"),
+                f"`description` is {len(description):,} characters; the spec allows at most {DESCRIPTION_MAX_CHARS:,}.",
+                "description",
+            )
         return description
 
     def text(self, *keys: str, quiet: bool = False) -> str | None:
@@ -822,8 +905,11 @@ class _Fields:
     def compatibility(self) -> str | None:
         text = self.text("compatibility")
         if text is not None and len(text) > COMPATIBILITY_MAX_CHARS:
-            self.report.warn(self.line("compatibility"), f"`compatibility` is {len(text):,} characters; the spec "
-                                                         f"allows at most {COMPATIBILITY_MAX_CHARS}.", "compatibility")
+            self.report.warn(
+                self.line("compatibility"),
+                f"`compatibility` is {len(text):,} characters; the spec allows at most {COMPATIBILITY_MAX_CHARS}.",
+                "compatibility",
+            )
         return text
 
     def author(self) -> str | None:
@@ -840,15 +926,29 @@ class _Fields:
             return default
         if isinstance(value, bool):
             return value
-        words = {"true": True, "yes": True, "on": True, "1": True,
-                 "false": False, "no": False, "off": False, "0": False}
+        words = {
+            "true": True,
+            "yes": True,
+            "on": True,
+            "1": True,
+            "false": False,
+            "no": False,
+            "off": False,
+            "0": False,
+        }
         text = str(value).strip().lower()
         if text in words:
-            self.report.warn(self.line(key), f"`{key}` should be true or false; '{value}' was read as "
-                                             f"{str(words[text]).lower()}.", key)
+            self.report.warn(
+                self.line(key),
+                f"`{key}` should be true or false; '{value}' was read as {str(words[text]).lower()}.",
+                key,
+            )
             return words[text]
-        self.report.warn(self.line(key), f"`{key}` should be true or false; '{value}' was ignored "
-                                         f"(using {str(default).lower()}).", key)
+        self.report.warn(
+            self.line(key),
+            f"`{key}` should be true or false; '{value}' was ignored (using {str(default).lower()}).",
+            key,
+        )
         return default
 
     def _list(self, keys: tuple[str, ...], split: Callable[[str], list[str]]) -> list[str]:
@@ -870,8 +970,11 @@ class _Fields:
             elif item is not None:
                 dropped += 1
         if dropped:
-            self.report.warn(self.line(key), f"`{key}` should be a list of text; {dropped} item(s) that are lists "
-                                             "or mappings were ignored.", key)
+            self.report.warn(
+                self.line(key),
+                f"`{key}` should be a list of text; {dropped} item(s) that are lists or mappings were ignored.",
+                key,
+            )
         return _unique(items)
 
     def text_list(self, *keys: str) -> list[str]:
@@ -886,9 +989,12 @@ class _Fields:
         triggers = self._list(("triggers",), lambda text: re.split(r"[\s,]+", text.strip()) if text.strip() else [])
         unknown = [trigger for trigger in triggers if trigger not in KNOWN_TRIGGERS]
         if unknown:
-            self.report.warn(self.line("triggers"), f"`triggers` has value(s) this registry does not fire: "
-                                                    f"{', '.join(unknown)} (known: {', '.join(KNOWN_TRIGGERS)}).",
-                             "triggers")
+            self.report.warn(
+                self.line("triggers"),
+                f"`triggers` has value(s) this registry does not fire: "
+                f"{', '.join(unknown)} (known: {', '.join(KNOWN_TRIGGERS)}).",
+                "triggers",
+            )
         return triggers
 
     def metadata(self) -> dict[str, str]:
@@ -896,16 +1002,23 @@ class _Fields:
         if value is None:
             return {}
         if not isinstance(value, dict):
-            self.report.warn(self.line("metadata"), "`metadata` should be a map of text keys to text values; it was "
-                                                    "ignored.", "metadata")
+            self.report.warn(
+                self.line("metadata"),
+                "`metadata` should be a map of text keys to text values; it was ignored.",
+                "metadata",
+            )
             return {}
         not_text = [key for key, item in value.items() if not isinstance(item, str)]
         if not_text:
             shown = ", ".join(f"`{key}`" for key in not_text[:5])
-            self.report.warn(self.line("metadata"), f"`metadata` values should be text; the value(s) of {shown} were "
-                                                    "kept as JSON text.", "metadata")
-        return {key: item if isinstance(item, str) else json.dumps(item, ensure_ascii=False)
-                for key, item in value.items()}
+            self.report.warn(
+                self.line("metadata"),
+                f"`metadata` values should be text; the value(s) of {shown} were kept as JSON text.",
+                "metadata",
+            )
+        return {
+            key: item if isinstance(item, str) else json.dumps(item, ensure_ascii=False) for key, item in value.items()
+        }
 
     def unknown_keys(self) -> None:
         for key in self.frontmatter:

@@ -16,8 +16,12 @@ class UserFactory(factory.django.DjangoModelFactory):
     password = factory.django.Password("pw-for-tests")
 
 
-def make_skill_md(name: str = "demo-skill", description: str = "Does a demo thing when asked for a demo.",
-                  body: str = "# Demo\n\n1. Step one.\n2. Step two.\n", **fields) -> str:
+def make_skill_md(
+    name: str = "demo-skill",
+    description: str = "Does a demo thing when asked for a demo.",
+    body: str = "# Demo\n\n1. Step one.\n2. Step two.\n",
+    **fields,
+) -> str:
     """A valid SKILL.md; extra keyword fields are added as simple YAML (lists in flow style)."""
     lines = ["---", f"name: {name}", f"description: {description}"]
     for key, value in fields.items():

@@ -48,11 +48,32 @@ class WorkerProcess:
             "PYTHONUNBUFFERED": "1",
             **self.extra_env,
         }
-        pool = ["--pool", "solo"] if self.concurrency == 1 else ["--pool", "prefork", "--concurrency", str(self.concurrency)]
+        pool = (
+            ["--pool", "solo"]
+            if self.concurrency == 1
+            else ["--pool", "prefork", "--concurrency", str(self.concurrency)]
+        )
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "config", "worker", "--loglevel", "INFO",
-             "--queues", settings.CELERY_TASK_DEFAULT_QUEUE, "--without-gossip", "--without-mingle", *pool],
-            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "config",
+                "worker",
+                "--loglevel",
+                "INFO",
+                "--queues",
+                settings.CELERY_TASK_DEFAULT_QUEUE,
+                "--without-gossip",
+                "--without-mingle",
+                *pool,
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
             start_new_session=True,
         )
         threading.Thread(target=self._read_output, daemon=True).start()

@@ -34,7 +34,8 @@ def _check_strings(value, path: str = "body") -> None:
                 item.encode("utf-8")
             except UnicodeEncodeError:
                 raise exceptions.ParseError(
-                    f"{_shown(where)} contains an unpaired surrogate (invalid Unicode).") from None
+                    f"{_shown(where)} contains an unpaired surrogate (invalid Unicode)."
+                ) from None
         elif isinstance(item, dict):
             for key, child in item.items():
                 stack.append((key, where))
@@ -79,8 +80,9 @@ class SafeJSONRenderer(renderers.JSONRenderer):
         try:
             return super().render(data, accepted_media_type, renderer_context)
         except UnicodeEncodeError:
-            return json.dumps(data, cls=self.encoder_class, ensure_ascii=True, allow_nan=False,
-                              separators=(",", ":")).encode()
+            return json.dumps(
+                data, cls=self.encoder_class, ensure_ascii=True, allow_nan=False, separators=(",", ":")
+            ).encode()
 
 
 class ApiView(APIView):
@@ -105,8 +107,9 @@ class ApiView(APIView):
         except ValueError:
             raise exceptions.ParseError("Content-Length is not a number.") from None
         if size > self.max_body_bytes:
-            raise RequestTooLarge(f"The request body is {size:,} bytes; this endpoint accepts at most "
-                                  f"{self.max_body_bytes:,}.")
+            raise RequestTooLarge(
+                f"The request body is {size:,} bytes; this endpoint accepts at most {self.max_body_bytes:,}."
+            )
         super().initial(request, *args, **kwargs)
 
     def actor(self) -> Actor:

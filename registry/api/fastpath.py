@@ -35,10 +35,12 @@ def _sql() -> str:
     from registry.models import RegistryState
 
     state = RegistryState._meta.db_table
-    return (f'SELECT t.id, t.scopes, t.last_used_at, u.{active}, '
-            f'(SELECT s.generation FROM {state} s WHERE s.id = 1) '
-            f'FROM {token} t INNER JOIN {user} u ON u.id = t.user_id '
-            f'WHERE t.secret_hash = %s AND t.revoked_at IS NULL')
+    return (
+        f"SELECT t.id, t.scopes, t.last_used_at, u.{active}, "
+        f"(SELECT s.generation FROM {state} s WHERE s.id = 1) "
+        f"FROM {token} t INNER JOIN {user} u ON u.id = t.user_id "
+        f"WHERE t.secret_hash = %s AND t.revoked_at IS NULL"
+    )
 
 
 _SQL: list[str] = []
@@ -80,7 +82,8 @@ def version_params(request) -> dict | None:
     if not params:
         return {}
     if any(key not in ("label", "version", "source") for key in params) or any(
-            len(params.getlist(key)) > 1 for key in params):
+        len(params.getlist(key)) > 1 for key in params
+    ):
         return None
     label, version, source = params.get("label"), params.get("version"), params.get("source")
     if label is not None and not _LABEL.fullmatch(label):

@@ -16,26 +16,48 @@ READ = "skills:read"
 class MatchApi(ApiView):
     required_scopes = {"GET": READ}
 
-    @extend_schema(operation_id="match", parameters=[s.MatchQuerySerializer],
-                   responses={200: s.MatchSerializer, **errors(400, 401, 403)},
-                   summary="Effective enabled skills ranked for a query, each score with its reasons.")
+    @extend_schema(
+        operation_id="match",
+        parameters=[s.MatchQuerySerializer],
+        responses={200: s.MatchSerializer, **errors(400, 401, 403)},
+        summary="Effective enabled skills ranked for a query, each score with its reasons.",
+    )
     def get(self, request):
         query = s.MatchQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
         q = query.validated_data["q"]
         found = skills_match(query=q, label=query.validated_data.get("label"), limit=query.validated_data["limit"])
-        return Response({"query": q, "matches": [
-            {"name": m.skill.name, "version": m.skill.version, "description": m.skill.description,
-             "tags": list(m.skill.tags), "score": m.score, "reasons": m.reasons} for m in found]})
+        return Response(
+            {
+                "query": q,
+                "matches": [
+                    {
+                        "name": m.skill.name,
+                        "version": m.skill.version,
+                        "description": m.skill.description,
+                        "tags": list(m.skill.tags),
+                        "score": m.score,
+                        "reasons": m.reasons,
+                    }
+                    for m in found
+                ],
+            }
+        )
 
 
 class ResolveApi(ApiView):
     required_scopes = {"POST": READ}
 
-    @extend_schema(operation_id="resolve", request=s.ResolveInputSerializer,
-                   responses={200: s.ResolveSerializer, 304: OpenApiResponse(description="If-None-Match matched."),
-                              **errors(400, 401, 403, 415)},
-                   summary="Skills, prompt block, rule instructions and fired rules for one turn, with one ETag.")
+    @extend_schema(
+        operation_id="resolve",
+        request=s.ResolveInputSerializer,
+        responses={
+            200: s.ResolveSerializer,
+            304: OpenApiResponse(description="If-None-Match matched."),
+            **errors(400, 401, 403, 415),
+        },
+        summary="Skills, prompt block, rule instructions and fired rules for one turn, with one ETag.",
+    )
     def post(self, request):
         body = s.ResolveInputSerializer(data=request.data)
         body.is_valid(raise_exception=True)

@@ -19,9 +19,19 @@ READ, WRITE = "skills:read", "rules:write"
 
 
 def _rule_payload(rule: ForceIncludeRule, warnings: tuple[str, ...] | None = None) -> dict:
-    body = {"id": rule.pk, "name": rule.name, "pattern": rule.pattern, "skills": rule.skills, "tools": rule.tools,
-            "instruction": rule.instruction, "auto_invoke": rule.auto_invoke, "priority": rule.priority,
-            "enabled": rule.enabled, "created_at": rule.created_at, "updated_at": rule.updated_at}
+    body = {
+        "id": rule.pk,
+        "name": rule.name,
+        "pattern": rule.pattern,
+        "skills": rule.skills,
+        "tools": rule.tools,
+        "instruction": rule.instruction,
+        "auto_invoke": rule.auto_invoke,
+        "priority": rule.priority,
+        "enabled": rule.enabled,
+        "created_at": rule.created_at,
+        "updated_at": rule.updated_at,
+    }
     if warnings is not None:
         body["warnings"] = list(warnings)
     return body
@@ -37,14 +47,20 @@ def _rule(rule_id: int) -> ForceIncludeRule:
 class RuleListCreateApi(ApiView):
     required_scopes = {"GET": READ, "POST": WRITE}
 
-    @extend_schema(operation_id="rules_list", responses={200: s.RuleSerializer(many=True), **errors(401, 403)},
-                   summary="Force-include rules, highest priority first.")
+    @extend_schema(
+        operation_id="rules_list",
+        responses={200: s.RuleSerializer(many=True), **errors(401, 403)},
+        summary="Force-include rules, highest priority first.",
+    )
     def get(self, request):
         return _paginate(self, list(ForceIncludeRule.objects.order_by("-priority", "name")), _rule_payload)
 
-    @extend_schema(operation_id="rules_create", request=s.RuleInputSerializer,
-                   responses={201: s.RuleSerializer, **errors(400, 401, 403, 415)},
-                   summary="Create a rule; the pattern is compiled with RE2 (no backreferences/lookaround).")
+    @extend_schema(
+        operation_id="rules_create",
+        request=s.RuleInputSerializer,
+        responses={201: s.RuleSerializer, **errors(400, 401, 403, 415)},
+        summary="Create a rule; the pattern is compiled with RE2 (no backreferences/lookaround).",
+    )
     def post(self, request):
         body = s.RuleInputSerializer(data=request.data)
         body.is_valid(raise_exception=True)
@@ -59,16 +75,20 @@ class RuleDetailApi(ApiView):
     def get(self, request, rule_id: int):
         return Response(_rule_payload(_rule(rule_id)))
 
-    @extend_schema(operation_id="rules_partial_update", request=s.RulePatchInputSerializer,
-                   responses={200: s.RuleSerializer, **errors(400, 401, 403, 404, 415)})
+    @extend_schema(
+        operation_id="rules_partial_update",
+        request=s.RulePatchInputSerializer,
+        responses={200: s.RuleSerializer, **errors(400, 401, 403, 404, 415)},
+    )
     def patch(self, request, rule_id: int):
         body = s.RulePatchInputSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         result = rule_update(rule=_rule(rule_id), actor=self.actor(), **body.validated_data)
         return Response(_rule_payload(result.rule, result.warnings))
 
-    @extend_schema(operation_id="rules_delete", responses={204: OpenApiResponse(description="Deleted."),
-                                                           **errors(401, 403, 404)})
+    @extend_schema(
+        operation_id="rules_delete", responses={204: OpenApiResponse(description="Deleted."), **errors(401, 403, 404)}
+    )
     def delete(self, request, rule_id: int):
         rule_delete(rule=_rule(rule_id), actor=self.actor())
         return Response(status=status.HTTP_204_NO_CONTENT)
@@ -77,14 +97,23 @@ class RuleDetailApi(ApiView):
 class RulesTestApi(ApiView):
     required_scopes = {"POST": READ}
 
-    @extend_schema(operation_id="rules_test", request=s.RulesTestInputSerializer,
-                   responses={200: s.RulesTestSerializer, **errors(400, 401, 403, 415)},
-                   summary="Which rules fire for a query and why, and the exact prompt block and instructions.")
+    @extend_schema(
+        operation_id="rules_test",
+        request=s.RulesTestInputSerializer,
+        responses={200: s.RulesTestSerializer, **errors(400, 401, 403, 415)},
+        summary="Which rules fire for a query and why, and the exact prompt block and instructions.",
+    )
     def post(self, request):
         body = s.RulesTestInputSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         result = rules_test(query=body.validated_data["query"], label=body.validated_data.get("label"))
         payload = result.as_dict()
-        return Response({"fired": payload["fired_rules"], "skills": [skill.name for skill in result.skills],
-                         "prompt_block": result.prompt_block, "instructions": list(result.instructions),
-                         "warnings": list(result.warnings)})
+        return Response(
+            {
+                "fired": payload["fired_rules"],
+                "skills": [skill.name for skill in result.skills],
+                "prompt_block": result.prompt_block,
+                "instructions": list(result.instructions),
+                "warnings": list(result.warnings),
+            }
+        )

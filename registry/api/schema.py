@@ -27,5 +27,8 @@ class BearerTokenScheme(OpenApiAuthenticationExtension):
     name = "bearerAuth"
 
     def get_security_definition(self, auto_schema):
-        return {"type": "http", "scheme": "bearer",
-                "description": "An API token (`python manage.py tokens create`); scopes decide what it may do."}
+        return {
+            "type": "http",
+            "scheme": "bearer",
+            "description": "An API token (`python manage.py tokens create`); scopes decide what it may do.",
+        }

@@ -67,15 +67,17 @@ class FileEntrySerializer(serializers.Serializer):
 
 
 class SkillListQuerySerializer(serializers.Serializer):
-    q = _text(required=False, max_length=500, allow_blank=True,
-              help_text="Words that must appear (search as you type).")
+    q = _text(
+        required=False, max_length=500, allow_blank=True, help_text="Words that must appear (search as you type)."
+    )
     tag = _text(required=False, max_length=100)
     trigger = _text(required=False, max_length=64)
     source = serializers.ChoiceField(choices=SkillSource.choices, required=False)
     enabled = serializers.BooleanField(required=False, allow_null=True, default=None)
     label = LabelField(help_text="Only skills carrying this label, shown at its version.")
-    shadowed = serializers.BooleanField(required=False, default=False,
-                                        help_text="Also list skills shadowed by a higher-priority source.")
+    shadowed = serializers.BooleanField(
+        required=False, default=False, help_text="Also list skills shadowed by a higher-priority source."
+    )
 
 
 class SkillSummarySerializer(serializers.Serializer):
@@ -105,9 +107,14 @@ class SkillPublishInputSerializer(serializers.Serializer):
     skill_md = _text(trim_whitespace=False, help_text="The exact SKILL.md text (frontmatter and body).")
     files = SkillFileInputSerializer(many=True, required=False, default=list)
     message = _text(required=False, allow_blank=True, default="", max_length=500)
-    base_version = serializers.IntegerField(required=False, allow_null=True, default=None, min_value=0,
-                                            max_value=2**31 - 1,
-                                            help_text="The version this edit started from; stale -> 409.")
+    base_version = serializers.IntegerField(
+        required=False,
+        allow_null=True,
+        default=None,
+        min_value=0,
+        max_value=2**31 - 1,
+        help_text="The version this edit started from; stale -> 409.",
+    )
     source = serializers.ChoiceField(choices=SkillSource.choices, required=False, default=None, allow_null=True)
 
 
@@ -115,8 +122,9 @@ class SkillUploadOptionsSerializer(serializers.Serializer):
     """Options of a raw `application/zip` upload, given in the query string."""
 
     message = _text(required=False, allow_blank=True, default="", max_length=500)
-    base_version = serializers.IntegerField(required=False, allow_null=True, default=None, min_value=0,
-                                            max_value=2**31 - 1)
+    base_version = serializers.IntegerField(
+        required=False, allow_null=True, default=None, min_value=0, max_value=2**31 - 1
+    )
     source = serializers.ChoiceField(choices=SkillSource.choices, required=False, default=None, allow_null=True)
 
 
@@ -140,8 +148,9 @@ class PublishResultSerializer(serializers.Serializer):
 class SkillVersionQuerySerializer(serializers.Serializer):
     label = LabelField(help_text="Read the version this label points to (`latest` for the newest).")
     version = serializers.IntegerField(required=False, min_value=1, max_value=2**31 - 1)
-    source = serializers.ChoiceField(choices=SkillSource.choices, required=False,
-                                     help_text="Read this source's skill instead of the effective one.")
+    source = serializers.ChoiceField(
+        choices=SkillSource.choices, required=False, help_text="Read this source's skill instead of the effective one."
+    )
 
     def validate(self, attrs):
         if attrs.get("label") and attrs.get("version"):
@@ -183,8 +192,9 @@ class SkillDetailSerializer(serializers.Serializer):
 
 class SkillPatchInputSerializer(serializers.Serializer):
     enabled = serializers.BooleanField()
-    source = serializers.ChoiceField(choices=SkillSource.choices, required=False,
-                                     help_text="Which source's skill; default: the effective one.")
+    source = serializers.ChoiceField(
+        choices=SkillSource.choices, required=False, help_text="Which source's skill; default: the effective one."
+    )
 
 
 class VersionSummarySerializer(serializers.Serializer):
@@ -277,8 +287,9 @@ class RuleInputSerializer(serializers.Serializer):
     skills = serializers.ListField(child=_text(max_length=128), required=False, default=list, max_length=100)
     tools = serializers.ListField(child=_text(max_length=64), required=False, default=list, max_length=100)
     instruction = _text(required=False, allow_blank=True, default="", max_length=4000)
-    auto_invoke = serializers.JSONField(required=False, allow_null=True, default=None,
-                                        help_text='{"tool": str, "arguments": {...}} or null.')
+    auto_invoke = serializers.JSONField(
+        required=False, allow_null=True, default=None, help_text='{"tool": str, "arguments": {...}} or null.'
+    )
     priority = serializers.IntegerField(required=False, default=0, min_value=-1_000_000, max_value=1_000_000)
     enabled = serializers.BooleanField(required=False, default=True)
 
@@ -306,8 +317,9 @@ class RuleSerializer(serializers.Serializer):
     enabled = serializers.BooleanField()
     created_at = serializers.DateTimeField()
     updated_at = serializers.DateTimeField()
-    warnings = serializers.ListField(child=_text(), required=False,
-                                     help_text="E.g. a named skill that does not exist yet (writes only).")
+    warnings = serializers.ListField(
+        child=_text(), required=False, help_text="E.g. a named skill that does not exist yet (writes only)."
+    )
 
 
 class RulesTestInputSerializer(serializers.Serializer):
@@ -361,11 +373,13 @@ class ResolveInputSerializer(serializers.Serializer):
     query = _text(required=False, allow_blank=True, default="", max_length=100_000, trim_whitespace=False)
     label = LabelField(allow_null=True, default=None)
     forced_skill = _text(required=False, allow_null=True, allow_blank=True, default=None, max_length=128)
-    context = serializers.DictField(required=False, default=dict,
-                                    help_text="seed 001 context: toolName, error, taskDescription, command.")
+    context = serializers.DictField(
+        required=False, default=dict, help_text="seed 001 context: toolName, error, taskDescription, command."
+    )
     max_skills = serializers.IntegerField(required=False, allow_null=True, default=None, min_value=0, max_value=10_000)
-    max_chars = serializers.IntegerField(required=False, allow_null=True, default=None, min_value=0,
-                                         max_value=10_000_000)
+    max_chars = serializers.IntegerField(
+        required=False, allow_null=True, default=None, min_value=0, max_value=10_000_000
+    )
 
     def validate_context(self, value):
         if len(value) > 50:
@@ -451,8 +465,13 @@ class UsageEventInputSerializer(serializers.Serializer):
 
 class UsageBatchInputSerializer(serializers.Serializer):
     events = UsageEventInputSerializer(many=True, allow_empty=False, max_length=1000)
-    client_id = _text(required=False, allow_blank=True, default="", max_length=100,
-                      help_text="Default client id for events that do not name one.")
+    client_id = _text(
+        required=False,
+        allow_blank=True,
+        default="",
+        max_length=100,
+        help_text="Default client id for events that do not name one.",
+    )
 
 
 class UsageBatchSerializer(serializers.Serializer):

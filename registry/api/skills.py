@@ -51,8 +51,14 @@ def _issues(warnings) -> list[dict]:
     out = []
     for w in warnings:
         if isinstance(w, dict):
-            out.append({"line": w.get("line"), "message": w.get("message"), "field": w.get("field"),
-                        "level": w.get("level", "warning")})
+            out.append(
+                {
+                    "line": w.get("line"),
+                    "message": w.get("message"),
+                    "field": w.get("field"),
+                    "level": w.get("level", "warning"),
+                }
+            )
         else:
             out.append({"line": w.line, "message": w.message, "field": w.field, "level": w.level})
     return out
@@ -61,10 +67,19 @@ def _issues(warnings) -> list[dict]:
 def _skill_summary(row: selectors.CatalogRow) -> dict:
     version = row.version
     return {
-        "name": row.skill.name, "source": row.skill.source, "enabled": row.skill.enabled, "effective": row.effective,
-        "shadowed_by": row.shadowed_by, "version": version.number, "latest_version": row.skill.latest_version,
-        "description": version.description, "tags": version.tags, "triggers": version.triggers,
-        "tools": version.tools, "labels": row.labels, "fingerprint": version.fingerprint,
+        "name": row.skill.name,
+        "source": row.skill.source,
+        "enabled": row.skill.enabled,
+        "effective": row.effective,
+        "shadowed_by": row.shadowed_by,
+        "version": version.number,
+        "latest_version": row.skill.latest_version,
+        "description": version.description,
+        "tags": version.tags,
+        "triggers": version.triggers,
+        "tools": version.tools,
+        "labels": row.labels,
+        "fingerprint": version.fingerprint,
         "updated_at": row.skill.updated_at,
     }
 
@@ -79,25 +94,41 @@ def _version_detail(skill: Skill, version: SkillVersion) -> dict:
     others = selectors.skill_others(skill)
     files = version.files.all()
     return {
-        "name": skill.name, "source": skill.source, "enabled": skill.enabled, "effective": winner == skill,
+        "name": skill.name,
+        "source": skill.source,
+        "enabled": skill.enabled,
+        "effective": winner == skill,
         "shadowed_by": winner.source if winner is not None and winner != skill and skill.enabled else None,
         "others": [{"source": o.source, "enabled": o.enabled, "latest_version": o.latest_version} for o in others],
-        "version": version.number, "latest_version": skill.latest_version, "labels": labels,
+        "version": version.number,
+        "latest_version": skill.latest_version,
+        "labels": labels,
         "version_labels": sorted(name for name, number in labels.items() if number == version.number),
-        "description": version.description, "tags": version.tags, "triggers": version.triggers,
-        "tools": version.tools, "frontmatter": version.frontmatter, "warnings": _issues(version.warnings),
-        "fingerprint": version.fingerprint, "skill_md": version.skill_md,
+        "description": version.description,
+        "tags": version.tags,
+        "triggers": version.triggers,
+        "tools": version.tools,
+        "frontmatter": version.frontmatter,
+        "warnings": _issues(version.warnings),
+        "fingerprint": version.fingerprint,
+        "skill_md": version.skill_md,
         "files": [{"path": f.path, "size": f.size, "sha256": f.blob_id, "executable": f.executable} for f in files],
         "tokens": {"description": version.description_tokens, "body": version.body_tokens},
-        "author": _user(version.author), "message": version.message, "created_at": version.created_at,
+        "author": _user(version.author),
+        "message": version.message,
+        "created_at": version.created_at,
     }
 
 
 def _publish_payload(result: PublishResult) -> dict:
     version = result.version
     return {
-        "name": version.skill.name, "source": version.skill.source, "version": version.number,
-        "created": result.created, "fingerprint": version.fingerprint, "warnings": _issues(result.warnings),
+        "name": version.skill.name,
+        "source": version.skill.source,
+        "version": version.number,
+        "created": result.created,
+        "fingerprint": version.fingerprint,
+        "warnings": _issues(result.warnings),
         "labels": sorted(Label.objects.filter(version=version).values_list("name", flat=True)),
         "message": version.message,
     }
@@ -109,8 +140,10 @@ def _bundle_from_json(data: dict) -> Bundle:
         try:
             content = base64.b64decode(item["content_base64"], validate=True)
         except (binascii.Error, ValueError):
-            raise ApplicationError(f"files[{position}].content_base64 is not valid base64.",
-                                   fields={f"files[{position}].content_base64": "invalid base64"}) from None
+            raise ApplicationError(
+                f"files[{position}].content_base64 is not valid base64.",
+                fields={f"files[{position}].content_base64": "invalid base64"},
+            ) from None
         files.append((item["path"], content, item.get("executable", False)))
     return bundle_from_parts(data["skill_md"].encode("utf-8"), files, limits=registry_limits())
 
@@ -119,8 +152,11 @@ def _read_upload(request) -> tuple[Bundle, dict]:
     """The bundle and options from a JSON, multipart (`bundle` field) or raw zip request."""
     data = request.data
     if not isinstance(data, dict):
-        raise ApplicationError("The body must be a JSON object with at least `skill_md`, a multipart form with a "
-                               "`bundle` zip, or an application/zip body.", fields={"skill_md": "required"})
+        raise ApplicationError(
+            "The body must be a JSON object with at least `skill_md`, a multipart form with a "
+            "`bundle` zip, or an application/zip body.",
+            fields={"skill_md": "required"},
+        )
     if "bundle_bytes" in data:  # application/zip body; options come from the query string
         query = s.SkillUploadOptionsSerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
@@ -139,8 +175,12 @@ def _read_upload(request) -> tuple[Bundle, dict]:
 def _publish(view: ApiView, *, expected_name: str | None, default_source: str) -> Response:
     bundle, options = _read_upload(view.request)
     result = skill_version_publish(
-        bundle=bundle, source=options.get("source") or default_source, message=options.get("message") or "",
-        base_version=options.get("base_version"), expected_name=expected_name, actor=view.actor(),
+        bundle=bundle,
+        source=options.get("source") or default_source,
+        message=options.get("message") or "",
+        base_version=options.get("base_version"),
+        expected_name=expected_name,
+        actor=view.actor(),
     )
     return Response(_publish_payload(result), status=status.HTTP_201_CREATED if result.created else status.HTTP_200_OK)
 
@@ -171,17 +211,24 @@ class SkillListCreateApi(ApiView):
     def max_body_bytes(self) -> int:  # type: ignore[override]
         return _upload_limit()
 
-    @extend_schema(operation_id="skills_list", parameters=[s.SkillListQuerySerializer],
-                   responses={200: s.SkillSummarySerializer(many=True), **errors(400, 401, 403)},
-                   summary="List skills (metadata only), precedence applied.")
+    @extend_schema(
+        operation_id="skills_list",
+        parameters=[s.SkillListQuerySerializer],
+        responses={200: s.SkillSummarySerializer(many=True), **errors(400, 401, 403)},
+        summary="List skills (metadata only), precedence applied.",
+    )
     def get(self, request):
         query = s.SkillListQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
         rows = selectors.skill_catalog(**query.validated_data)
         return _paginate(self, rows, _skill_summary)
 
-    @extend_schema(operation_id="skills_create", request=PUBLISH_REQUEST, responses=PUBLISH_RESPONSES,
-                   summary="Create a skill (or publish its next version) from SKILL.md text or a zip.")
+    @extend_schema(
+        operation_id="skills_create",
+        request=PUBLISH_REQUEST,
+        responses=PUBLISH_RESPONSES,
+        summary="Create a skill (or publish its next version) from SKILL.md text or a zip.",
+    )
     def post(self, request):
         return _publish(self, expected_name=None, default_source=SkillSource.USER)
 
@@ -198,18 +245,24 @@ VERSION_PARAMETERS = [s.SkillVersionQuerySerializer]
 class SkillDetailApi(ApiView):
     required_scopes = {"GET": READ, "PATCH": WRITE}
 
-    @extend_schema(operation_id="skills_retrieve", parameters=VERSION_PARAMETERS,
-                   responses={200: s.SkillDetailSerializer, **errors(400, 401, 403, 404)},
-                   summary="A skill at a label or version (default: production if set, else latest).")
+    @extend_schema(
+        operation_id="skills_retrieve",
+        parameters=VERSION_PARAMETERS,
+        responses={200: s.SkillDetailSerializer, **errors(400, 401, 403, 404)},
+        summary="A skill at a label or version (default: production if set, else latest).",
+    )
     def get(self, request, name: str):
         query = _version_query(request)
         skill = selectors.skill_get(name=name, source=query.get("source"))
         version = selectors.skill_version_for(skill=skill, label=query.get("label"), number=query.get("version"))
         return Response(_version_detail(skill, version))
 
-    @extend_schema(operation_id="skills_partial_update", request=s.SkillPatchInputSerializer,
-                   responses={200: s.SkillSummarySerializer, **errors(400, 401, 403, 404)},
-                   summary="Enable or disable a skill.")
+    @extend_schema(
+        operation_id="skills_partial_update",
+        request=s.SkillPatchInputSerializer,
+        responses={200: s.SkillSummarySerializer, **errors(400, 401, 403, 404)},
+        summary="Enable or disable a skill.",
+    )
     def patch(self, request, name: str):
         body = s.SkillPatchInputSerializer(data=request.data)
         body.is_valid(raise_exception=True)
@@ -254,29 +307,57 @@ class SkillMarkdownApi(RawApiView):
             raw = selectors.skill_md_raw(name=name, generation=generation, **params)
         except ApplicationError:
             return None  # the DRF path answers with the proper JSON error
-        return _raw_response(request, raw.content, raw.etag, "text/markdown; charset=utf-8",
-                             extra={"X-Skill-Version": str(raw.version)})
+        return _raw_response(
+            request, raw.content, raw.etag, "text/markdown; charset=utf-8", extra={"X-Skill-Version": str(raw.version)}
+        )
 
-    @extend_schema(operation_id="skills_skill_md", parameters=VERSION_PARAMETERS,
-                   responses={(200, "text/markdown"): OpenApiResponse(OpenApiTypes.STR, description="The exact bytes."),
-                              304: OpenApiResponse(description="If-None-Match matched the ETag."),
-                              **errors(400, 401, 403, 404)},
-                   summary="The raw SKILL.md (strong ETag; 304 on If-None-Match, GET and HEAD).")
+    @extend_schema(
+        operation_id="skills_skill_md",
+        parameters=VERSION_PARAMETERS,
+        responses={
+            (200, "text/markdown"): OpenApiResponse(OpenApiTypes.STR, description="The exact bytes."),
+            304: OpenApiResponse(description="If-None-Match matched the ETag."),
+            **errors(400, 401, 403, 404),
+        },
+        summary="The raw SKILL.md (strong ETag; 304 on If-None-Match, GET and HEAD).",
+    )
     def get(self, request, name: str):
         query = _version_query(request)
-        raw = selectors.skill_md_raw(name=name, source=query.get("source"), label=query.get("label"),
-                                     number=query.get("version"))
-        return _raw_response(request, raw.content, raw.etag, "text/markdown; charset=utf-8",
-                             extra={"X-Skill-Version": str(raw.version)})
+        raw = selectors.skill_md_raw(
+            name=name, source=query.get("source"), label=query.get("label"), number=query.get("version")
+        )
+        return _raw_response(
+            request, raw.content, raw.etag, "text/markdown; charset=utf-8", extra={"X-Skill-Version": str(raw.version)}
+        )
 
 
 # Types a browser would run or render as a page: never served inline from our origin.
-_ACTIVE_TYPES = {"text/html", "image/svg+xml", "application/xhtml+xml", "text/xml", "application/xml",
-                 "text/javascript", "application/javascript"}
-_TEXT_TYPES = {".md": "text/markdown", ".py": "text/x-python", ".sh": "text/x-shellscript", ".txt": "text/plain",
-               ".json": "application/json", ".yaml": "application/yaml", ".yml": "application/yaml",
-               ".toml": "application/toml", ".csv": "text/csv", ".js": "text/javascript", ".ts": "text/plain",
-               ".rb": "text/plain", ".go": "text/plain", ".rs": "text/plain", ".sql": "text/plain"}
+_ACTIVE_TYPES = {
+    "text/html",
+    "image/svg+xml",
+    "application/xhtml+xml",
+    "text/xml",
+    "application/xml",
+    "text/javascript",
+    "application/javascript",
+}
+_TEXT_TYPES = {
+    ".md": "text/markdown",
+    ".py": "text/x-python",
+    ".sh": "text/x-shellscript",
+    ".txt": "text/plain",
+    ".json": "application/json",
+    ".yaml": "application/yaml",
+    ".yml": "application/yaml",
+    ".toml": "application/toml",
+    ".csv": "text/csv",
+    ".js": "text/javascript",
+    ".ts": "text/plain",
+    ".rb": "text/plain",
+    ".go": "text/plain",
+    ".rs": "text/plain",
+    ".sql": "text/plain",
+}
 
 
 def _content_type(path: str, content: bytes) -> str:
@@ -295,19 +376,25 @@ def _content_type(path: str, content: bytes) -> str:
 class SkillFileApi(RawApiView):
     required_scopes = {"GET": READ}
 
-    @extend_schema(operation_id="skills_file", parameters=VERSION_PARAMETERS,
-                   responses={(200, "application/octet-stream"): OpenApiResponse(OpenApiTypes.BINARY),
-                              304: OpenApiResponse(description="If-None-Match matched."),
-                              **errors(400, 401, 403, 404)},
-                   summary="One bundled file, with a content type from its name.")
+    @extend_schema(
+        operation_id="skills_file",
+        parameters=VERSION_PARAMETERS,
+        responses={
+            (200, "application/octet-stream"): OpenApiResponse(OpenApiTypes.BINARY),
+            304: OpenApiResponse(description="If-None-Match matched."),
+            **errors(400, 401, 403, 404),
+        },
+        summary="One bundled file, with a content type from its name.",
+    )
     def get(self, request, name: str, path: str):
         query = _version_query(request)
         skill = selectors.skill_get(name=name, source=query.get("source"))
         version = selectors.skill_version_for(skill=skill, label=query.get("label"), number=query.get("version"))
         if path == "SKILL.md":
             content = version.skill_md.encode("utf-8")
-            return _raw_response(request, content, f'"{hashlib.sha256(content).hexdigest()}"',
-                                 "text/markdown; charset=utf-8")
+            return _raw_response(
+                request, content, f'"{hashlib.sha256(content).hexdigest()}"', "text/markdown; charset=utf-8"
+            )
         item = SkillFile.objects.filter(version=version, path=path).select_related("blob").first()
         if item is None:
             raise NotFound(f"'{skill.name}' v{version.number} has no file '{path}'.")
@@ -323,11 +410,16 @@ class SkillFileApi(RawApiView):
 class SkillBundleApi(RawApiView):
     required_scopes = {"GET": READ}
 
-    @extend_schema(operation_id="skills_bundle_zip", parameters=VERSION_PARAMETERS,
-                   responses={(200, "application/zip"): OpenApiResponse(OpenApiTypes.BINARY),
-                              304: OpenApiResponse(description="If-None-Match matched."),
-                              **errors(400, 401, 403, 404)},
-                   summary="The whole skill folder as a zip (byte-identical files, modes kept).")
+    @extend_schema(
+        operation_id="skills_bundle_zip",
+        parameters=VERSION_PARAMETERS,
+        responses={
+            (200, "application/zip"): OpenApiResponse(OpenApiTypes.BINARY),
+            304: OpenApiResponse(description="If-None-Match matched."),
+            **errors(400, 401, 403, 404),
+        },
+        summary="The whole skill folder as a zip (byte-identical files, modes kept).",
+    )
     def get(self, request, name: str):
         query = _version_query(request)
         skill = selectors.skill_get(name=name, source=query.get("source"))
@@ -341,8 +433,13 @@ class SkillBundleApi(RawApiView):
         etag = f'"{hashlib.sha256(content).hexdigest()}"'
         cache.set(digest_key, etag, 24 * 3600)
         filename = f"{skill.name}-v{version.number}.zip"
-        return _raw_response(request, content, etag, "application/zip",
-                             extra={"Content-Disposition": f'attachment; filename="{filename}"'})
+        return _raw_response(
+            request,
+            content,
+            etag,
+            "application/zip",
+            extra={"Content-Disposition": f'attachment; filename="{filename}"'},
+        )
 
 
 class SkillVersionListApi(ApiView):
@@ -353,9 +450,12 @@ class SkillVersionListApi(ApiView):
     def max_body_bytes(self) -> int:  # type: ignore[override]
         return _upload_limit()
 
-    @extend_schema(operation_id="skills_versions_list", parameters=[s.VersionsQuerySerializer],
-                   responses={200: s.VersionSummarySerializer(many=True), **errors(400, 401, 403, 404)},
-                   summary="A skill's versions, newest first.")
+    @extend_schema(
+        operation_id="skills_versions_list",
+        parameters=[s.VersionsQuerySerializer],
+        responses={200: s.VersionSummarySerializer(many=True), **errors(400, 401, 403, 404)},
+        summary="A skill's versions, newest first.",
+    )
     def get(self, request, name: str):
         query = s.VersionsQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
@@ -366,15 +466,25 @@ class SkillVersionListApi(ApiView):
         versions = list(skill.versions.select_related("author").defer("skill_md", "frontmatter").order_by("-number"))
 
         def render(version: SkillVersion) -> dict:
-            return {"number": version.number, "fingerprint": version.fingerprint, "message": version.message,
-                    "author": _user(version.author), "created_at": version.created_at,
-                    "labels": sorted(labels.get(version.number, [])), "warnings": len(version.warnings or []),
-                    "description": version.description}
+            return {
+                "number": version.number,
+                "fingerprint": version.fingerprint,
+                "message": version.message,
+                "author": _user(version.author),
+                "created_at": version.created_at,
+                "labels": sorted(labels.get(version.number, [])),
+                "warnings": len(version.warnings or []),
+                "description": version.description,
+            }
 
         return _paginate(self, versions, render)
 
-    @extend_schema(operation_id="skills_versions_publish", request=PUBLISH_REQUEST, responses=PUBLISH_RESPONSES,
-                   summary="Publish a new version (201), or nothing when identical to the newest (200).")
+    @extend_schema(
+        operation_id="skills_versions_publish",
+        request=PUBLISH_REQUEST,
+        responses=PUBLISH_RESPONSES,
+        summary="Publish a new version (201), or nothing when identical to the newest (200).",
+    )
     def post(self, request, name: str):
         existing = Skill.objects.filter(name=name)
         default_source: str = SkillSource.USER
@@ -386,9 +496,12 @@ class SkillVersionListApi(ApiView):
 class SkillVersionDetailApi(ApiView):
     required_scopes = {"GET": READ}
 
-    @extend_schema(operation_id="skills_versions_retrieve", parameters=[s.VersionsQuerySerializer],
-                   responses={200: s.SkillDetailSerializer, **errors(400, 401, 403, 404)},
-                   summary="One version of a skill.")
+    @extend_schema(
+        operation_id="skills_versions_retrieve",
+        parameters=[s.VersionsQuerySerializer],
+        responses={200: s.SkillDetailSerializer, **errors(400, 401, 403, 404)},
+        summary="One version of a skill.",
+    )
     def get(self, request, name: str, number: int):
         query = s.VersionsQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
@@ -421,22 +534,31 @@ def _text_lines(content: bytes) -> list[str] | None:
 class SkillDiffApi(ApiView):
     required_scopes = {"GET": READ}
 
-    @extend_schema(operation_id="skills_diff", parameters=[s.DiffQuerySerializer],
-                   responses={200: s.DiffSerializer, **errors(400, 401, 403, 404)},
-                   summary="Unified diff of SKILL.md and the file changes between two versions.")
+    @extend_schema(
+        operation_id="skills_diff",
+        parameters=[s.DiffQuerySerializer],
+        responses={200: s.DiffSerializer, **errors(400, 401, 403, 404)},
+        summary="Unified diff of SKILL.md and the file changes between two versions.",
+    )
     def get(self, request, name: str):
         query = s.DiffQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
         skill = selectors.skill_get(name=name, source=query.validated_data.get("source"))
-        new = _version_ref(skill, query.validated_data.get("to")) or selectors.skill_version_for(skill=skill,
-                                                                                                label="latest")
+        new = _version_ref(skill, query.validated_data.get("to")) or selectors.skill_version_for(
+            skill=skill, label="latest"
+        )
         old = _version_ref(skill, query.validated_data.get("from"))
         if old is None and "from" not in query.validated_data and new.number > 1:
             old = selectors.skill_version_for(skill=skill, number=new.number - 1)
         before = old.skill_md if old else ""
-        skill_md_diff = "".join(difflib.unified_diff(
-            before.splitlines(keepends=True), new.skill_md.splitlines(keepends=True),
-            fromfile=f"a/SKILL.md (v{old.number})" if old else "/dev/null", tofile=f"b/SKILL.md (v{new.number})"))
+        skill_md_diff = "".join(
+            difflib.unified_diff(
+                before.splitlines(keepends=True),
+                new.skill_md.splitlines(keepends=True),
+                fromfile=f"a/SKILL.md (v{old.number})" if old else "/dev/null",
+                tofile=f"b/SKILL.md (v{new.number})",
+            )
+        )
         old_files = {f.path: f for f in old.files.all()} if old else {}
         new_files = {f.path: f for f in new.files.all()}
         changes, unchanged = [], 0
@@ -445,54 +567,101 @@ class SkillDiffApi(ApiView):
             if a and b and a.blob_id == b.blob_id and a.executable == b.executable:
                 unchanged += 1
                 continue
-            change = "added" if a is None else "removed" if b is None else "modified" if a.blob_id != b.blob_id \
-                else "mode"
+            change = (
+                "added" if a is None else "removed" if b is None else "modified" if a.blob_id != b.blob_id else "mode"
+            )
             diff = None
             if change != "mode":
                 lines_a = _text_lines(bytes(a.blob.content)) if a else []
                 lines_b = _text_lines(bytes(b.blob.content)) if b else []
                 if lines_a is not None and lines_b is not None:
-                    diff = "".join(difflib.unified_diff(lines_a, lines_b, fromfile=f"a/{path}" if a else "/dev/null",
-                                                        tofile=f"b/{path}" if b else "/dev/null"))
-            changes.append({"path": path, "change": change, "size_before": a.size if a else None,
-                            "size_after": b.size if b else None, "executable_before": a.executable if a else None,
-                            "executable_after": b.executable if b else None, "diff": diff})
-        return Response({"name": skill.name, "source": skill.source, "from_version": old.number if old else None,
-                         "to_version": new.number, "skill_md_diff": skill_md_diff, "files": changes,
-                         "unchanged_files": unchanged})
+                    diff = "".join(
+                        difflib.unified_diff(
+                            lines_a,
+                            lines_b,
+                            fromfile=f"a/{path}" if a else "/dev/null",
+                            tofile=f"b/{path}" if b else "/dev/null",
+                        )
+                    )
+            changes.append(
+                {
+                    "path": path,
+                    "change": change,
+                    "size_before": a.size if a else None,
+                    "size_after": b.size if b else None,
+                    "executable_before": a.executable if a else None,
+                    "executable_after": b.executable if b else None,
+                    "diff": diff,
+                }
+            )
+        return Response(
+            {
+                "name": skill.name,
+                "source": skill.source,
+                "from_version": old.number if old else None,
+                "to_version": new.number,
+                "skill_md_diff": skill_md_diff,
+                "files": changes,
+                "unchanged_files": unchanged,
+            }
+        )
 
 
 def _label_payload(label: Label, skill: Skill, previous: int | None = None) -> dict:
-    return {"skill": skill.name, "source": skill.source, "label": label.name, "version": label.version.number,
-            "previous_version": previous, "updated_by": _user(label.updated_by), "updated_at": label.updated_at}
+    return {
+        "skill": skill.name,
+        "source": skill.source,
+        "label": label.name,
+        "version": label.version.number,
+        "previous_version": previous,
+        "updated_by": _user(label.updated_by),
+        "updated_at": label.updated_at,
+    }
 
 
 class SkillLabelListApi(ApiView):
     required_scopes = {"GET": READ}
 
-    @extend_schema(operation_id="skills_labels_list", parameters=[s.LabelSourceQuerySerializer],
-                   responses={200: s.LabelListSerializer, **errors(400, 401, 403, 404)},
-                   summary="A skill's labels and their history (who moved what, when).")
+    @extend_schema(
+        operation_id="skills_labels_list",
+        parameters=[s.LabelSourceQuerySerializer],
+        responses={200: s.LabelListSerializer, **errors(400, 401, 403, 404)},
+        summary="A skill's labels and their history (who moved what, when).",
+    )
     def get(self, request, name: str):
         query = s.LabelSourceQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
         skill = selectors.skill_get(name=name, source=query.validated_data.get("source"))
         labels = skill.labels.select_related("version", "updated_by")
         history = LabelHistory.objects.filter(skill=skill).select_related("changed_by")[:200]
-        return Response({
-            "skill": skill.name, "source": skill.source,
-            "labels": [_label_payload(label, skill) for label in labels],
-            "history": [{"label": h.label, "from_version": h.from_version, "to_version": h.to_version,
-                         "changed_by": _user(h.changed_by), "changed_at": h.changed_at} for h in history],
-        })
+        return Response(
+            {
+                "skill": skill.name,
+                "source": skill.source,
+                "labels": [_label_payload(label, skill) for label in labels],
+                "history": [
+                    {
+                        "label": h.label,
+                        "from_version": h.from_version,
+                        "to_version": h.to_version,
+                        "changed_by": _user(h.changed_by),
+                        "changed_at": h.changed_at,
+                    }
+                    for h in history
+                ],
+            }
+        )
 
 
 class SkillLabelApi(ApiView):
     required_scopes = {"PUT": WRITE, "DELETE": WRITE}
 
-    @extend_schema(operation_id="skills_labels_move", request=s.LabelMoveInputSerializer,
-                   responses={200: s.LabelSerializer, **errors(400, 401, 403, 404)},
-                   summary="Point a label at a version (atomic; recorded in the label history).")
+    @extend_schema(
+        operation_id="skills_labels_move",
+        request=s.LabelMoveInputSerializer,
+        responses={200: s.LabelSerializer, **errors(400, 401, 403, 404)},
+        summary="Point a label at a version (atomic; recorded in the label history).",
+    )
     def put(self, request, name: str, label: str):
         body = s.LabelMoveInputSerializer(data=request.data)
         body.is_valid(raise_exception=True)
@@ -502,12 +671,15 @@ class SkillLabelApi(ApiView):
         moved = label_move(skill=skill, label=label, version_number=body.validated_data["version"], actor=self.actor())
         return Response(_label_payload(moved, skill, previous))
 
-    @extend_schema(operation_id="skills_labels_delete", parameters=[s.LabelSourceQuerySerializer],
-                   responses={204: None, **errors(400, 401, 403, 404)}, summary="Remove a label.")
+    @extend_schema(
+        operation_id="skills_labels_delete",
+        parameters=[s.LabelSourceQuerySerializer],
+        responses={204: None, **errors(400, 401, 403, 404)},
+        summary="Remove a label.",
+    )
     def delete(self, request, name: str, label: str):
         query = s.LabelSourceQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
         skill = selectors.skill_get(name=name, source=query.validated_data.get("source"))
         label_delete(skill=skill, label=label, actor=self.actor())
         return Response(status=status.HTTP_204_NO_CONTENT)
-

@@ -26,4 +26,3 @@ urlpatterns = [
     path("usage", usage.UsageApi.as_view(), name="api-usage"),
     path("analytics/skills", usage.AnalyticsSkillsApi.as_view(), name="api-analytics-skills"),
 ]
-

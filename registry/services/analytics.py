@@ -55,17 +55,31 @@ class SkillStats:
     def as_dict(self) -> dict:
         interval = self.interval
         return {
-            "skill": self.skill, "version": self.version, "offered": self.offered, "loaded": self.loaded,
-            "executed": self.executed, "succeeded": self.succeeded, "failed": self.failed,
-            "feedback_up": self.feedback_up, "feedback_down": self.feedback_down, "n": self.n,
+            "skill": self.skill,
+            "version": self.version,
+            "offered": self.offered,
+            "loaded": self.loaded,
+            "executed": self.executed,
+            "succeeded": self.succeeded,
+            "failed": self.failed,
+            "feedback_up": self.feedback_up,
+            "feedback_down": self.feedback_down,
+            "n": self.n,
             "success_rate": None if self.success_rate is None else round(self.success_rate, 4),
             "ci_low": None if interval is None else round(interval[0], 4),
             "ci_high": None if interval is None else round(interval[1], 4),
         }
 
 
-def skill_analytics(*, date_from: dt.date | None = None, date_to: dt.date | None = None, label: str | None = None,
-                    version: int | None = None, skill: str | None = None, by_version: bool = False) -> list[SkillStats]:
+def skill_analytics(
+    *,
+    date_from: dt.date | None = None,
+    date_to: dt.date | None = None,
+    label: str | None = None,
+    version: int | None = None,
+    skill: str | None = None,
+    by_version: bool = False,
+) -> list[SkillStats]:
     """Per-skill counts for events in [date_from, date_to] (whole UTC days, both inclusive).
 
     `version` keeps only events of that version number; `label` keeps, per skill, only events of
@@ -87,10 +101,11 @@ def skill_analytics(*, date_from: dt.date | None = None, date_to: dt.date | None
         if not allowed:
             return []
         events = events.filter(skill_name__in={name for name, _ in allowed})
-    grouped = (events.values("skill_name", "version", "kind")
-               .annotate(count=Count("id"), up=Count("id", filter=Q(rating__gt=0)),
-                         down=Count("id", filter=Q(rating__lt=0)))
-               .order_by())
+    grouped = (
+        events.values("skill_name", "version", "kind")
+        .annotate(count=Count("id"), up=Count("id", filter=Q(rating__gt=0)), down=Count("id", filter=Q(rating__lt=0)))
+        .order_by()
+    )
     rows: dict[tuple[str, int | None], SkillStats] = {}
     for item in grouped:
         if allowed is not None and (item["skill_name"], item["version"]) not in allowed:
@@ -106,5 +121,18 @@ def skill_analytics(*, date_from: dt.date | None = None, date_to: dt.date | None
     return sorted(rows.values(), key=lambda s: (s.skill, s.version or 0))
 
 
-CSV_COLUMNS = ("skill", "version", "offered", "loaded", "executed", "succeeded", "failed", "feedback_up",
-               "feedback_down", "n", "success_rate", "ci_low", "ci_high")
+CSV_COLUMNS = (
+    "skill",
+    "version",
+    "offered",
+    "loaded",
+    "executed",
+    "succeeded",
+    "failed",
+    "feedback_up",
+    "feedback_down",
+    "n",
+    "success_rate",
+    "ci_low",
+    "ci_high",
+)

@@ -23,8 +23,15 @@ class Actor:
 SYSTEM = Actor()
 
 
-def audit_record(*, actor: Actor, action: str, object_type: str, object_repr: str,
-                 before: dict | None = None, after: dict | None = None) -> AuditLog:
+def audit_record(
+    *,
+    actor: Actor,
+    action: str,
+    object_type: str,
+    object_repr: str,
+    before: dict | None = None,
+    after: dict | None = None,
+) -> AuditLog:
     return AuditLog.objects.create(
         actor=actor.user_or_none,
         via=actor.via[:120],

@@ -25,11 +25,15 @@ class InvalidLabel(ApplicationError):
 
 def label_name_check(label: str) -> str:
     if label == IMPLICIT_LABEL:
-        raise InvalidLabel("'latest' is implicit: it always points to the newest version and cannot be set or "
-                           "deleted.", fields={"label": "'latest' is reserved"})
+        raise InvalidLabel(
+            "'latest' is implicit: it always points to the newest version and cannot be set or deleted.",
+            fields={"label": "'latest' is reserved"},
+        )
     if not isinstance(label, str) or not LABEL_NAME.fullmatch(label):
-        raise InvalidLabel(f"Label names are 1-36 characters of lowercase letters, digits, '_', '.' and '-'; "
-                           f"got {str(label)[:60]!r}.", fields={"label": "must match [a-z0-9_.-]{1,36}"})
+        raise InvalidLabel(
+            f"Label names are 1-36 characters of lowercase letters, digits, '_', '.' and '-'; got {str(label)[:60]!r}.",
+            fields={"label": "must match [a-z0-9_.-]{1,36}"},
+        )
     return label
 
 
@@ -47,8 +51,10 @@ def label_move(*, skill: Skill, label: str, version_number: int, actor: Actor = 
         skill = Skill.objects.select_for_update().get(pk=skill.pk)
         version = skill.versions.filter(number=version_number).first()
         if version is None:
-            raise NotFound(f"'{skill.name}' has no version {version_number} (latest is {skill.latest_version}).",
-                           fields={"version": f"between 1 and {skill.latest_version}"})
+            raise NotFound(
+                f"'{skill.name}' has no version {version_number} (latest is {skill.latest_version}).",
+                fields={"version": f"between 1 and {skill.latest_version}"},
+            )
         current = Label.objects.select_related("version").filter(skill=skill, name=label).first()
         if current is not None and current.version_id == version.pk:
             return current
@@ -59,10 +65,17 @@ def label_move(*, skill: Skill, label: str, version_number: int, actor: Actor = 
             current.version = version
             current.updated_by = actor.user_or_none
             current.save(update_fields=["version", "updated_by", "updated_at"])
-        LabelHistory.objects.create(skill=skill, label=label, from_version=before, to_version=version.number,
-                                    changed_by=actor.user_or_none)
-        audit_record(actor=actor, action="label.move", object_type="skill", object_repr=f"{skill.name}@{skill.source}",
-                     before={"label": label, "version": before}, after={"label": label, "version": version.number})
+        LabelHistory.objects.create(
+            skill=skill, label=label, from_version=before, to_version=version.number, changed_by=actor.user_or_none
+        )
+        audit_record(
+            actor=actor,
+            action="label.move",
+            object_type="skill",
+            object_repr=f"{skill.name}@{skill.source}",
+            before={"label": label, "version": before},
+            after={"label": label, "version": version.number},
+        )
         registry_changed()
     return current
 
@@ -76,8 +89,14 @@ def label_delete(*, skill: Skill, label: str, actor: Actor = SYSTEM) -> None:
             raise NotFound(f"'{skill.name}' has no label '{label}'.")
         before = current.version.number
         current.delete()
-        LabelHistory.objects.create(skill=skill, label=label, from_version=before, to_version=None,
-                                    changed_by=actor.user_or_none)
-        audit_record(actor=actor, action="label.delete", object_type="skill",
-                     object_repr=f"{skill.name}@{skill.source}", before={"label": label, "version": before})
+        LabelHistory.objects.create(
+            skill=skill, label=label, from_version=before, to_version=None, changed_by=actor.user_or_none
+        )
+        audit_record(
+            actor=actor,
+            action="label.delete",
+            object_type="skill",
+            object_repr=f"{skill.name}@{skill.source}",
+            before={"label": label, "version": before},
+        )
         registry_changed()

@@ -76,8 +76,14 @@ class SkillEntry:
         """As `agents.runtime.types.SkillSummary` (imported lazily: the runtime has no Django)."""
         from agents.runtime.types import SkillSummary
 
-        return SkillSummary(name=self.name, description=self.description, version=self.version,
-                            tags=self.tags, triggers=self.triggers, tools=self.tools)
+        return SkillSummary(
+            name=self.name,
+            description=self.description,
+            version=self.version,
+            tags=self.tags,
+            triggers=self.triggers,
+            tools=self.tools,
+        )
 
 
 @dataclass(frozen=True)
@@ -156,12 +162,25 @@ class ResolveResult:
         from agents.runtime.types import Resolution, SkillSummary
 
         return Resolution(
-            skills=tuple(SkillSummary(name=s.name, description=s.description, version=s.version, tags=s.tags,
-                                      triggers=s.triggers, tools=s.tools) for s in self.skills),
+            skills=tuple(
+                SkillSummary(
+                    name=s.name,
+                    description=s.description,
+                    version=s.version,
+                    tags=s.tags,
+                    triggers=s.triggers,
+                    tools=s.tools,
+                )
+                for s in self.skills
+            ),
             prompt_block=self.prompt_block,
             instructions=self.instructions,
-            fired_rules=tuple(RuntimeFiredRule(name=r.name, why=r.why, skills=r.skills, instruction=r.instruction,
-                                               auto_invoke=r.auto_invoke) for r in self.fired_rules),
+            fired_rules=tuple(
+                RuntimeFiredRule(
+                    name=r.name, why=r.why, skills=r.skills, instruction=r.instruction, auto_invoke=r.auto_invoke
+                )
+                for r in self.fired_rules
+            ),
         )
 
 
@@ -171,22 +190,45 @@ def _content(result: ResolveResult) -> dict[str, Any]:
     described = sum(1 for s in result.skills if s.described)
     return {
         "skills": [
-            {"name": s.name, "version": s.version, "fingerprint": s.fingerprint, "description": s.description,
-             "tags": list(s.tags), "triggers": list(s.triggers), "tools": list(s.tools), "source": s.source,
-             "score": s.score, "reasons": list(s.reasons), "forced_by": list(s.forced_by), "described": s.described}
+            {
+                "name": s.name,
+                "version": s.version,
+                "fingerprint": s.fingerprint,
+                "description": s.description,
+                "tags": list(s.tags),
+                "triggers": list(s.triggers),
+                "tools": list(s.tools),
+                "source": s.source,
+                "score": s.score,
+                "reasons": list(s.reasons),
+                "forced_by": list(s.forced_by),
+                "described": s.described,
+            }
             for s in result.skills
         ],
         "prompt_block": result.prompt_block,
         "instructions": list(result.instructions),
         "fired_rules": [
-            {"id": r.id, "name": r.name, "why": r.why, "skills": list(r.skills), "tools": list(r.tools),
-             "instruction": r.instruction, "auto_invoke": r.auto_invoke, "priority": r.priority}
+            {
+                "id": r.id,
+                "name": r.name,
+                "why": r.why,
+                "skills": list(r.skills),
+                "tools": list(r.tools),
+                "instruction": r.instruction,
+                "auto_invoke": r.auto_invoke,
+                "priority": r.priority,
+            }
             for r in result.fired_rules
         ],
         "label": result.label,
         "forced_skill": result.forced_skill,
-        "truncated": {"included": included, "total": result.total_skills, "described": described,
-                      "truncated": included < result.total_skills or described < included},
+        "truncated": {
+            "included": included,
+            "total": result.total_skills,
+            "described": described,
+            "truncated": included < result.total_skills or described < included,
+        },
         "warnings": list(result.warnings),
     }
 
@@ -214,8 +256,9 @@ def _truncation_note(included: int, total: int, described: int) -> str:
     return note + "."
 
 
-def render_prompt_block(skills: Sequence[Any], *, max_skills: int | None = None, max_chars: int | None = None,
-                        forced: Iterable[str] = ()) -> PromptBlock:
+def render_prompt_block(
+    skills: Sequence[Any], *, max_skills: int | None = None, max_chars: int | None = None, forced: Iterable[str] = ()
+) -> PromptBlock:
     """seed 003's lazy block: the `## Skills (mandatory)` instruction and `<available_skills>`.
 
     `skills` must be ordered most relevant first (anything with `name` and `description`).
@@ -258,12 +301,17 @@ def render_prompt_block(skills: Sequence[Any], *, max_skills: int | None = None,
     parts = [SKILLS_INSTRUCTION, "<available_skills>", *entries, "</available_skills>"]
     if count < total or described < count:
         parts.append(_truncation_note(count, total, described))
-    return PromptBlock(text="\n".join(parts), included=tuple(s.name for s in chosen[:count]),
-                       described=frozenset(s.name for s in chosen[:described]), total=total)
+    return PromptBlock(
+        text="\n".join(parts),
+        included=tuple(s.name for s in chosen[:count]),
+        described=frozenset(s.name for s in chosen[:described]),
+        total=total,
+    )
 
 
-def prompt_block(skills: Sequence[Any], max_skills: int | None = None, max_chars: int | None = None,
-                 forced: Iterable[str] = ()) -> str:
+def prompt_block(
+    skills: Sequence[Any], max_skills: int | None = None, max_chars: int | None = None, forced: Iterable[str] = ()
+) -> str:
     return render_prompt_block(skills, max_skills=max_skills, max_chars=max_chars, forced=forced).text
 
 
@@ -297,9 +345,19 @@ def _build_snapshot(generation: int, label: str | None) -> Snapshot:
         if fm.get("enabled") is False:
             continue  # the SKILL.md itself says it is off
         invocable = not _is_true(fm.get("disable-model-invocation", fm.get("disable_model_invocation")))
-        entries.append(SkillEntry(name=row.name, description=row.description, version=row.version,
-                                  fingerprint=row.fingerprint, tags=row.tags, triggers=row.triggers, tools=row.tools,
-                                  source=row.source, model_invocable=invocable))
+        entries.append(
+            SkillEntry(
+                name=row.name,
+                description=row.description,
+                version=row.version,
+                fingerprint=row.fingerprint,
+                tags=row.tags,
+                triggers=row.triggers,
+                tools=row.tools,
+                source=row.source,
+                model_invocable=invocable,
+            )
+        )
     rules = []
     warnings = []
     for rule in ForceIncludeRule.objects.filter(enabled=True).order_by("-priority", "name"):
@@ -309,12 +367,30 @@ def _build_snapshot(generation: int, label: str | None) -> Snapshot:
             # Stored before a limit was lowered, or written around the service: skip, say so.
             warnings.append(f"Rule '{rule.name}' is skipped: {exc.detail}")
             continue
-        rules.append((RuleEntry(id=rule.pk, name=rule.name, pattern=rule.pattern, skills=tuple(rule.skills or ()),
-                                tools=tuple(rule.tools or ()), instruction=rule.instruction or "",
-                                auto_invoke=rule.auto_invoke or None, priority=rule.priority), compiled))
-    return Snapshot(generation=generation, label=label, skills=tuple(entries), by_name={e.name: e for e in entries},
-                    index=MatchIndex([e for e in entries if e.model_invocable]), rules=tuple(rules),
-                    rule_warnings=tuple(warnings))
+        rules.append(
+            (
+                RuleEntry(
+                    id=rule.pk,
+                    name=rule.name,
+                    pattern=rule.pattern,
+                    skills=tuple(rule.skills or ()),
+                    tools=tuple(rule.tools or ()),
+                    instruction=rule.instruction or "",
+                    auto_invoke=rule.auto_invoke or None,
+                    priority=rule.priority,
+                ),
+                compiled,
+            )
+        )
+    return Snapshot(
+        generation=generation,
+        label=label,
+        skills=tuple(entries),
+        by_name={e.name: e for e in entries},
+        index=MatchIndex([e for e in entries if e.model_invocable]),
+        rules=tuple(rules),
+        rule_warnings=tuple(warnings),
+    )
 
 
 def registry_snapshot(*, label: str | None = None, generation: int | None = None) -> Snapshot:
@@ -352,11 +428,23 @@ def rules_fire(query: str, rules: Iterable[tuple[RuleEntry, Any]]) -> list[Fired
         if found is None:
             continue
         shown = found.text if len(found.text) <= 80 else found.text[:77] + "..."
-        why = (f"pattern {rule.pattern!r} matched {shown!r} at characters {found.start}-{found.end} of the query"
-               if found.text else f"pattern {rule.pattern!r} matched (empty match at character {found.start})")
-        fired.append(FiredRule(id=rule.id, name=rule.name, why=why, skills=rule.skills, tools=rule.tools,
-                               instruction=rule.instruction or None, auto_invoke=rule.auto_invoke,
-                               priority=rule.priority))
+        why = (
+            f"pattern {rule.pattern!r} matched {shown!r} at characters {found.start}-{found.end} of the query"
+            if found.text
+            else f"pattern {rule.pattern!r} matched (empty match at character {found.start})"
+        )
+        fired.append(
+            FiredRule(
+                id=rule.id,
+                name=rule.name,
+                why=why,
+                skills=rule.skills,
+                tools=rule.tools,
+                instruction=rule.instruction or None,
+                auto_invoke=rule.auto_invoke,
+                priority=rule.priority,
+            )
+        )
     return fired
 
 
@@ -392,29 +480,57 @@ def _cache_key(generation: int, inputs: dict[str, Any]) -> str:
     return f"resolve:{_NAMESPACE['token']}:{generation}:{digest}"
 
 
-def resolve(*, query: str = "", label: str | None = None, forced_skill: str | None = None,
-            context: Mapping[str, Any] | None = None, max_skills: int | None = None,
-            max_chars: int | None = None, use_cache: bool = True) -> ResolveResult:
+def resolve(
+    *,
+    query: str = "",
+    label: str | None = None,
+    forced_skill: str | None = None,
+    context: Mapping[str, Any] | None = None,
+    max_skills: int | None = None,
+    max_chars: int | None = None,
+    use_cache: bool = True,
+) -> ResolveResult:
     """The skills, prompt block, rule instructions and fired rules for one agent turn (cached)."""
     max_skills = settings.MAX_SKILLS_IN_PROMPT if max_skills is None else max_skills
     max_chars = settings.MAX_PROMPT_CHARS if max_chars is None else max_chars
     generation = registry_generation()
-    inputs = {"query": query, "label": label, "forced_skill": forced_skill, "context": dict(context or {}),
-              "max_skills": max_skills, "max_chars": max_chars}
+    inputs = {
+        "query": query,
+        "label": label,
+        "forced_skill": forced_skill,
+        "context": dict(context or {}),
+        "max_skills": max_skills,
+        "max_chars": max_chars,
+    }
     key = _cache_key(generation, inputs)
     if use_cache:
         cached = cache.get(key)
         if cached is not None:
             return cached
-    result = _resolve(generation=generation, query=query, label=label, forced_skill=forced_skill,
-                      context=context, max_skills=max_skills, max_chars=max_chars)
+    result = _resolve(
+        generation=generation,
+        query=query,
+        label=label,
+        forced_skill=forced_skill,
+        context=context,
+        max_skills=max_skills,
+        max_chars=max_chars,
+    )
     if use_cache:
         cache.set(key, result, CACHE_TIMEOUT)
     return result
 
 
-def _resolve(*, generation: int, query: str, label: str | None, forced_skill: str | None,
-             context: Mapping[str, Any] | None, max_skills: int, max_chars: int) -> ResolveResult:
+def _resolve(
+    *,
+    generation: int,
+    query: str,
+    label: str | None,
+    forced_skill: str | None,
+    context: Mapping[str, Any] | None,
+    max_skills: int,
+    max_chars: int,
+) -> ResolveResult:
     snapshot = registry_snapshot(label=label, generation=generation)
     warnings = list(snapshot.rule_warnings)
     fired = rules_fire(query, snapshot.rules)
@@ -442,17 +558,36 @@ def _resolve(*, generation: int, query: str, label: str | None, forced_skill: st
     block = render_prompt_block(ordered, max_skills=max_skills, max_chars=max_chars, forced=forced_by)
     included = set(block.included)
     skills = tuple(
-        ResolvedSkill(name=s.name, description=s.description, version=s.version, fingerprint=s.fingerprint,
-                      tags=s.tags, triggers=s.triggers, tools=s.tools, source=s.source,
-                      score=matches[s.name].score if s.name in matches else 0.0,
-                      reasons=tuple(matches[s.name].reasons) if s.name in matches else (),
-                      forced_by=tuple(forced_by.get(s.name, ())), described=s.name in block.described)
-        for s in ordered if s.name in included
+        ResolvedSkill(
+            name=s.name,
+            description=s.description,
+            version=s.version,
+            fingerprint=s.fingerprint,
+            tags=s.tags,
+            triggers=s.triggers,
+            tools=s.tools,
+            source=s.source,
+            score=matches[s.name].score if s.name in matches else 0.0,
+            reasons=tuple(matches[s.name].reasons) if s.name in matches else (),
+            forced_by=tuple(forced_by.get(s.name, ())),
+            described=s.name in block.described,
+        )
+        for s in ordered
+        if s.name in included
     )
     instructions = tuple(rule.instruction for rule in fired if rule.instruction)
-    result = ResolveResult(skills=skills, prompt_block=block.text, instructions=instructions,
-                           fired_rules=tuple(fired), etag="", label=label, forced_skill=forced_skill,
-                           total_skills=block.total, warnings=tuple(dict.fromkeys(warnings)), generation=generation)
+    result = ResolveResult(
+        skills=skills,
+        prompt_block=block.text,
+        instructions=instructions,
+        fired_rules=tuple(fired),
+        etag="",
+        label=label,
+        forced_skill=forced_skill,
+        total_skills=block.total,
+        warnings=tuple(dict.fromkeys(warnings)),
+        generation=generation,
+    )
     return _with_etag(result)
 
 
@@ -481,4 +616,3 @@ def skills_find(*, trigger: str, context: Mapping[str, Any] | None = None, label
 
 def skill_entry(*, name: str, label: str | None = None) -> SkillEntry | None:
     return registry_snapshot(label=label).by_name.get(name)
-

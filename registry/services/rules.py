@@ -75,8 +75,10 @@ def _clean_names(values: Any, *, field: str, pattern: re.Pattern, what: str) -> 
     bad = [v for v in values if not isinstance(v, str) or not pattern.fullmatch(v)]
     if bad:
         shown = ", ".join(repr(v)[:70] for v in bad[:5])
-        raise InvalidRule(f"Not valid {what} names: {shown}. Names are letters, digits, '-', '_' and '.'.",
-                          fields={field: f"invalid: {shown}"})
+        raise InvalidRule(
+            f"Not valid {what} names: {shown}. Names are letters, digits, '-', '_' and '.'.",
+            fields={field: f"invalid: {shown}"},
+        )
     return list(dict.fromkeys(values))
 
 
@@ -93,8 +95,10 @@ def _clean_instruction(instruction: Any) -> str:
 def _clean_priority(priority: Any) -> int:
     low, high = PRIORITY_RANGE
     if isinstance(priority, bool) or not isinstance(priority, int) or not low <= priority <= high:
-        raise InvalidRule(f"`priority` must be an integer between {PRIORITY_RANGE[0]} and {PRIORITY_RANGE[1]}.",
-                          fields={"priority": "integer required"})
+        raise InvalidRule(
+            f"`priority` must be an integer between {PRIORITY_RANGE[0]} and {PRIORITY_RANGE[1]}.",
+            fields={"priority": "integer required"},
+        )
     return priority
 
 
@@ -109,30 +113,40 @@ def auto_invoke_check(auto_invoke: Any) -> dict[str, Any] | None:
     if auto_invoke is None or auto_invoke == {}:
         return None
     if not isinstance(auto_invoke, dict):
-        raise InvalidRule("`auto_invoke` must be an object {\"tool\": ..., \"arguments\": {...}}.",
-                          fields={"auto_invoke": "object required"})
+        raise InvalidRule(
+            '`auto_invoke` must be an object {"tool": ..., "arguments": {...}}.',
+            fields={"auto_invoke": "object required"},
+        )
     unknown = sorted(set(auto_invoke) - {"tool", "arguments"})
     if unknown:
-        raise InvalidRule(f"`auto_invoke` has unknown keys: {', '.join(map(str, unknown))}; use tool and arguments.",
-                          fields={"auto_invoke": f"unknown keys: {', '.join(map(str, unknown))}"})
+        raise InvalidRule(
+            f"`auto_invoke` has unknown keys: {', '.join(map(str, unknown))}; use tool and arguments.",
+            fields={"auto_invoke": f"unknown keys: {', '.join(map(str, unknown))}"},
+        )
     tool = auto_invoke.get("tool")
     if not isinstance(tool, str) or not TOOL_NAME.fullmatch(tool):
-        raise InvalidRule("`auto_invoke.tool` must be a tool name (letters, digits, '_', '-', '.', ':').",
-                          fields={"auto_invoke.tool": "tool name required"})
+        raise InvalidRule(
+            "`auto_invoke.tool` must be a tool name (letters, digits, '_', '-', '.', ':').",
+            fields={"auto_invoke.tool": "tool name required"},
+        )
     arguments = auto_invoke.get("arguments", {})
     if arguments is None:
         arguments = {}
     if not isinstance(arguments, dict):
-        raise InvalidRule("`auto_invoke.arguments` must be a JSON object.",
-                          fields={"auto_invoke.arguments": "object required"})
+        raise InvalidRule(
+            "`auto_invoke.arguments` must be a JSON object.", fields={"auto_invoke.arguments": "object required"}
+        )
     try:
         encoded = json.dumps(arguments, allow_nan=False)
     except (TypeError, ValueError):
-        raise InvalidRule("`auto_invoke.arguments` must be plain JSON.",
-                          fields={"auto_invoke.arguments": "not JSON"}) from None
+        raise InvalidRule(
+            "`auto_invoke.arguments` must be plain JSON.", fields={"auto_invoke.arguments": "not JSON"}
+        ) from None
     if len(encoded.encode()) > AUTO_INVOKE_MAX_BYTES:
-        raise InvalidRule(f"`auto_invoke.arguments` is over {AUTO_INVOKE_MAX_BYTES // 1024} KB.",
-                          fields={"auto_invoke.arguments": "too large"})
+        raise InvalidRule(
+            f"`auto_invoke.arguments` is over {AUTO_INVOKE_MAX_BYTES // 1024} KB.",
+            fields={"auto_invoke.arguments": "too large"},
+        )
     return {"tool": tool, "arguments": arguments}
 
 
@@ -169,9 +183,16 @@ def _skill_warnings(skills: list[str]) -> tuple[str, ...]:
 
 
 def _snapshot(rule: ForceIncludeRule) -> dict[str, Any]:
-    return {"name": rule.name, "pattern": rule.pattern, "skills": rule.skills, "tools": rule.tools,
-            "instruction": rule.instruction, "auto_invoke": rule.auto_invoke, "priority": rule.priority,
-            "enabled": rule.enabled}
+    return {
+        "name": rule.name,
+        "pattern": rule.pattern,
+        "skills": rule.skills,
+        "tools": rule.tools,
+        "instruction": rule.instruction,
+        "auto_invoke": rule.auto_invoke,
+        "priority": rule.priority,
+        "enabled": rule.enabled,
+    }
 
 
 def _duplicate(name: str) -> InvalidRule:
@@ -181,21 +202,37 @@ def _duplicate(name: str) -> InvalidRule:
 # --- services ----------------------------------------------------------------------------
 
 
-def rule_create(*, name: str, pattern: str, skills: list[str], tools: list[str] | None = None,
-                instruction: str = "", auto_invoke: dict[str, Any] | None = None, priority: int = 0,
-                enabled: bool = True, actor: Actor = SYSTEM) -> RuleWriteResult:
+def rule_create(
+    *,
+    name: str,
+    pattern: str,
+    skills: list[str],
+    tools: list[str] | None = None,
+    instruction: str = "",
+    auto_invoke: dict[str, Any] | None = None,
+    priority: int = 0,
+    enabled: bool = True,
+    actor: Actor = SYSTEM,
+) -> RuleWriteResult:
     name = _clean_name(name)
     compile_pattern(pattern)
     skills = _clean_names(skills, field="skills", pattern=SKILL_REFERENCE, what="skill")
     tools = _clean_names(tools, field="tools", pattern=TOOL_NAME, what="tool")
     fields = {
-        "name": name, "pattern": pattern, "skills": skills, "tools": tools,
-        "instruction": _clean_instruction(instruction), "auto_invoke": auto_invoke_check(auto_invoke),
-        "priority": _clean_priority(priority), "enabled": _clean_enabled(enabled),
+        "name": name,
+        "pattern": pattern,
+        "skills": skills,
+        "tools": tools,
+        "instruction": _clean_instruction(instruction),
+        "auto_invoke": auto_invoke_check(auto_invoke),
+        "priority": _clean_priority(priority),
+        "enabled": _clean_enabled(enabled),
     }
     if not skills and not fields["instruction"] and not tools and not fields["auto_invoke"]:
-        raise InvalidRule("A rule must do something: name skills, tools, an instruction or an auto_invoke.",
-                          fields={"skills": "give at least one skill (or an instruction)"})
+        raise InvalidRule(
+            "A rule must do something: name skills, tools, an instruction or an auto_invoke.",
+            fields={"skills": "give at least one skill (or an instruction)"},
+        )
     if ForceIncludeRule.objects.filter(name=name).exists():
         raise _duplicate(name)
     try:
@@ -208,10 +245,19 @@ def rule_create(*, name: str, pattern: str, skills: list[str], tools: list[str] 
     return RuleWriteResult(rule=rule, warnings=_skill_warnings(skills))
 
 
-def rule_update(*, rule: ForceIncludeRule, actor: Actor = SYSTEM, name: str = UNSET, pattern: str = UNSET,
-                skills: list[str] = UNSET, tools: list[str] = UNSET, instruction: str = UNSET,
-                auto_invoke: dict[str, Any] | None = UNSET, priority: int = UNSET,
-                enabled: bool = UNSET) -> RuleWriteResult:
+def rule_update(
+    *,
+    rule: ForceIncludeRule,
+    actor: Actor = SYSTEM,
+    name: str = UNSET,
+    pattern: str = UNSET,
+    skills: list[str] = UNSET,
+    tools: list[str] = UNSET,
+    instruction: str = UNSET,
+    auto_invoke: dict[str, Any] | None = UNSET,
+    priority: int = UNSET,
+    enabled: bool = UNSET,
+) -> RuleWriteResult:
     """Change only the fields given; nothing is written when nothing changes."""
     changes: dict[str, Any] = {}
     if name is not UNSET:
@@ -243,11 +289,19 @@ def rule_update(*, rule: ForceIncludeRule, actor: Actor = SYSTEM, name: str = UN
             for key, value in changed.items():
                 setattr(rule, key, value)
             if not rule.skills and not rule.instruction and not rule.tools and not rule.auto_invoke:
-                raise InvalidRule("A rule must do something: name skills, tools, an instruction or an auto_invoke.",
-                                  fields={"skills": "give at least one skill (or an instruction)"})
+                raise InvalidRule(
+                    "A rule must do something: name skills, tools, an instruction or an auto_invoke.",
+                    fields={"skills": "give at least one skill (or an instruction)"},
+                )
             rule.save(update_fields=[*changed, "updated_at"])
-            audit_record(actor=actor, action="rule.update", object_type="rule", object_repr=rule.name,
-                         before={k: before[k] for k in changed}, after={k: _snapshot(rule)[k] for k in changed})
+            audit_record(
+                actor=actor,
+                action="rule.update",
+                object_type="rule",
+                object_repr=rule.name,
+                before={k: before[k] for k in changed},
+                after={k: _snapshot(rule)[k] for k in changed},
+            )
             registry_changed()
     except IntegrityError:
         raise _duplicate(changes.get("name", rule.name)) from None

@@ -46,7 +46,9 @@ def _validate_source(source: str) -> SkillSource:
         return SkillSource(source)
     except ValueError:
         choices = ", ".join(SkillSource.values)
-        raise InvalidSkill(f"Unknown source '{source}'; use one of {choices}.", fields={"source": f"one of {choices}"})
+        raise InvalidSkill(
+            f"Unknown source '{source}'; use one of {choices}.", fields={"source": f"one of {choices}"}
+        ) from None
 
 
 def skill_version_publish(
@@ -76,7 +78,9 @@ def skill_version_publish(
             fields={"name": f"must be '{expected_name}'"},
         )
     with transaction.atomic():
-        skill, _ = Skill.objects.get_or_create(name=parsed.name, source=source, defaults={"created_by": actor.user_or_none})
+        skill, _ = Skill.objects.get_or_create(
+            name=parsed.name, source=source, defaults={"created_by": actor.user_or_none}
+        )
         skill = Skill.objects.select_for_update().get(pk=skill.pk)
         if base_version is not None and base_version != skill.latest_version:
             raise VersionConflict(
@@ -88,13 +92,19 @@ def skill_version_publish(
         if newest is not None and _same_content(newest, bundle):
             return PublishResult(version=newest, created=False, warnings=parsed.warnings)
 
-        version = _create_version(skill=skill, number=skill.latest_version + 1, parsed=parsed, bundle=bundle,
-                                  message=message, actor=actor)
+        version = _create_version(
+            skill=skill, number=skill.latest_version + 1, parsed=parsed, bundle=bundle, message=message, actor=actor
+        )
         skill.latest_version = version.number
         skill.save(update_fields=["latest_version", "updated_at"])
-        audit_record(actor=actor, action="version.publish", object_type="skill", object_repr=f"{skill.name}@{skill.source}",
-                     before={"version": newest.number if newest else None},
-                     after={"version": version.number, "fingerprint": version.fingerprint})
+        audit_record(
+            actor=actor,
+            action="version.publish",
+            object_type="skill",
+            object_repr=f"{skill.name}@{skill.source}",
+            before={"version": newest.number if newest else None},
+            after={"version": version.number, "fingerprint": version.fingerprint},
+        )
         registry_changed()
     return PublishResult(version=version, created=True, warnings=parsed.warnings)
 
@@ -126,8 +136,9 @@ def _same_content(version: SkillVersion, bundle: Bundle) -> bool:
     return stored == {f.path for f in bundle.files if f.executable}
 
 
-def _create_version(*, skill: Skill, number: int, parsed: ParsedSkill, bundle: Bundle, message: str,
-                    actor: Actor) -> SkillVersion:
+def _create_version(
+    *, skill: Skill, number: int, parsed: ParsedSkill, bundle: Bundle, message: str, actor: Actor
+) -> SkillVersion:
     version = SkillVersion.objects.create(
         skill=skill,
         number=number,
@@ -152,14 +163,17 @@ def _create_version(*, skill: Skill, number: int, parsed: ParsedSkill, bundle: B
         ignore_conflicts=True,
     )
     SkillFile.objects.bulk_create(
-        [SkillFile(version=version, path=f.path, blob_id=f.sha256, size=len(f.content), executable=f.executable)
-         for f in bundle.files]
+        [
+            SkillFile(version=version, path=f.path, blob_id=f.sha256, size=len(f.content), executable=f.executable)
+            for f in bundle.files
+        ]
     )
     return version
 
 
-def skill_import_path(*, path: Path, source: str = SkillSource.WORKSPACE, message: str = "",
-                      actor: Actor = SYSTEM) -> PublishResult:
+def skill_import_path(
+    *, path: Path, source: str = SkillSource.WORKSPACE, message: str = "", actor: Actor = SYSTEM
+) -> PublishResult:
     """Import one skill folder or zip file. Everything is read and checked before anything is written."""
     if path.is_dir():
         bundle = read_folder(path, limits=registry_limits())
@@ -168,8 +182,13 @@ def skill_import_path(*, path: Path, source: str = SkillSource.WORKSPACE, messag
         with path.open("rb") as handle:
             bundle = read_zip(handle, limits=registry_limits())
         folder_name = None
-    return skill_version_publish(bundle=bundle, source=source, message=message or f"Imported from {path.name}",
-                                 folder_name=folder_name, actor=actor)
+    return skill_version_publish(
+        bundle=bundle,
+        source=source,
+        message=message or f"Imported from {path.name}",
+        folder_name=folder_name,
+        actor=actor,
+    )
 
 
 @dataclass
@@ -179,9 +198,14 @@ class ImportReport:
     failed: list[tuple[Path, str]] = field(default_factory=list)
 
 
-def skills_import_tree(*, root: Path, source: str = SkillSource.WORKSPACE, actor: Actor = SYSTEM,
-                       progress: Callable[[Path], None] | None = None,
-                       only: Iterable[Path] | None = None) -> ImportReport:
+def skills_import_tree(
+    *,
+    root: Path,
+    source: str = SkillSource.WORKSPACE,
+    actor: Actor = SYSTEM,
+    progress: Callable[[Path], None] | None = None,
+    only: Iterable[Path] | None = None,
+) -> ImportReport:
     """Import every skill folder under `root`; one bad folder is reported, not fatal to the rest."""
     report = ImportReport()
     folders = list(only) if only is not None else find_skill_folders(root)
@@ -208,8 +232,14 @@ def skill_set_enabled(*, skill: Skill, enabled: bool, actor: Actor = SYSTEM) -> 
             return skill
         skill.enabled = enabled
         skill.save(update_fields=["enabled", "updated_at"])
-        audit_record(actor=actor, action="skill.enable" if enabled else "skill.disable", object_type="skill",
-                     object_repr=f"{skill.name}@{skill.source}", before={"enabled": not enabled}, after={"enabled": enabled})
+        audit_record(
+            actor=actor,
+            action="skill.enable" if enabled else "skill.disable",
+            object_type="skill",
+            object_repr=f"{skill.name}@{skill.source}",
+            before={"enabled": not enabled},
+            after={"enabled": enabled},
+        )
         registry_changed()
     return skill
 
@@ -230,8 +260,9 @@ class SyncReport(ImportReport):
     skipped: list[str] = field(default_factory=list)
 
 
-def skills_sync_bundled(*, root: Path | None = None, actor: Actor = SYSTEM,
-                        progress: Callable[[Path], None] | None = None) -> SyncReport:
+def skills_sync_bundled(
+    *, root: Path | None = None, actor: Actor = SYSTEM, progress: Callable[[Path], None] | None = None
+) -> SyncReport:
     """Bring the `bundled` source in line with the skills/ folder, re-reading only changed folders."""
     root = root or settings.BUNDLED_SKILLS_DIR
     report = SyncReport()
@@ -246,7 +277,9 @@ def skills_sync_bundled(*, root: Path | None = None, actor: Actor = SYSTEM,
         else:
             changed.append((folder, signature))
     for folder, signature in changed:
-        partial = skills_import_tree(root=root, source=SkillSource.BUNDLED, actor=actor, progress=progress, only=[folder])
+        partial = skills_import_tree(
+            root=root, source=SkillSource.BUNDLED, actor=actor, progress=progress, only=[folder]
+        )
         for result in partial.published + partial.unchanged:
             Skill.objects.filter(pk=result.skill.pk).update(sync_signature=signature)
         report.published += partial.published

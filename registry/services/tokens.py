@@ -29,12 +29,21 @@ def api_token_create(*, name: str, username: str, scopes: list[str], actor: Acto
     try:
         with transaction.atomic():
             token = ApiToken.objects.create(
-                name=name, user=user, prefix=secret[:12], secret_hash=ApiToken.hash_secret(secret), scopes=sorted(set(scopes))
+                name=name,
+                user=user,
+                prefix=secret[:12],
+                secret_hash=ApiToken.hash_secret(secret),
+                scopes=sorted(set(scopes)),
             )
-            audit_record(actor=actor, action="token.create", object_type="api_token", object_repr=name,
-                         after={"user": username, "scopes": token.scopes})
+            audit_record(
+                actor=actor,
+                action="token.create",
+                object_type="api_token",
+                object_repr=name,
+                after={"user": username, "scopes": token.scopes},
+            )
     except IntegrityError:
-        raise ApplicationError(f"A token named '{name}' already exists.", fields={"name": "already exists"})
+        raise ApplicationError(f"A token named '{name}' already exists.", fields={"name": "already exists"}) from None
     return token, secret
 
 

@@ -52,9 +52,10 @@ def usage_record(*, events: Sequence[UsageEventInput], actor: Actor = SYSTEM) ->
         raise ApplicationError(f"At most {MAX_BATCH} events per batch.", fields={"events": f"at most {MAX_BATCH}"})
     for position, event in enumerate(events):
         if event.kind not in UsageKind.values:
-            raise ApplicationError(f"Event {position} has kind '{event.kind}'; use one of "
-                                   f"{', '.join(UsageKind.values)}.",
-                                   fields={f"events[{position}].kind": f"one of {', '.join(UsageKind.values)}"})
+            raise ApplicationError(
+                f"Event {position} has kind '{event.kind}'; use one of {', '.join(UsageKind.values)}.",
+                fields={f"events[{position}].kind": f"one of {', '.join(UsageKind.values)}"},
+            )
     # One batch may repeat an id: the first occurrence counts, later ones are duplicates.
     unique: dict[str, UsageEventInput] = {}
     repeated: list[str] = []
@@ -68,16 +69,41 @@ def usage_record(*, events: Sequence[UsageEventInput], actor: Actor = SYSTEM) ->
         existing = set(UsageEvent.objects.filter(event_id__in=list(unique)).values_list("event_id", flat=True))
         fresh = [event for event_id, event in unique.items() if event_id not in existing]
         UsageEvent.objects.bulk_create(
-            [UsageEvent(event_id=e.event_id, kind=e.kind, skill_name=e.skill, version=e.version, trigger=e.trigger,
-                        client_id=e.client_id, duration_ms=e.duration_ms, tokens=e.tokens, cost=e.cost,
-                        rating=e.rating, at=e.at or now, turn_id=e.turn_id) for e in fresh],
+            [
+                UsageEvent(
+                    event_id=e.event_id,
+                    kind=e.kind,
+                    skill_name=e.skill,
+                    version=e.version,
+                    trigger=e.trigger,
+                    client_id=e.client_id,
+                    duration_ms=e.duration_ms,
+                    tokens=e.tokens,
+                    cost=e.cost,
+                    rating=e.rating,
+                    at=e.at or now,
+                    turn_id=e.turn_id,
+                )
+                for e in fresh
+            ],
             ignore_conflicts=True,
         )
         if fresh:
-            audit_record(actor=actor, action="usage.record", object_type="usage_event",
-                         object_repr=f"{len(fresh)} event(s)",
-                         after={"accepted": len(fresh), "duplicates": len(existing) + len(repeated),
-                                "clients": sorted({e.client_id for e in fresh if e.client_id})[:10]})
+            audit_record(
+                actor=actor,
+                action="usage.record",
+                object_type="usage_event",
+                object_repr=f"{len(fresh)} event(s)",
+                after={
+                    "accepted": len(fresh),
+                    "duplicates": len(existing) + len(repeated),
+                    "clients": sorted({e.client_id for e in fresh if e.client_id})[:10],
+                },
+            )
     duplicates = [event_id for event_id in unique if event_id in existing] + repeated
-    return UsageBatchResult(accepted=len(fresh), duplicates=len(duplicates),
-                            accepted_ids=tuple(e.event_id for e in fresh), duplicate_ids=tuple(duplicates))
+    return UsageBatchResult(
+        accepted=len(fresh),
+        duplicates=len(duplicates),
+        accepted_ids=tuple(e.event_id for e in fresh),
+        duplicate_ids=tuple(duplicates),
+    )

@@ -24,8 +24,9 @@ def client_for(make_token, scopes, user=None) -> APIClient:
 def test_posting_a_turn_queues_it_and_answers_202(make_token, django_capture_on_commit_callbacks):
     client = client_for(make_token, ["agent:run"])
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
-        response = client.post("/api/v1/agent/turns", {"message": "hi", "model": "scripted", "script": SCRIPT},
-                               format="json")
+        response = client.post(
+            "/api/v1/agent/turns", {"message": "hi", "model": "scripted", "script": SCRIPT}, format="json"
+        )
 
     assert response.status_code == 202, response.json()
     body = response.json()
@@ -37,12 +38,17 @@ def test_posting_a_turn_queues_it_and_answers_202(make_token, django_capture_on_
 
 def test_a_turn_is_not_run_inside_the_request(make_token):
     client = client_for(make_token, ["agent:run"])
-    response = client.post("/api/v1/agent/turns", {"message": "hi", "model": "scripted", "script": SCRIPT}, format="json")
+    response = client.post(
+        "/api/v1/agent/turns", {"message": "hi", "model": "scripted", "script": SCRIPT}, format="json"
+    )
     assert AgentTurn.objects.get(pk=response.json()["id"]).status == TurnStatus.QUEUED
 
 
 def test_a_token_without_agent_run_gets_403_and_no_token_401(make_token):
-    assert client_for(make_token, ["skills:read"]).post("/api/v1/agent/turns", {"message": "x"}, format="json").status_code == 403
+    assert (
+        client_for(make_token, ["skills:read"]).post("/api/v1/agent/turns", {"message": "x"}, format="json").status_code
+        == 403
+    )
     response = APIClient().post("/api/v1/agent/turns", {"message": "x"}, format="json")
     assert response.status_code == 401
     assert response.json()["error"] == "unauthenticated"
@@ -51,20 +57,25 @@ def test_a_token_without_agent_run_gets_403_and_no_token_401(make_token):
 def test_scripted_is_refused_where_it_is_not_allowed(make_token, settings):
     settings.AGENT_ALLOW_SCRIPTED = False
     response = client_for(make_token, ["agent:run"]).post(
-        "/api/v1/agent/turns", {"message": "hi", "model": "scripted", "script": SCRIPT}, format="json")
+        "/api/v1/agent/turns", {"message": "hi", "model": "scripted", "script": SCRIPT}, format="json"
+    )
     assert response.status_code == 400
     assert "AGENT_ALLOW_SCRIPTED" in response.json()["detail"]
     assert not AgentTurn.objects.exists()
 
 
-@pytest.mark.parametrize("script, where", [
-    ("not a list", "script"),
-    ([{"tool_calls": [{"arguments": {}}]}], "0/tool_calls/0"),
-    ([{"content": 5}], "0/content"),
-])
+@pytest.mark.parametrize(
+    "script, where",
+    [
+        ("not a list", "script"),
+        ([{"tool_calls": [{"arguments": {}}]}], "0/tool_calls/0"),
+        ([{"content": 5}], "0/content"),
+    ],
+)
 def test_a_malformed_script_is_a_400_naming_the_step(make_token, script, where):
     response = client_for(make_token, ["agent:run"]).post(
-        "/api/v1/agent/turns", {"message": "hi", "model": "scripted", "script": script}, format="json")
+        "/api/v1/agent/turns", {"message": "hi", "model": "scripted", "script": script}, format="json"
+    )
     assert response.status_code == 400
     assert where in response.json()["detail"]
 
@@ -115,23 +126,30 @@ def test_feedback_is_recorded_once_per_loaded_skill_and_can_be_changed(make_toke
     user = UserFactory()
     turn = services.agent_turn_create(user=user, message="x", model="scripted", script=SCRIPT)
     AgentTurn.objects.filter(pk=turn.pk).update(status=TurnStatus.SUCCEEDED)
-    UsageEvent.objects.create(event_id=f"{turn.pk}:loaded:a:0", kind="loaded", skill_name="a", version=1, turn=turn,
-                              at=turn.created_at)
+    UsageEvent.objects.create(
+        event_id=f"{turn.pk}:loaded:a:0", kind="loaded", skill_name="a", version=1, turn=turn, at=turn.created_at
+    )
     client = client_for(make_token, ["agent:run"], user=user)
 
     assert client.post(f"/api/v1/agent/turns/{turn.pk}/feedback", {"rating": "up"}, format="json").status_code == 200
-    assert client.post(f"/api/v1/agent/turns/{turn.pk}/feedback", {"rating": "down", "comment": "meh"},
-                       format="json").status_code == 200
+    assert (
+        client.post(
+            f"/api/v1/agent/turns/{turn.pk}/feedback", {"rating": "down", "comment": "meh"}, format="json"
+        ).status_code
+        == 200
+    )
 
     feedback = UsageEvent.objects.get(kind="feedback")
     assert (feedback.skill_name, feedback.rating) == ("a", -1)
-    assert client.post(f"/api/v1/agent/turns/{turn.pk}/feedback", {"rating": "sideways"},
-                       format="json").status_code == 400
+    assert (
+        client.post(f"/api/v1/agent/turns/{turn.pk}/feedback", {"rating": "sideways"}, format="json").status_code == 400
+    )
 
 
 def test_feedback_on_an_unfinished_turn_is_refused(make_token):
     user = UserFactory()
     turn = services.agent_turn_create(user=user, message="x", model="scripted", script=SCRIPT)
     response = client_for(make_token, ["agent:run"], user=user).post(
-        f"/api/v1/agent/turns/{turn.pk}/feedback", {"rating": "up"}, format="json")
+        f"/api/v1/agent/turns/{turn.pk}/feedback", {"rating": "up"}, format="json"
+    )
     assert response.status_code == 400

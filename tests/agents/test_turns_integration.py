@@ -55,8 +55,12 @@ def events(body: dict, type: str) -> list[dict]:
 
 
 def test_a_forced_skill_turn_refuses_undeclared_tools_keeps_the_mandatory_block_and_reminds(client, worker):
-    publish("careful-review", description="Review code carefully, step by step.", tools=["file_read"],
-            body="# Careful review\n\n1. Read the file with file_read.\n2. Report findings.\n")
+    publish(
+        "careful-review",
+        description="Review code carefully, step by step.",
+        tools=["file_read"],
+        body="# Careful review\n\n1. Read the file with file_read.\n2. Report findings.\n",
+    )
     long_message = "/careful-review please review this: " + "lorem ipsum dolor sit amet " * 400
     script = [
         {"content": None, "tool_calls": [{"name": "file_write", "arguments": {"path": "x.txt", "content": "x"}}]},
@@ -64,8 +68,9 @@ def test_a_forced_skill_turn_refuses_undeclared_tools_keeps_the_mandatory_block_
         {"content": "Reviewed: nothing to read.", "tool_calls": []},
     ]
 
-    body = finished(client, submit(client, message=long_message, model="scripted", script=script,
-                                   max_input_tokens=1500), worker)
+    body = finished(
+        client, submit(client, message=long_message, model="scripted", script=script, max_input_tokens=1500), worker
+    )
 
     assert body["status"] == "succeeded", body["error"]
     assert body["answer"] == "Reviewed: nothing to read."
@@ -84,10 +89,14 @@ def test_a_forced_skill_turn_refuses_undeclared_tools_keeps_the_mandatory_block_
 
 
 def test_a_missing_parameter_is_recovered_in_the_same_turn_with_guidance(client, worker):
-    publish("tool-call-error-recovery", description="Guidance for fixing failed tool calls.",
-            triggers=["tool_call_error"], tags=["file_list", "filesystem"],
-            body='# Recovery\n\n## Per-tool examples\n\n### file_list\n\n```json\n'
-                 '{"name": "file_list", "arguments": {"path": "."}}\n```\n')
+    publish(
+        "tool-call-error-recovery",
+        description="Guidance for fixing failed tool calls.",
+        triggers=["tool_call_error"],
+        tags=["file_list", "filesystem"],
+        body="# Recovery\n\n## Per-tool examples\n\n### file_list\n\n```json\n"
+        '{"name": "file_list", "arguments": {"path": "."}}\n```\n',
+    )
     script = [
         {"content": None, "tool_calls": [{"name": "file_list", "arguments": {}}]},
         {"content": None, "tool_calls": [{"name": "file_list", "arguments": {"path": "."}}]},
@@ -108,17 +117,26 @@ def test_a_missing_parameter_is_recovered_in_the_same_turn_with_guidance(client,
 
 def test_a_rules_auto_invoke_runs_after_an_unhelpful_answer(client, worker):
     publish("unit-helper", description="Converts units with a script.", tools=["calculator"])
-    response = client.post("/api/v1/rules", {
-        "name": "math-means-calculator", "pattern": r"\bhow much is\b", "skills": ["unit-helper"],
-        "instruction": "Call the calculator for arithmetic.",
-        "auto_invoke": {"tool": "calculator", "arguments": {"expression": "6*7"}},
-    }, format="json")
+    response = client.post(
+        "/api/v1/rules",
+        {
+            "name": "math-means-calculator",
+            "pattern": r"\bhow much is\b",
+            "skills": ["unit-helper"],
+            "instruction": "Call the calculator for arithmetic.",
+            "auto_invoke": {"tool": "calculator", "arguments": {"expression": "6*7"}},
+        },
+        format="json",
+    )
     assert response.status_code == 201, response.content
-    script = [{"content": "Sorry, no tool is available for that.", "tool_calls": []},
-              {"content": "It is 42.", "tool_calls": []}]
+    script = [
+        {"content": "Sorry, no tool is available for that.", "tool_calls": []},
+        {"content": "It is 42.", "tool_calls": []},
+    ]
 
-    body = finished(client, submit(client, message="how much is six times seven", model="scripted", script=script),
-                    worker)
+    body = finished(
+        client, submit(client, message="how much is six times seven", model="scripted", script=script), worker
+    )
 
     assert body["status"] == "succeeded", body["error"]
     assert events(body, "rule_fired")[0]["name"] == "math-means-calculator"
@@ -140,8 +158,11 @@ def test_a_turn_that_never_answers_stops_at_max_iterations(client, worker):
 
 
 def test_the_offline_demo_model_reads_the_best_skill_and_summarises_it(client, worker):
-    publish("summarize-notes", description="Summarize meeting notes into decisions and action items.",
-            body="# Summarize\n\n1. Read the notes.\n2. List decisions.\n3. List action items with owners.\n")
+    publish(
+        "summarize-notes",
+        description="Summarize meeting notes into decisions and action items.",
+        body="# Summarize\n\n1. Read the notes.\n2. List decisions.\n3. List action items with owners.\n",
+    )
 
     body = finished(client, submit(client, message="please summarize my meeting notes", model="offline"), worker)
 
@@ -154,26 +175,49 @@ def test_the_offline_demo_model_reads_the_best_skill_and_summarises_it(client, w
 
 
 def test_a_conversation_carries_history_into_the_next_turn(client, worker):
-    first = finished(client, submit(client, message="my name is Ada", model="scripted",
-                                    script=[{"content": "Hello Ada.", "tool_calls": []}]), worker)
-    second = finished(client, submit(client, message="what is my name?", model="scripted",
-                                     conversation=first["conversation"],
-                                     script=[{"content": "Ada.", "tool_calls": []}]), worker)
+    first = finished(
+        client,
+        submit(
+            client, message="my name is Ada", model="scripted", script=[{"content": "Hello Ada.", "tool_calls": []}]
+        ),
+        worker,
+    )
+    second = finished(
+        client,
+        submit(
+            client,
+            message="what is my name?",
+            model="scripted",
+            conversation=first["conversation"],
+            script=[{"content": "Ada.", "tool_calls": []}],
+        ),
+        worker,
+    )
 
     assert second["status"] == "succeeded"
     assert second["conversation"] == first["conversation"]
     assert events(second, "llm_call")[0]["message_count"] > events(first, "llm_call")[0]["message_count"]
 
 
-@pytest.mark.skipif(not os.environ.get("REDIS_URL"),
-                    reason="needs Redis (REDIS_URL): the filesystem broker does not redeliver unacknowledged messages")
+@pytest.mark.skipif(
+    not os.environ.get("REDIS_URL"),
+    reason="needs Redis (REDIS_URL): the filesystem broker does not redeliver unacknowledged messages",
+)
 def test_a_worker_killed_mid_turn_leaves_no_duplicate_run_or_usage_events(client, worker, settings):
-    publish("slow-skill", description="Runs a slow script.", tools=["run_skill"],
-            files=[("scripts/slow.py", b"import time\ntime.sleep(4)\nprint('slept')\n", True)])
+    publish(
+        "slow-skill",
+        description="Runs a slow script.",
+        tools=["run_skill"],
+        files=[("scripts/slow.py", b"import time\ntime.sleep(4)\nprint('slept')\n", True)],
+    )
     script = [
         {"content": None, "tool_calls": [{"name": "read_skill", "arguments": {"skill_name": "slow-skill"}}]},
-        {"content": None, "tool_calls": [{"name": "run_skill",
-                                          "arguments": {"skill_name": "slow-skill", "script": "slow.py", "args": []}}]},
+        {
+            "content": None,
+            "tool_calls": [
+                {"name": "run_skill", "arguments": {"skill_name": "slow-skill", "script": "slow.py", "args": []}}
+            ],
+        },
         {"content": "finished", "tool_calls": []},
     ]
     worker.stop()  # this test runs its own workers with short leases and redelivery timeouts
@@ -181,8 +225,11 @@ def test_a_worker_killed_mid_turn_leaves_no_duplicate_run_or_usage_events(client
     doomed = WorkerProcess(extra_env=fast_redelivery).start()
     try:
         turn_id = submit(client, message="run the slow thing", model="scripted", script=script)
-        wait_for(lambda: TraceEvent.objects.filter(turn_id=turn_id, type="tool_call").exists(), timeout=60,
-                 message="the turn to be mid-run")
+        wait_for(
+            lambda: TraceEvent.objects.filter(turn_id=turn_id, type="tool_call").exists(),
+            timeout=60,
+            message="the turn to be mid-run",
+        )
         doomed.kill()
         assert AgentTurn.objects.get(pk=turn_id).status == TurnStatus.RUNNING
 

@@ -22,8 +22,18 @@ def test_wilson_interval_matches_known_values():
 
 def test_counts_per_kind_and_feedback_split():
     at = dt.datetime(2026, 1, 5, 12, tzinfo=dt.UTC)
-    for i, (kind, rating) in enumerate([("offered", None), ("loaded", None), ("executed", None), ("succeeded", None),
-                                        ("failed", None), ("failed", None), ("feedback", 1), ("feedback", -1)]):
+    for i, (kind, rating) in enumerate(
+        [
+            ("offered", None),
+            ("loaded", None),
+            ("executed", None),
+            ("succeeded", None),
+            ("failed", None),
+            ("failed", None),
+            ("feedback", 1),
+            ("feedback", -1),
+        ]
+    ):
         UsageEvent.objects.create(event_id=f"e{i}", kind=kind, skill_name="pdf", version=1, rating=rating, at=at)
 
     (row,) = skill_analytics()

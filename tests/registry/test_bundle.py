@@ -31,8 +31,9 @@ from registry.bundle import (
 )
 from registry.errors import BundleTooLarge, InvalidBundle
 
-PROPERTY = settings(deadline=None, max_examples=200, suppress_health_check=[HealthCheck.too_slow,
-                                                                           HealthCheck.function_scoped_fixture])
+PROPERTY = settings(
+    deadline=None, max_examples=200, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
+)
 
 SKILL_MD = b"---\nname: demo\ndescription: A demo.\n---\n# Demo\n"
 
@@ -66,12 +67,15 @@ def make_zip(entries: list[tuple[str, bytes]] | list[tuple[str, bytes, int]], **
 
 
 def sample_bundle() -> Bundle:
-    return bundle_from_parts(SKILL_MD, [
-        ("scripts/run", b"#!/bin/sh\necho hi\n", True),
-        ("references/guide.md", "Größe 🦞\n".encode(), False),
-        (".meta/.gitkeep", b"", False),
-        ("assets/logo.bin", bytes(range(256)), False),
-    ])
+    return bundle_from_parts(
+        SKILL_MD,
+        [
+            ("scripts/run", b"#!/bin/sh\necho hi\n", True),
+            ("references/guide.md", "Größe 🦞\n".encode(), False),
+            (".meta/.gitkeep", b"", False),
+            ("assets/logo.bin", bytes(range(256)), False),
+        ],
+    )
 
 
 # --- the data model ----------------------------------------------------------------------
@@ -80,8 +84,7 @@ def sample_bundle() -> Bundle:
 def test_files_are_sorted_by_path_and_skill_md_is_kept_apart():
     bundle = sample_bundle()
 
-    assert [f.path for f in bundle.files] == [".meta/.gitkeep", "assets/logo.bin", "references/guide.md",
-                                              "scripts/run"]
+    assert [f.path for f in bundle.files] == [".meta/.gitkeep", "assets/logo.bin", "references/guide.md", "scripts/run"]
     assert bundle.skill_md == SKILL_MD
     assert bundle.file("scripts/run").executable is True
     assert bundle.file_count == 5
@@ -108,8 +111,9 @@ def test_fingerprint_changes_with_content_and_paths_but_not_input_order():
 
 
 def test_default_limits_match_the_spec():
-    assert DEFAULT_LIMITS == Limits(skill_md_bytes=256 * 1024, file_bytes=10 * 1024 * 1024,
-                                    bundle_bytes=50 * 1024 * 1024, bundle_files=500)
+    assert DEFAULT_LIMITS == Limits(
+        skill_md_bytes=256 * 1024, file_bytes=10 * 1024 * 1024, bundle_bytes=50 * 1024 * 1024, bundle_files=500
+    )
 
 
 # --- paths -------------------------------------------------------------------------------
@@ -165,9 +169,16 @@ def test_a_path_that_is_both_file_and_folder_is_refused():
 
 
 def test_bundle_from_parts_drops_tooling_debris():
-    bundle = bundle_from_parts(SKILL_MD, [(".git/config", b"x", False), ("a/__pycache__/m.pyc", b"x", False),
-                                          ("__MACOSX/._SKILL.md", b"x", False),
-                                          ("a/.DS_Store", b"x", False), (".meta/keep", b"", False)])
+    bundle = bundle_from_parts(
+        SKILL_MD,
+        [
+            (".git/config", b"x", False),
+            ("a/__pycache__/m.pyc", b"x", False),
+            ("__MACOSX/._SKILL.md", b"x", False),
+            ("a/.DS_Store", b"x", False),
+            (".meta/keep", b"", False),
+        ],
+    )
 
     assert [f.path for f in bundle.files] == [".meta/keep"]
 
@@ -207,31 +218,41 @@ def test_too_many_files_is_413_and_skill_md_counts():
 
 
 def test_read_folder_reads_every_file_with_exec_bits_and_keeps_hidden_and_empty_files(tmp_path):
-    make_folder(tmp_path, {
-        "SKILL.md": SKILL_MD,
-        "scripts/run": b"#!/bin/sh\n",
-        "scripts/lib/helper.sh": b"echo\n",
-        ".meta/.gitkeep": b"",
-        "references/a.md": b"A",
-    }, executable=("scripts/run",))
+    make_folder(
+        tmp_path,
+        {
+            "SKILL.md": SKILL_MD,
+            "scripts/run": b"#!/bin/sh\n",
+            "scripts/lib/helper.sh": b"echo\n",
+            ".meta/.gitkeep": b"",
+            "references/a.md": b"A",
+        },
+        executable=("scripts/run",),
+    )
 
     bundle = read_folder(tmp_path)
 
     assert bundle.skill_md == SKILL_MD
     assert [(f.path, f.executable) for f in bundle.files] == [
-        (".meta/.gitkeep", False), ("references/a.md", False), ("scripts/lib/helper.sh", False), ("scripts/run", True),
+        (".meta/.gitkeep", False),
+        ("references/a.md", False),
+        ("scripts/lib/helper.sh", False),
+        ("scripts/run", True),
     ]
 
 
 def test_read_folder_skips_git_pycache_and_ds_store(tmp_path):
-    make_folder(tmp_path, {
-        "SKILL.md": SKILL_MD,
-        ".git/HEAD": b"ref",
-        "scripts/__pycache__/x.cpython-311.pyc": b"\x00",
-        ".DS_Store": b"\x00",
-        "scripts/.DS_Store": b"\x00",
-        "scripts/x.py": b"print()",
-    })
+    make_folder(
+        tmp_path,
+        {
+            "SKILL.md": SKILL_MD,
+            ".git/HEAD": b"ref",
+            "scripts/__pycache__/x.cpython-311.pyc": b"\x00",
+            ".DS_Store": b"\x00",
+            "scripts/.DS_Store": b"\x00",
+            "scripts/x.py": b"print()",
+        },
+    )
 
     assert [f.path for f in read_folder(tmp_path).files] == ["scripts/x.py"]
 
@@ -375,13 +396,15 @@ def test_write_zip_is_deterministic_with_fixed_timestamps_and_unix_modes():
 
 
 def test_read_zip_accepts_a_single_top_folder_and_ignores_folder_entries_and_macos_debris():
-    data = make_zip([
-        ("my-skill/", b""),
-        ("my-skill/SKILL.md", SKILL_MD),
-        ("my-skill/scripts/run", b"#!/bin/sh\n", stat.S_IFREG | 0o755),
-        ("__MACOSX/my-skill/._SKILL.md", b"\x00\x05"),
-        ("my-skill/.DS_Store", b"\x00"),
-    ])
+    data = make_zip(
+        [
+            ("my-skill/", b""),
+            ("my-skill/SKILL.md", SKILL_MD),
+            ("my-skill/scripts/run", b"#!/bin/sh\n", stat.S_IFREG | 0o755),
+            ("__MACOSX/my-skill/._SKILL.md", b"\x00\x05"),
+            ("my-skill/.DS_Store", b"\x00"),
+        ]
+    )
 
     bundle = read_zip(data)
 
@@ -475,7 +498,7 @@ def _forge_sizes(data: bytes, name: bytes, size: int) -> bytes:
         position = forged.find(signature)
         while position >= 0:
             (name_length,) = struct.unpack_from("<H", forged, position + name_length_at)
-            if forged[position + name_at: position + name_at + name_length] == name:
+            if forged[position + name_at : position + name_at + name_length] == name:
                 struct.pack_into("<I", forged, position + size_at, size)
             position = forged.find(signature, position + 4)
     return bytes(forged)
@@ -545,15 +568,23 @@ def test_a_damaged_zip_gives_a_bundle_or_a_domain_error(data):
 
 
 safe_names = st.text(alphabet=st.characters(blacklist_categories=("Cs", "Cc")), min_size=1, max_size=12).filter(
-    lambda s: "/" not in s and "\\" not in s and s not in {".", "..", "SKILL.md", *SKIPPED_NAMES}
-    and not (len(s) >= 2 and s[1] == ":")
+    lambda s: (
+        "/" not in s
+        and "\\" not in s
+        and s not in {".", "..", "SKILL.md", *SKIPPED_NAMES}
+        and not (len(s) >= 2 and s[1] == ":")
+    )
 )
 
 
 @PROPERTY
-@given(st.dictionaries(st.lists(safe_names, min_size=1, max_size=3).map("/".join), st.tuples(st.binary(max_size=64),
-                                                                                             st.booleans()),
-                       max_size=8))
+@given(
+    st.dictionaries(
+        st.lists(safe_names, min_size=1, max_size=3).map("/".join),
+        st.tuples(st.binary(max_size=64), st.booleans()),
+        max_size=8,
+    )
+)
 def test_any_safe_bundle_round_trips_through_zip_and_folder(tmp_path_factory, files):
     paths = sorted(files)
     # A file cannot also be a folder: drop paths that are a prefix folder of another one.
@@ -570,16 +601,19 @@ def test_any_safe_bundle_round_trips_through_zip_and_folder(tmp_path_factory, fi
 
 
 def test_find_skill_folders_finds_nested_skills_without_descending_into_them(tmp_path):
-    make_folder(tmp_path, {
-        "a/SKILL.md": SKILL_MD,
-        "a/examples/inner/SKILL.md": SKILL_MD,  # part of skill "a", not a skill of its own
-        "group/b/SKILL.md": SKILL_MD,
-        "group/c/SKILL.md": SKILL_MD,
-        ".agents/skills/d/SKILL.md": SKILL_MD,  # hidden folders are searched
-        ".git/e/SKILL.md": SKILL_MD,
-        "node_modules/pkg/SKILL.md": SKILL_MD,
-        "empty/README.md": b"",
-    })
+    make_folder(
+        tmp_path,
+        {
+            "a/SKILL.md": SKILL_MD,
+            "a/examples/inner/SKILL.md": SKILL_MD,  # part of skill "a", not a skill of its own
+            "group/b/SKILL.md": SKILL_MD,
+            "group/c/SKILL.md": SKILL_MD,
+            ".agents/skills/d/SKILL.md": SKILL_MD,  # hidden folders are searched
+            ".git/e/SKILL.md": SKILL_MD,
+            "node_modules/pkg/SKILL.md": SKILL_MD,
+            "empty/README.md": b"",
+        },
+    )
     (tmp_path / "loop").symlink_to(tmp_path, target_is_directory=True)
 
     found = find_skill_folders(tmp_path)

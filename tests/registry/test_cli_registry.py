@@ -42,8 +42,7 @@ def test_create_with_code_adds_an_executable_script_that_runs(tmp_path):
     assert script.executable
     target = tmp_path / "skill.py"
     target.write_bytes(bytes(script.blob.content))
-    result = subprocess.run([sys.executable, str(target), "hello", "world"], capture_output=True, text=True,
-                            timeout=30)
+    result = subprocess.run([sys.executable, str(target), "hello", "world"], capture_output=True, text=True, timeout=30)
     assert result.returncode == 0 and result.stdout.strip() == "hello world"
     assert "run_skill" in version.tools
 

@@ -21,26 +21,49 @@ class Skill:
 
 # Close to the bundled skills (skills/*/SKILL.md): realistic descriptions, overlapping words.
 CATALOGUE = [
-    Skill("summarize", "Summarizes files and documents (prose, source code, logs, CSV/JSON data) with a structure "
-                       "suited to each content type. Use when asked to summarize, give a TL;DR or condense long text.",
-          ("summarize", "summary", "tldr", "documents")),
-    Skill("code-review", "Reviews code changes or files for correctness, security, error handling, tests and "
-                         "performance, and reports findings by severity. Use when asked to review, audit or check "
-                         "code, a diff or a pull request.", ("code-review", "review", "security", "pull-request")),
-    Skill("debugging", "Systematic debugging - reproduce, read the traceback, form and test hypotheses, fix the root "
-                       "cause and add a regression test. Use when code crashes, raises an error or a test fails.",
-          ("debugging", "bug", "error", "traceback", "failing-test")),
-    Skill("git-commit", "Writes well-formed Conventional Commits messages and plans small, focused commits with "
-                        "careful staging. Use when asked to commit changes or write a commit message.",
-          ("git", "commit", "version-control")),
-    Skill("sql-query", "Writes safe, correct SQL - parameterized queries, the right JOIN, aggregates, indexes and "
-                       "EXPLAIN. Use when a query is slow or returns wrong rows.", ("sql", "database", "query")),
-    Skill("meeting-notes", "Turns raw meeting notes or transcripts into structured minutes - decisions, action items "
-                           "with owner and due date. Use when asked to write up a meeting or standup.",
-          ("meetings", "notes", "minutes", "action-items", "standup")),
-    Skill("file-search", "Finds files, definitions, usages and text in a workspace with regex patterns. Use when "
-                         "asked to find, locate or grep where something is defined or used.",
-          ("search", "find", "grep", "filesystem")),
+    Skill(
+        "summarize",
+        "Summarizes files and documents (prose, source code, logs, CSV/JSON data) with a structure "
+        "suited to each content type. Use when asked to summarize, give a TL;DR or condense long text.",
+        ("summarize", "summary", "tldr", "documents"),
+    ),
+    Skill(
+        "code-review",
+        "Reviews code changes or files for correctness, security, error handling, tests and "
+        "performance, and reports findings by severity. Use when asked to review, audit or check "
+        "code, a diff or a pull request.",
+        ("code-review", "review", "security", "pull-request"),
+    ),
+    Skill(
+        "debugging",
+        "Systematic debugging - reproduce, read the traceback, form and test hypotheses, fix the root "
+        "cause and add a regression test. Use when code crashes, raises an error or a test fails.",
+        ("debugging", "bug", "error", "traceback", "failing-test"),
+    ),
+    Skill(
+        "git-commit",
+        "Writes well-formed Conventional Commits messages and plans small, focused commits with "
+        "careful staging. Use when asked to commit changes or write a commit message.",
+        ("git", "commit", "version-control"),
+    ),
+    Skill(
+        "sql-query",
+        "Writes safe, correct SQL - parameterized queries, the right JOIN, aggregates, indexes and "
+        "EXPLAIN. Use when a query is slow or returns wrong rows.",
+        ("sql", "database", "query"),
+    ),
+    Skill(
+        "meeting-notes",
+        "Turns raw meeting notes or transcripts into structured minutes - decisions, action items "
+        "with owner and due date. Use when asked to write up a meeting or standup.",
+        ("meetings", "notes", "minutes", "action-items", "standup"),
+    ),
+    Skill(
+        "file-search",
+        "Finds files, definitions, usages and text in a workspace with regex patterns. Use when "
+        "asked to find, locate or grep where something is defined or used.",
+        ("search", "find", "grep", "filesystem"),
+    ),
 ]
 
 # query -> the skill a person means
@@ -116,18 +139,26 @@ def test_the_seed_002_baseline_is_kept_verbatim():
 
 # --- seed 001 findSkills -----------------------------------------------------------------------
 
-RECOVERY = Skill("tool_call_error_recovery", "Guidance for recovering from tool-call errors.",
-                 ("error-handling", "tool-call", "filesystem", "recovery"),
-                 triggers=("tool_call_error", "missing_parameter"), tools=("FileSystemTool_list_files",))
+RECOVERY = Skill(
+    "tool_call_error_recovery",
+    "Guidance for recovering from tool-call errors.",
+    ("error-handling", "tool-call", "filesystem", "recovery"),
+    triggers=("tool_call_error", "missing_parameter"),
+    tools=("FileSystemTool_list_files",),
+)
 GENERIC = Skill("generic-recovery", "Generic advice after errors.", ("recovery",), triggers=("tool_call_error",))
-SCAFFOLD = Skill("file_scaffolding", "Scaffolds Vue components.", ("vue", "component"),
-                 triggers=("task_match", "explicit_command"))
+SCAFFOLD = Skill(
+    "file_scaffolding", "Scaffolds Vue components.", ("vue", "component"), triggers=("task_match", "explicit_command")
+)
 DATABASE = Skill("database_query", "Builds DatabaseTool queries.", ("sql", "query"), triggers=("task_match",))
 
 
 def test_find_skills_returns_only_skills_declaring_the_trigger_ranked_by_context():
-    found = find_skills("tool_call_error", {"toolName": "FileSystemTool_list_files", "error": "path is required"},
-                        [GENERIC, RECOVERY, SCAFFOLD])
+    found = find_skills(
+        "tool_call_error",
+        {"toolName": "FileSystemTool_list_files", "error": "path is required"},
+        [GENERIC, RECOVERY, SCAFFOLD],
+    )
 
     assert [m.skill.name for m in found] == ["tool_call_error_recovery", "generic-recovery"]
     assert found[0].score > found[1].score
@@ -136,8 +167,9 @@ def test_find_skills_returns_only_skills_declaring_the_trigger_ranked_by_context
 
 
 def test_find_skills_ranks_task_match_by_tags_in_the_task_description():
-    found = find_skills("task_match", {"taskDescription": "scaffold a Vue component for the navbar"},
-                        [DATABASE, SCAFFOLD])
+    found = find_skills(
+        "task_match", {"taskDescription": "scaffold a Vue component for the navbar"}, [DATABASE, SCAFFOLD]
+    )
     assert [m.skill.name for m in found] == ["file_scaffolding", "database_query"]
     assert found[0].score == 2 and found[1].score == 0
 
@@ -150,4 +182,6 @@ def test_find_skills_explicit_command_names_the_skill():
 def test_find_skills_with_an_unknown_trigger_or_no_context():
     assert find_skills("turn_start", {}, [RECOVERY, SCAFFOLD]) == []
     assert [m.skill.name for m in find_skills("tool_call_error", None, [RECOVERY, GENERIC])] == [
-        "generic-recovery", "tool_call_error_recovery"]
+        "generic-recovery",
+        "tool_call_error_recovery",
+    ]

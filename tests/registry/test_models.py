@@ -14,8 +14,9 @@ pytestmark = pytest.mark.django_db
 def test_version_numbers_are_unique_per_skill():
     version = publish("uniq").version
     with pytest.raises(IntegrityError), transaction.atomic():
-        SkillVersion.objects.create(skill=version.skill, number=1, skill_md="x", fingerprint="f", name="uniq",
-                                    description="d")
+        SkillVersion.objects.create(
+            skill=version.skill, number=1, skill_md="x", fingerprint="f", name="uniq", description="d"
+        )
 
 
 def test_one_label_name_per_skill_and_latest_is_never_stored():
@@ -34,8 +35,13 @@ def test_a_name_exists_once_per_source():
 
 
 def test_a_version_stores_parsed_fields_token_counts_and_files():
-    result = publish("rich", tags=["a", "b"], triggers=["task_match"], tools=["file_read"],
-                     files=[("scripts/go.py", b"print(1)\n", True)])
+    result = publish(
+        "rich",
+        tags=["a", "b"],
+        triggers=["task_match"],
+        tools=["file_read"],
+        files=[("scripts/go.py", b"print(1)\n", True)],
+    )
     version = result.version
 
     assert (version.tags, version.triggers, version.tools) == (["a", "b"], ["task_match"], ["file_read"])

@@ -38,8 +38,10 @@ def test_the_block_is_seed_003s_instruction_then_escaped_xml():
 
     assert block.text.startswith(SKILLS_INSTRUCTION)
     assert "read its SKILL.md with `read_skill`, then follow it." in block.text
-    assert ("<available_skills>\n<skill>\n  <name>pdf</name>\n  <description>Reads &lt;PDF&gt; &amp; forms"
-            "</description>\n</skill>\n</available_skills>") in block.text
+    assert (
+        "<available_skills>\n<skill>\n  <name>pdf</name>\n  <description>Reads &lt;PDF&gt; &amp; forms"
+        "</description>\n</skill>\n</available_skills>"
+    ) in block.text
     assert "truncated" not in block.text
 
 
@@ -104,9 +106,14 @@ def test_resolve_lists_effective_enabled_skills_by_relevance():
 def test_fired_rules_force_include_their_skills_first_with_instructions_and_why():
     publish("image-generation", description="Generates images.")
     publish("summarize", description="Summarizes documents.")
-    rule_create(name="images", pattern=r"\b(draw|picture)\b", skills=["image-generation", "ghost"],
-                instruction="Call run_skill first.", auto_invoke={"tool": "run_skill", "arguments": {"q": "{{query}}"}},
-                priority=5)
+    rule_create(
+        name="images",
+        pattern=r"\b(draw|picture)\b",
+        skills=["image-generation", "ghost"],
+        instruction="Call run_skill first.",
+        auto_invoke={"tool": "run_skill", "arguments": {"q": "{{query}}"}},
+        priority=5,
+    )
     rule_create(name="other", pattern="nothing-matches-this", skills=["summarize"])
 
     result = resolve(query="summarize then DRAW a picture", max_skills=1, max_chars=50)
@@ -193,16 +200,32 @@ def test_the_etag_is_stable_for_the_same_state_and_inputs():
 
 
 def test_the_result_converts_to_the_runtime_resolution():
-    publish("image-generation", description="Generates images.", tags=["images"], triggers=["task_match"],
-            tools=["run_skill"])
-    rule_create(name="images", pattern="draw", skills=["image-generation"], instruction="Use it.",
-                auto_invoke={"tool": "run_skill", "arguments": {"args": ["{{query}}"]}})
+    publish(
+        "image-generation",
+        description="Generates images.",
+        tags=["images"],
+        triggers=["task_match"],
+        tools=["run_skill"],
+    )
+    rule_create(
+        name="images",
+        pattern="draw",
+        skills=["image-generation"],
+        instruction="Use it.",
+        auto_invoke={"tool": "run_skill", "arguments": {"args": ["{{query}}"]}},
+    )
 
     resolution = resolve(query="draw a cat").to_resolution()
 
     assert isinstance(resolution, Resolution)
-    assert resolution.skills[0] == SkillSummary(name="image-generation", description="Generates images.", version=1,
-                                                tags=("images",), triggers=("task_match",), tools=("run_skill",))
+    assert resolution.skills[0] == SkillSummary(
+        name="image-generation",
+        description="Generates images.",
+        version=1,
+        tags=("images",),
+        triggers=("task_match",),
+        tools=("run_skill",),
+    )
     assert resolution.instructions == ("Use it.",)
     fired = resolution.fired_rules[0]
     assert (fired.name, fired.skills, fired.instruction) == ("images", ("image-generation",), "Use it.")

@@ -24,16 +24,19 @@ def test_patterns_match_case_insensitively_and_report_where():
     assert (found.start, found.end, found.text) == (8, 13, "IMAGE")
 
 
-@pytest.mark.parametrize(("pattern", "words"), [
-    (r"(a)\1", "Backreferences"),
-    (r"x(?=y)", "Lookahead"),
-    (r"x(?!y)", "Lookahead"),
-    (r"(?<=y)x", "Lookbehind"),
-    (r"(?>x)", "Atomic"),
-    (r"(x", "parentheses"),
-    (r"[x", "character class"),
-    (r"x{2000}", "1000"),
-])
+@pytest.mark.parametrize(
+    ("pattern", "words"),
+    [
+        (r"(a)\1", "Backreferences"),
+        (r"x(?=y)", "Lookahead"),
+        (r"x(?!y)", "Lookahead"),
+        (r"(?<=y)x", "Lookbehind"),
+        (r"(?>x)", "Atomic"),
+        (r"(x", "parentheses"),
+        (r"[x", "character class"),
+        (r"x{2000}", "1000"),
+    ],
+)
 def test_uncompilable_patterns_get_a_message_a_person_can_act_on(pattern, words):
     with pytest.raises(InvalidPattern) as caught:
         compile_pattern(pattern)
@@ -77,7 +80,10 @@ def test_create_update_delete_audit_and_bump_the_generation():
     rule_delete(rule=ForceIncludeRule.objects.get())
     assert not ForceIncludeRule.objects.exists() and generation() == start + 3
     assert list(AuditLog.objects.filter(object_type="rule").values_list("action", flat=True)) == [
-        "rule.delete", "rule.update", "rule.create"]
+        "rule.delete",
+        "rule.update",
+        "rule.create",
+    ]
 
 
 def test_unknown_but_valid_skill_names_are_allowed_with_a_warning_and_invalid_ones_refused():
@@ -109,11 +115,14 @@ def test_an_invalid_update_writes_nothing():
 
 def test_auto_invoke_is_checked_and_query_substituted_at_use_time():
     arguments = {"args": ["{{query}}", 3], "n": {"q": "{{query}}"}}
-    rule = rule_create(name="ai", pattern="x", skills=["a"],
-                       auto_invoke={"tool": "run_skill", "arguments": arguments}).rule
+    rule = rule_create(
+        name="ai", pattern="x", skills=["a"], auto_invoke={"tool": "run_skill", "arguments": arguments}
+    ).rule
     assert rule.auto_invoke["arguments"]["args"] == ["{{query}}", 3]
     assert auto_invoke_render(rule.auto_invoke, "a cat") == {
-        "tool": "run_skill", "arguments": {"args": ["a cat", 3], "n": {"q": "a cat"}}}
+        "tool": "run_skill",
+        "arguments": {"args": ["a cat", 3], "n": {"q": "a cat"}},
+    }
     assert auto_invoke_render(None, "q") is None
     with pytest.raises(ApplicationError):
         rule_create(name="ai2", pattern="x", skills=["a"], auto_invoke={"arguments": {}})

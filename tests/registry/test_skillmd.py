@@ -47,7 +47,9 @@ def invalid(text: str | bytes, **kwargs) -> InvalidSkill:
 
 
 def test_it_parses_fields_body_and_body_line():
-    parsed = parse_skill_md(skill("""
+    parsed = parse_skill_md(
+        skill(
+            """
         name: summarize
         description: Summarize documents extracting key points
         version: 1.0.0
@@ -55,7 +57,11 @@ def test_it_parses_fields_body_and_body_line():
         tags: [text, analysis]
         tools_required: [bash]
         enabled: true
-    """, body="# Summarize\n\nRead the file.\n"), folder_name="summarize")
+    """,
+            body="# Summarize\n\nRead the file.\n",
+        ),
+        folder_name="summarize",
+    )
 
     assert isinstance(parsed, ParsedSkill)
     assert parsed.name == "summarize"
@@ -72,7 +78,8 @@ def test_it_parses_fields_body_and_body_line():
 
 
 def test_well_known_extension_fields_give_no_warnings():
-    parsed = parse_skill_md(skill("""
+    parsed = parse_skill_md(
+        skill("""
         name: tool-call-error-recovery
         description: Recover from tool-call errors.
         license: MIT
@@ -91,7 +98,8 @@ def test_well_known_extension_fields_give_no_warnings():
         enabled: false
         disable-model-invocation: true
         user-invocable: false
-    """))
+    """)
+    )
 
     assert parsed.warnings == ()
     assert parsed.created == "2025-12-30" and parsed.last_updated == "2025-12-31"
@@ -115,7 +123,8 @@ def test_defaults_when_optional_fields_are_absent():
 
 
 def test_frontmatter_is_json_serialisable_with_dates_as_iso_strings():
-    parsed = parse_skill_md(skill("""
+    parsed = parse_skill_md(
+        skill("""
         name: a
         description: b
         created: 2025-12-30
@@ -126,7 +135,8 @@ def test_frontmatter_is_json_serialisable_with_dates_as_iso_strings():
         set: !!set {x, y}
         1: one
         true: yes
-    """))
+    """)
+    )
 
     assert json.loads(json.dumps(parsed.frontmatter, allow_nan=False)) == parsed.frontmatter
     assert parsed.frontmatter["created"] == "2025-12-30"
@@ -143,13 +153,15 @@ def test_version_keeps_its_spelling_when_yaml_reads_a_number():
 
 
 def test_tools_are_the_union_of_tools_tools_required_and_allowed_tools():
-    parsed = parse_skill_md(skill("""
+    parsed = parse_skill_md(
+        skill("""
         name: a
         description: b
         tools: [bash, read_file]
         tools_required: bash, grep
         allowed-tools: Read, Bash(git add:*) Grep
-    """))
+    """)
+    )
 
     assert parsed.tools == ["bash", "read_file", "grep", "Read", "Bash(git add:*)", "Grep"]
     assert parsed.allowed_tools == ["Read", "Bash(git add:*)", "Grep"]
@@ -163,13 +175,15 @@ def test_tags_and_dependencies_accept_a_comma_separated_string():
 
 
 def test_unknown_trigger_values_are_warnings_naming_them():
-    parsed = parse_skill_md(skill("""
+    parsed = parse_skill_md(
+        skill("""
         name: a
         description: b
         triggers:
           - tool_call_error
           - missing_parameter
-    """))
+    """)
+    )
 
     assert parsed.triggers == ["tool_call_error", "missing_parameter"]
     [warning] = parsed.warnings
@@ -293,25 +307,29 @@ def test_flow_style_frontmatter():
 
 
 def test_json_like_metadata_with_trailing_commas():
-    parsed = parse_skill_md(skill("""
+    parsed = parse_skill_md(
+        skill("""
         name: a
         description: b
         metadata: {
           "source": "https://github.com/x/y",
           "emoji": "🦞",
         }
-    """))
+    """)
+    )
 
     assert parsed.metadata == {"source": "https://github.com/x/y", "emoji": "🦞"}
     assert parsed.warnings == ()
 
 
 def test_an_unquoted_colon_in_a_value_is_read_by_the_fallback_with_a_warning_naming_the_line():
-    parsed = parse_skill_md(skill("""
+    parsed = parse_skill_md(
+        skill("""
         name: a
         description: Use when: the user asks for a: thing
         tags: [x]
-    """))
+    """)
+    )
 
     assert parsed.description == "Use when: the user asks for a: thing"
     assert parsed.tags == ["x"]
@@ -321,7 +339,8 @@ def test_an_unquoted_colon_in_a_value_is_read_by_the_fallback_with_a_warning_nam
 
 
 def test_fallback_keeps_yaml_meaning_of_the_fields_that_are_valid():
-    parsed = parse_skill_md(skill("""
+    parsed = parse_skill_md(
+        skill("""
         name: a
         description: `code` first
         enabled: false
@@ -330,7 +349,8 @@ def test_fallback_keeps_yaml_meaning_of_the_fields_that_are_valid():
         tags:
         - one
         - two
-    """))
+    """)
+    )
 
     assert parsed.description == "`code` first"
     assert parsed.enabled is False
@@ -398,8 +418,9 @@ def test_plain_scalar_name_that_yaml_reads_as_a_number_is_text_with_a_warning():
 
 
 def test_yaml_aliases_within_bounds_are_fine():
-    parsed = parse_skill_md(skill("name: a\ndescription: b\nbase: &base {x: 1}\nother: *base\n"
-                                  "merged: {<<: *base, y: 2}"))
+    parsed = parse_skill_md(
+        skill("name: a\ndescription: b\nbase: &base {x: 1}\nother: *base\nmerged: {<<: *base, y: 2}")
+    )
 
     assert parsed.frontmatter["other"] == {"x": 1}
     assert parsed.frontmatter["merged"] == {"x": 1, "y": 2}
@@ -656,12 +677,63 @@ def test_render_then_parse_gives_back_frontmatter_and_body(name, description, ex
 
 # --- properties: never anything but ParsedSkill or InvalidSkill --------------------------
 
-YAMLISH = st.sampled_from([
-    "name", "description", "metadata", "tags", "triggers", "enabled", "version", "allowed-tools", ":", ": ", "-",
-    "- ", "---", "...", "{", "}", "[", "]", ",", "&a", "*a", "&b ", "*b", "!!python/object:x", "!!binary", "!tag",
-    "'", '"', "|", ">", "#", "\t", " ", "  ", "\n", "\r\n", "\r", "\ufeff", "\x85", "\u2028", "1.10", "2025-12-30",
-    "yes", "~", "null", "=", "<<", "%YAML 1.1", "\\", "é", "😀", "\x07", "9" * 30,
-])
+YAMLISH = st.sampled_from(
+    [
+        "name",
+        "description",
+        "metadata",
+        "tags",
+        "triggers",
+        "enabled",
+        "version",
+        "allowed-tools",
+        ":",
+        ": ",
+        "-",
+        "- ",
+        "---",
+        "...",
+        "{",
+        "}",
+        "[",
+        "]",
+        ",",
+        "&a",
+        "*a",
+        "&b ",
+        "*b",
+        "!!python/object:x",
+        "!!binary",
+        "!tag",
+        "'",
+        '"',
+        "|",
+        ">",
+        "#",
+        "\t",
+        " ",
+        "  ",
+        "\n",
+        "\r\n",
+        "\r",
+        "\ufeff",
+        "\x85",
+        "\u2028",
+        "1.10",
+        "2025-12-30",
+        "yes",
+        "~",
+        "null",
+        "=",
+        "<<",
+        "%YAML 1.1",
+        "\\",
+        "é",
+        "😀",
+        "\x07",
+        "9" * 30,
+    ]
+)
 yamlish_text = st.lists(YAMLISH, max_size=60).map("".join)
 frontmatter_documents = st.builds(
     lambda pre, fm, body: f"{pre}---\n{fm}\n---\n{body}",
@@ -701,8 +773,7 @@ def test_any_yaml_looking_frontmatter_parses_or_raises_invalid_skill(data):
 
 
 @PROPERTY
-@given(st.lists(st.tuples(st.sampled_from(["name", "description", "tags", "metadata", "x"]), yamlish_text),
-                max_size=6))
+@given(st.lists(st.tuples(st.sampled_from(["name", "description", "tags", "metadata", "x"]), yamlish_text), max_size=6))
 def test_any_key_value_lines_parse_or_raise_invalid_skill(pairs):
     parses_or_raises_invalid_skill("---\n" + "\n".join(f"{k}: {v}" for k, v in pairs) + "\n---\n")
 

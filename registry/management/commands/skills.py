@@ -112,7 +112,9 @@ class Command(BaseCommand):
             "triggers": version.triggers,
             "tools": version.tools,
             "fingerprint": version.fingerprint,
-            "files": [f"{f.path} ({f.size} bytes{', executable' if f.executable else ''})" for f in version.files.all()],
+            "files": [
+                f"{f.path} ({f.size} bytes{', executable' if f.executable else ''})" for f in version.files.all()
+            ],
             "tokens": {"description": version.description_tokens, "body": version.body_tokens},
             "warnings": version.warnings,
         }
@@ -143,13 +145,15 @@ class Command(BaseCommand):
             raise CommandError(f"{path} does not exist.")
         if path.is_file() or (path / "SKILL.md").is_file():
             result = skill_import_path(path=path, source=source, actor=CLI)
-            self._report(ImportReport(published=[result] if result.created else [],
-                                      unchanged=[] if result.created else [result]))
+            self._report(
+                ImportReport(published=[result] if result.created else [], unchanged=[] if result.created else [result])
+            )
             return
         folders = find_skill_folders(path)
         with tqdm(total=len(folders), unit="skill", disable=None, file=self.stderr) as bar:
-            report = skills_import_tree(root=path, source=source, actor=CLI, only=folders,
-                                        progress=lambda folder: bar.update(1))
+            report = skills_import_tree(
+                root=path, source=source, actor=CLI, only=folders, progress=lambda folder: bar.update(1)
+            )
         self._report(report)
 
     def handle_sync(self, **_) -> None:
@@ -157,9 +161,12 @@ class Command(BaseCommand):
         self._report(report, skipped=len(report.skipped))
 
     def handle_export(self, *, name: str | None, dest: Path, all: bool, label: str | None, **_) -> None:
-        if all == bool(name):
+        if all and not name:
+            skills = [row.skill for row in selectors.skill_list(include_shadowed=False)]
+        elif name and not all:
+            skills = [selectors.skill_get(name=name)]
+        else:
             raise CommandError("Give either a skill NAME or --all.")
-        skills = [row.skill for row in selectors.skill_list(include_shadowed=False)] if all else [selectors.skill_get(name=name)]
         for skill in skills:
             version = selectors.skill_version_for(skill=skill, label=label)
             target = dest / skill.name if all else dest
@@ -187,8 +194,14 @@ class Command(BaseCommand):
             raise CommandError(f"A user skill named '{name}' already exists; publish a new version instead.")
         title = name.replace("-", " ").replace("_", " ").capitalize()
         description = description or f"Describe what {name} does and when to use it (one or two sentences)."
-        frontmatter = {"name": name, "description": description, "version": "0.1.0",
-                       "tags": [], "triggers": ["task_match", "explicit_command"], "tools": []}
+        frontmatter = {
+            "name": name,
+            "description": description,
+            "version": "0.1.0",
+            "tags": [],
+            "triggers": ["task_match", "explicit_command"],
+            "tools": [],
+        }
         files: list[tuple[str, bytes, bool]] = []
         if code:
             frontmatter["tools"] = ["run_skill"]
@@ -197,8 +210,9 @@ class Command(BaseCommand):
         else:
             body = _PROMPT_BODY.format(title=title)
         bundle = bundle_from_parts(render_skill_md(frontmatter, body).encode(), files, limits=registry_limits())
-        result = skill_version_publish(bundle=bundle, source=SkillSource.USER, message="Created from the template",
-                                       actor=CLI)
+        result = skill_version_publish(
+            bundle=bundle, source=SkillSource.USER, message="Created from the template", actor=CLI
+        )
         kind = "code skill" if code else "prompt skill"
         self.stdout.write(self.style.SUCCESS(f"created {kind} {result.skill.name} v{result.version.number} (user)"))
         for issue in result.warnings:
@@ -213,8 +227,10 @@ class Command(BaseCommand):
 
     def _report(self, report: ImportReport, skipped: int = 0) -> None:
         for result in report.published:
-            self.stdout.write(self.style.SUCCESS(f"published {result.skill.name} v{result.version.number}")
-                              + (f" ({len(result.warnings)} warning(s))" if result.warnings else ""))
+            self.stdout.write(
+                self.style.SUCCESS(f"published {result.skill.name} v{result.version.number}")
+                + (f" ({len(result.warnings)} warning(s))" if result.warnings else "")
+            )
         for result in report.unchanged:
             self.stdout.write(f"unchanged {result.skill.name} v{result.version.number}")
         for folder, reason in report.failed:

@@ -273,7 +273,7 @@ def parse_expression(tokens):
     try:
         value = Decimal(number)
     except InvalidOperation:
-        raise InputError(f"bad number '{number}'.")
+        raise InputError(f"bad number '{number}'.") from None
     if value != 0 and not -100 <= value.adjusted() <= 100:
         raise InputError(f"value '{number}' is out of range (use a magnitude from 1e-100 up to 1e101).")
     units = ([rest] if rest else []) + tokens[1:]

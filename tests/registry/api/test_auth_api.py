@@ -23,8 +23,12 @@ ENDPOINTS = [
     ("get", "/api/v1/skills/guarded/files/notes.txt", "skills:read", None),
     ("get", "/api/v1/skills/guarded/bundle.zip", "skills:read", None),
     ("get", "/api/v1/skills/guarded/versions", "skills:read", None),
-    ("post", "/api/v1/skills/guarded/versions", "skills:write",
-     {"skill_md": make_skill_md("guarded", description="Changed.")}),
+    (
+        "post",
+        "/api/v1/skills/guarded/versions",
+        "skills:write",
+        {"skill_md": make_skill_md("guarded", description="Changed.")},
+    ),
     ("get", "/api/v1/skills/guarded/versions/1", "skills:read", None),
     ("get", "/api/v1/skills/guarded/diff", "skills:read", None),
     ("get", "/api/v1/skills/guarded/labels", "skills:read", None),
@@ -38,8 +42,12 @@ ENDPOINTS = [
     ("post", "/api/v1/rules/test", "skills:read", {"query": "guarded"}),
     ("get", "/api/v1/match?q=guarded", "skills:read", None),
     ("post", "/api/v1/resolve", "skills:read", {"query": "guarded"}),
-    ("post", "/api/v1/usage", "usage:write",
-     {"events": [{"event_id": "e1", "kind": "loaded", "skill": "guarded", "version": 1}]}),
+    (
+        "post",
+        "/api/v1/usage",
+        "usage:write",
+        {"events": [{"event_id": "e1", "kind": "loaded", "skill": "guarded", "version": 1}]},
+    ),
     ("get", "/api/v1/analytics/skills", "analytics:read", None),
 ]
 SUCCESS = {200, 201, 204}
@@ -144,8 +152,9 @@ def test_a_session_read_needs_no_csrf_and_roles_decide_scopes(db):
     assert client.get("/api/v1/analytics/skills").status_code == 200
     client.get("/")
     token = client.cookies["csrftoken"].value
-    denied = client.patch("/api/v1/skills/visible", {"enabled": False}, content_type="application/json",
-                          HTTP_X_CSRFTOKEN=token)
+    denied = client.patch(
+        "/api/v1/skills/visible", {"enabled": False}, content_type="application/json", HTTP_X_CSRFTOKEN=token
+    )
     assert denied.status_code == 403 and denied.json()["scope"] == "skills:write"
 
 
@@ -165,9 +174,13 @@ def test_the_schema_describes_every_endpoint_with_its_error_responses(client):
     paths = response.json()["paths"]
     for method, path, _, _ in ENDPOINTS:
         template = path.split("?")[0].replace("/api/v1", "/api/v1").replace("{rule}", "{rule_id}")
-        template = (template.replace("/guarded", "/{name}").replace("/notes.txt", "/{path}")
-                    .replace("/versions/1", "/versions/{number}").replace("/labels/production", "/labels/{label}")
-                    .replace("/labels/staging", "/labels/{label}"))
+        template = (
+            template.replace("/guarded", "/{name}")
+            .replace("/notes.txt", "/{path}")
+            .replace("/versions/1", "/versions/{number}")
+            .replace("/labels/production", "/labels/{label}")
+            .replace("/labels/staging", "/labels/{label}")
+        )
         template = template.replace("/rules/{rule_id}", "/rules/{rule_id}")
         assert template in paths, template
         operation = paths[template][method]

@@ -16,12 +16,14 @@ pytestmark = pytest.mark.django_db
 FUZZ = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 text = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=80) | st.sampled_from(
-    ["\x00", "\ud800", "../../etc/passwd", "latest", "-1", "1e309", "NaN", "🙂", "a" * 2000, "(a+)+$", "\\1"])
-scalars = st.none() | st.booleans() | st.integers(min_value=-(2**70), max_value=2**70) | st.floats(
-    allow_nan=False) | text
-json_values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(text, inner,
-                                                                                                  max_size=4),
-                           max_leaves=12)
+    ["\x00", "\ud800", "../../etc/passwd", "latest", "-1", "1e309", "NaN", "🙂", "a" * 2000, "(a+)+$", "\\1"]
+)
+scalars = (
+    st.none() | st.booleans() | st.integers(min_value=-(2**70), max_value=2**70) | st.floats(allow_nan=False) | text
+)
+json_values = st.recursive(
+    scalars, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(text, inner, max_size=4), max_leaves=12
+)
 
 
 def body_like(keys: list[str]):
@@ -69,9 +71,10 @@ def test_skill_md_text_never_500s(api, seeded):
 
 
 def test_events_with_wrong_types_never_500(api):
-    event = st.fixed_dictionaries({"event_id": text, "kind": st.sampled_from(["loaded", "feedback", "bogus"]) | text,
-                                   "skill": text}, optional={"version": json_values, "rating": json_values,
-                                                             "at": json_values, "cost": json_values})
+    event = st.fixed_dictionaries(
+        {"event_id": text, "kind": st.sampled_from(["loaded", "feedback", "bogus"]) | text, "skill": text},
+        optional={"version": json_values, "rating": json_values, "at": json_values, "cost": json_values},
+    )
 
     @FUZZ
     @given(events=st.lists(event, max_size=5))
@@ -82,12 +85,35 @@ def test_events_with_wrong_types_never_500(api):
     check()
 
 
-@pytest.mark.parametrize("path", ["/api/v1/skills", "/api/v1/match", "/api/v1/analytics/skills",
-                                  "/api/v1/skills/fuzzed", "/api/v1/skills/fuzzed/SKILL.md",
-                                  "/api/v1/skills/fuzzed/diff", "/api/v1/skills/fuzzed/versions"])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/api/v1/skills",
+        "/api/v1/match",
+        "/api/v1/analytics/skills",
+        "/api/v1/skills/fuzzed",
+        "/api/v1/skills/fuzzed/SKILL.md",
+        "/api/v1/skills/fuzzed/diff",
+        "/api/v1/skills/fuzzed/versions",
+    ],
+)
 def test_arbitrary_query_strings_never_500(api, seeded, path):
-    keys = ["q", "tag", "trigger", "source", "enabled", "label", "version", "limit", "offset", "from", "to",
-            "by_version", "shadowed", "skill"]
+    keys = [
+        "q",
+        "tag",
+        "trigger",
+        "source",
+        "enabled",
+        "label",
+        "version",
+        "limit",
+        "offset",
+        "from",
+        "to",
+        "by_version",
+        "shadowed",
+        "skill",
+    ]
 
     url_text = text.filter(lambda value: "\ud800" not in value)  # a URL cannot carry a lone surrogate
 
@@ -102,16 +128,24 @@ def test_arbitrary_query_strings_never_500(api, seeded, path):
 
 @pytest.mark.parametrize("segment", ["%00", "a%00b", "%ff%fe", "..", "x" * 300, "%F0%9F%99%82", "a%0Ab"])
 def test_odd_path_segments_never_500(api, seeded, segment):
-    for template in ("/api/v1/skills/{}", "/api/v1/skills/{}/SKILL.md", "/api/v1/skills/fuzzed/labels/{}",
-                     "/api/v1/skills/fuzzed/files/{}"):
+    for template in (
+        "/api/v1/skills/{}",
+        "/api/v1/skills/{}/SKILL.md",
+        "/api/v1/skills/fuzzed/labels/{}",
+        "/api/v1/skills/fuzzed/files/{}",
+    ):
         response = api.get(template.format(segment))
         assert response.status_code < 500, (template, segment, response.content[:200])
     assert api.put(f"/api/v1/skills/fuzzed/labels/{segment}", {"version": 1}, format="json").status_code < 500
 
 
 def test_a_multipart_body_with_junk_never_500s(api, seeded):
-    response = api.generic("POST", "/api/v1/skills", b"--x\r\nContent-Disposition: form-data; name=\"bundle\"\r\n\r\n",
-                           content_type="multipart/form-data; boundary=x")
+    response = api.generic(
+        "POST",
+        "/api/v1/skills",
+        b'--x\r\nContent-Disposition: form-data; name="bundle"\r\n\r\n',
+        content_type="multipart/form-data; boundary=x",
+    )
     assert response.status_code < 500
     response = api.generic("POST", "/api/v1/skills", b"junk", content_type="multipart/form-data")
     assert response.status_code < 500

@@ -58,11 +58,15 @@ def test_any_write_invalidates_a_cached_resolve_at_once(api, skills, change):
     elif change == "disable":
         api.patch("/api/v1/skills/sql-query", {"enabled": False}, format="json")
     else:
-        api.post("/api/v1/rules", {"name": "docs", "pattern": "documents", "skills": ["image-generation"],
-                                   "instruction": "Draw it."}, format="json")
+        api.post(
+            "/api/v1/rules",
+            {"name": "docs", "pattern": "documents", "skills": ["image-generation"], "instruction": "Draw it."},
+            format="json",
+        )
 
-    second = api.post("/api/v1/resolve", {"query": "summarize documents"}, format="json",
-                      HTTP_IF_NONE_MATCH=first["ETag"])
+    second = api.post(
+        "/api/v1/resolve", {"query": "summarize documents"}, format="json", HTTP_IF_NONE_MATCH=first["ETag"]
+    )
 
     assert second.status_code == 200
     assert second["ETag"] != first["ETag"]
@@ -77,20 +81,29 @@ def test_resolve_with_label_uses_labelled_versions_and_falls_back_to_latest(api,
     versions = {s["name"]: s["version"] for s in body["skills"]}
     assert versions["summarize"] == 1 and versions["sql-query"] == 1
     assert {s["name"]: s["version"] for s in api.post("/api/v1/resolve", {}, format="json").json()["skills"]}[
-        "summarize"] == 2
+        "summarize"
+    ] == 2
 
 
 def test_resolve_forced_skill_and_budgets(api, skills):
-    body = api.post("/api/v1/resolve", {"query": "sql", "forced_skill": "image-generation", "max_skills": 1},
-                    format="json").json()
+    body = api.post(
+        "/api/v1/resolve", {"query": "sql", "forced_skill": "image-generation", "max_skills": 1}, format="json"
+    ).json()
     names = [s["name"] for s in body["skills"]]
     assert names[0] == "image-generation" and body["skills"][0]["forced_by"] == ["forced_skill"]
     assert "Skills truncated: included 1 of 3" in body["prompt_block"]
 
 
-@pytest.mark.parametrize("body", [
-    {"max_skills": -1}, {"max_chars": "lots"}, {"context": "nope"}, {"label": "Not A Label"},
-    {"context": {"k": {"nested": 1}}}, {"query": ["x"]},
-])
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"max_skills": -1},
+        {"max_chars": "lots"},
+        {"context": "nope"},
+        {"label": "Not A Label"},
+        {"context": {"k": {"nested": 1}}},
+        {"query": ["x"]},
+    ],
+)
 def test_resolve_rejects_bad_input_with_400(api, skills, body):
     assert api.post("/api/v1/resolve", body, format="json").status_code == 400

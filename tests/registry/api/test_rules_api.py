@@ -29,8 +29,9 @@ def test_create_returns_the_rule_shape_and_warns_about_unknown_skills(api):
     body = response.json()
     for key in ("name", "pattern", "skills", "instruction", "auto_invoke", "priority", "enabled"):
         assert body[key] == IMAGE_RULE[key]
-    assert body["warnings"] == ["No skill named 'image-generation' exists yet; the rule will list it once it is "
-                                "published."]
+    assert body["warnings"] == [
+        "No skill named 'image-generation' exists yet; the rule will list it once it is published."
+    ]
     assert AuditLog.objects.filter(action="rule.create").count() == 1
 
 
@@ -87,16 +88,19 @@ def test_pathological_patterns_on_a_long_query_return_promptly(api, pattern):
     assert elapsed < 10, elapsed
 
 
-@pytest.mark.parametrize(("field", "value"), [
-    ("skills", ["not a name!"]),
-    ("skills", "image-generation"),
-    ("auto_invoke", {"tool": "run skill"}),
-    ("auto_invoke", {"tool": "run_skill", "arguments": ["not", "an", "object"]}),
-    ("auto_invoke", {"tool": "run_skill", "extra": 1}),
-    ("auto_invoke", "run_skill"),
-    ("priority", "high"),
-    ("name", ""),
-])
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("skills", ["not a name!"]),
+        ("skills", "image-generation"),
+        ("auto_invoke", {"tool": "run skill"}),
+        ("auto_invoke", {"tool": "run_skill", "arguments": ["not", "an", "object"]}),
+        ("auto_invoke", {"tool": "run_skill", "extra": 1}),
+        ("auto_invoke", "run_skill"),
+        ("priority", "high"),
+        ("name", ""),
+    ],
+)
 def test_invalid_rule_fields_are_400_naming_the_field(api, field, value):
     response = api.post("/api/v1/rules", {**IMAGE_RULE, field: value}, format="json")
     assert response.status_code == 400

@@ -21,8 +21,9 @@ pytestmark = pytest.mark.django_db
 def create(api, name="demo-skill", *, files=(), **fields):
     body = {"skill_md": make_skill_md(name, **fields)}
     if files:
-        body["files"] = [{"path": p, "content_base64": base64.b64encode(c).decode(), "executable": x}
-                         for p, c, x in files]
+        body["files"] = [
+            {"path": p, "content_base64": base64.b64encode(c).decode(), "executable": x} for p, c, x in files
+        ]
     return api.post("/api/v1/skills", body, format="json")
 
 
@@ -52,8 +53,10 @@ def test_create_from_json_answers_201_with_the_contract_shape(api):
 
 
 def test_create_from_a_multipart_zip_upload_keeps_files_and_modes(api):
-    archive = zip_of({"zipped/SKILL.md": make_skill_md("zipped").encode(), "zipped/scripts/go.sh": b"#!/bin/sh\n"},
-                     modes={"zipped/scripts/go.sh": 0o755})
+    archive = zip_of(
+        {"zipped/SKILL.md": make_skill_md("zipped").encode(), "zipped/scripts/go.sh": b"#!/bin/sh\n"},
+        modes={"zipped/scripts/go.sh": 0o755},
+    )
     upload = io.BytesIO(archive)
     upload.name = "zipped.zip"
 
@@ -82,21 +85,32 @@ def test_publishing_identical_content_answers_200_and_creates_nothing(api):
 
 def test_publish_to_versions_creates_the_next_version(api):
     create(api, "versioned")
-    response = api.post("/api/v1/skills/versioned/versions",
-                        {"skill_md": make_skill_md("versioned", description="Second take on the thing."),
-                         "message": "better description", "base_version": 1}, format="json")
+    response = api.post(
+        "/api/v1/skills/versioned/versions",
+        {
+            "skill_md": make_skill_md("versioned", description="Second take on the thing."),
+            "message": "better description",
+            "base_version": 1,
+        },
+        format="json",
+    )
     assert response.status_code == 201
     assert response.json()["version"] == 2
 
 
 def test_a_stale_base_version_is_a_409_naming_the_latest_version(api):
     create(api, "contested")
-    api.post("/api/v1/skills/contested/versions",
-             {"skill_md": make_skill_md("contested", description="Alice's edit."), "base_version": 1}, format="json")
+    api.post(
+        "/api/v1/skills/contested/versions",
+        {"skill_md": make_skill_md("contested", description="Alice's edit."), "base_version": 1},
+        format="json",
+    )
 
-    response = api.post("/api/v1/skills/contested/versions",
-                        {"skill_md": make_skill_md("contested", description="Bob's edit."), "base_version": 1},
-                        format="json")
+    response = api.post(
+        "/api/v1/skills/contested/versions",
+        {"skill_md": make_skill_md("contested", description="Bob's edit."), "base_version": 1},
+        format="json",
+    )
 
     assert response.status_code == 409
     assert response.json()["error"] == "version_conflict"
@@ -195,8 +209,11 @@ def test_malformed_json_is_a_400(api):
 
 
 def test_invalid_base64_names_the_file(api):
-    response = api.post("/api/v1/skills", {"skill_md": make_skill_md("b64"),
-                                           "files": [{"path": "a.txt", "content_base64": "***"}]}, format="json")
+    response = api.post(
+        "/api/v1/skills",
+        {"skill_md": make_skill_md("b64"), "files": [{"path": "a.txt", "content_base64": "***"}]},
+        format="json",
+    )
     assert response.status_code == 400
     assert "files[0].content_base64" in response.json()["fields"]
 
@@ -313,8 +330,10 @@ def test_patch_disables_and_enables(api):
     assert response.json()["source"] == "workspace" and response.json()["enabled"] is False
     # precedence: the bundled copy is the effective one now
     assert api.get("/api/v1/skills/toggle").json()["source"] == "bundled"
-    assert api.patch("/api/v1/skills/toggle", {"enabled": True, "source": "workspace"},
-                     format="json").json()["enabled"] is True
+    assert (
+        api.patch("/api/v1/skills/toggle", {"enabled": True, "source": "workspace"}, format="json").json()["enabled"]
+        is True
+    )
     assert api.patch("/api/v1/skills/toggle", {"enabled": "maybe"}, format="json").status_code == 400
 
 
@@ -377,8 +396,14 @@ def test_skill_md_404_is_json_even_when_markdown_is_accepted(api):
 
 
 def test_files_are_served_with_a_content_type_and_unknown_paths_404(api):
-    publish("filed", files=[("scripts/run.py", b"print(1)\n", True), ("assets/logo.png", b"\x89PNG\r\n\x1a\n", False),
-                            ("assets/page.html", b"<script>alert(1)</script>", False)])
+    publish(
+        "filed",
+        files=[
+            ("scripts/run.py", b"print(1)\n", True),
+            ("assets/logo.png", b"\x89PNG\r\n\x1a\n", False),
+            ("assets/page.html", b"<script>alert(1)</script>", False),
+        ],
+    )
 
     script = api.get("/api/v1/skills/filed/files/scripts/run.py")
     image = api.get("/api/v1/skills/filed/files/assets/logo.png")
@@ -404,7 +429,9 @@ def test_bundle_zip_round_trips_byte_for_byte(api):
     bundle = read_zip(response.content)
     assert bundle.skill_md == make_skill_md("zipme").encode()
     assert [(f.path, f.content, f.executable) for f in bundle.files] == [
-        ("references/b.md", b"# B\n", False), ("scripts/a.sh", b"#!/bin/sh\necho a\n", True)]
+        ("references/b.md", b"# B\n", False),
+        ("scripts/a.sh", b"#!/bin/sh\necho a\n", True),
+    ]
     assert api.get("/api/v1/skills/zipme/bundle.zip", HTTP_IF_NONE_MATCH=response["ETag"]).status_code == 304
 
 

@@ -13,13 +13,20 @@ pytestmark = pytest.mark.django_db
 
 
 def events(*specs):
-    return {"events": [{"event_id": eid, "kind": kind, "skill": skill, "version": version, **extra}
-                       for eid, kind, skill, version, extra in specs]}
+    return {
+        "events": [
+            {"event_id": eid, "kind": kind, "skill": skill, "version": version, **extra}
+            for eid, kind, skill, version, extra in specs
+        ]
+    }
 
 
 def test_a_batch_is_accepted_and_resending_it_never_double_counts(api):
-    batch = events(("e1", "loaded", "pdf", 1, {}), ("e2", "succeeded", "pdf", 1, {}),
-                   ("e3", "feedback", "pdf", 1, {"rating": "up"}))
+    batch = events(
+        ("e1", "loaded", "pdf", 1, {}),
+        ("e2", "succeeded", "pdf", 1, {}),
+        ("e3", "feedback", "pdf", 1, {"rating": "up"}),
+    )
 
     first = api.post("/api/v1/usage", batch, format="json")
     again = api.post("/api/v1/usage", batch, format="json")
@@ -32,15 +39,19 @@ def test_a_batch_is_accepted_and_resending_it_never_double_counts(api):
 
 def test_a_partly_new_batch_counts_only_the_new_events(api):
     api.post("/api/v1/usage", events(("a", "loaded", "pdf", 1, {})), format="json")
-    response = api.post("/api/v1/usage", events(("a", "loaded", "pdf", 1, {}), ("b", "failed", "pdf", 1, {}),
-                                                ("b", "failed", "pdf", 1, {})), format="json")
+    response = api.post(
+        "/api/v1/usage",
+        events(("a", "loaded", "pdf", 1, {}), ("b", "failed", "pdf", 1, {}), ("b", "failed", "pdf", 1, {})),
+        format="json",
+    )
     assert response.json()["accepted"] == 1 and response.json()["duplicates"] == 2
     assert UsageEvent.objects.count() == 2
 
 
 def test_unknown_kinds_and_bad_events_are_400_and_nothing_is_written(api):
-    response = api.post("/api/v1/usage", events(("ok", "loaded", "pdf", 1, {}), ("bad", "exploded", "pdf", 1, {})),
-                        format="json")
+    response = api.post(
+        "/api/v1/usage", events(("ok", "loaded", "pdf", 1, {}), ("bad", "exploded", "pdf", 1, {})), format="json"
+    )
     assert response.status_code == 400
     assert "events" in response.json()["fields"]
     assert not UsageEvent.objects.exists()
