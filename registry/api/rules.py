@@ -13,25 +13,13 @@ from registry.api.skills import _paginate
 from registry.errors import NotFound
 from registry.models import ForceIncludeRule
 from registry.services.resolve import rules_test
-from registry.services.rules import rule_create, rule_delete, rule_update
+from registry.services.rules import rule_create, rule_delete, rule_fields, rule_update
 
 READ, WRITE = "skills:read", "rules:write"
 
 
 def _rule_payload(rule: ForceIncludeRule, warnings: tuple[str, ...] | None = None) -> dict:
-    body = {
-        "id": rule.pk,
-        "name": rule.name,
-        "pattern": rule.pattern,
-        "skills": rule.skills,
-        "tools": rule.tools,
-        "instruction": rule.instruction,
-        "auto_invoke": rule.auto_invoke,
-        "priority": rule.priority,
-        "enabled": rule.enabled,
-        "created_at": rule.created_at,
-        "updated_at": rule.updated_at,
-    }
+    body = {"id": rule.pk, **rule_fields(rule), "created_at": rule.created_at, "updated_at": rule.updated_at}
     if warnings is not None:
         body["warnings"] = list(warnings)
     return body

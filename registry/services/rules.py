@@ -182,7 +182,8 @@ def _skill_warnings(skills: list[str]) -> tuple[str, ...]:
     return tuple(warnings)
 
 
-def _snapshot(rule: ForceIncludeRule) -> dict[str, Any]:
+def rule_fields(rule: ForceIncludeRule) -> dict[str, Any]:
+    """The rule's editable fields as plain data (audit before/after, API bodies)."""
     return {
         "name": rule.name,
         "pattern": rule.pattern,
@@ -238,7 +239,7 @@ def rule_create(
     try:
         with transaction.atomic():
             rule = ForceIncludeRule.objects.create(created_by=actor.user_or_none, **fields)
-            audit_record(actor=actor, action="rule.create", object_type="rule", object_repr=name, after=_snapshot(rule))
+            audit_record(actor=actor, action="rule.create", object_type="rule", object_repr=name, after=rule_fields(rule))
             registry_changed()
     except IntegrityError:
         raise _duplicate(name) from None
@@ -280,7 +281,7 @@ def rule_update(
     try:
         with transaction.atomic():
             rule = ForceIncludeRule.objects.select_for_update().get(pk=rule.pk)
-            before = _snapshot(rule)
+            before = rule_fields(rule)
             changed = {k: v for k, v in changes.items() if getattr(rule, k) != v}
             if not changed:
                 return RuleWriteResult(rule=rule, warnings=_skill_warnings(rule.skills))
@@ -300,7 +301,7 @@ def rule_update(
                 object_type="rule",
                 object_repr=rule.name,
                 before={k: before[k] for k in changed},
-                after={k: _snapshot(rule)[k] for k in changed},
+                after={k: rule_fields(rule)[k] for k in changed},
             )
             registry_changed()
     except IntegrityError:
@@ -310,7 +311,7 @@ def rule_update(
 
 def rule_delete(*, rule: ForceIncludeRule, actor: Actor = SYSTEM) -> None:
     with transaction.atomic():
-        before = _snapshot(rule)
+        before = rule_fields(rule)
         deleted, _ = ForceIncludeRule.objects.filter(pk=rule.pk).delete()
         if deleted:
             audit_record(actor=actor, action="rule.delete", object_type="rule", object_repr=rule.name, before=before)
