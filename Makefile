@@ -35,7 +35,7 @@ test: install-dev
 
 lint: install-dev
 	$(VENV)/bin/ruff check .
-	$(VENV)/bin/mypy .
+	$(VENV)/bin/mypy agents registry config
 
 bench: install-dev
 	$(PY) bench/run_all.py

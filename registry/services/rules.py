@@ -239,7 +239,9 @@ def rule_create(
     try:
         with transaction.atomic():
             rule = ForceIncludeRule.objects.create(created_by=actor.user_or_none, **fields)
-            audit_record(actor=actor, action="rule.create", object_type="rule", object_repr=name, after=rule_fields(rule))
+            audit_record(
+                actor=actor, action="rule.create", object_type="rule", object_repr=name, after=rule_fields(rule)
+            )
             registry_changed()
     except IntegrityError:
         raise _duplicate(name) from None

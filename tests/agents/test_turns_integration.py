@@ -6,7 +6,10 @@ when REDIS_URL is set (CI) and Kombu's filesystem transport otherwise.
 
 from __future__ import annotations
 
+import json
 import os
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from rest_framework.test import APIClient
@@ -251,3 +254,88 @@ def test_a_worker_killed_mid_turn_leaves_no_duplicate_run_or_usage_events(client
     kinds = list(UsageEvent.objects.filter(turn_id=turn_id).values_list("kind", "skill_name"))
     assert len(kinds) == len(set(kinds)), f"duplicate usage events: {kinds}"
     assert ("executed", "slow-skill") in kinds and ("succeeded", "slow-skill") in kinds
+
+
+class FlakyModelServer(BaseHTTPRequestHandler):
+    """An OpenAI-compatible chat endpoint that fails with `failure_status` for the first
+    `failures` requests, then answers "recovered"."""
+
+    failures = 0
+    failure_status = 503
+    requests = 0
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers["Content-Length"]))
+        type(self).requests += 1
+        if type(self).requests <= self.failures:
+            status, payload = self.failure_status, {"error": {"message": "stub failure", "type": "stub", "code": None}}
+        else:
+            status, payload = (
+                200,
+                {
+                    "id": "chatcmpl-1",
+                    "object": "chat.completion",
+                    "created": 0,
+                    "model": "gpt-test",
+                    "choices": [
+                        {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "recovered"}}
+                    ],
+                    "usage": {"prompt_tokens": 10, "completion_tokens": 1, "total_tokens": 11},
+                },
+            )
+        raw = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(raw)))
+        self.end_headers()
+        self.wfile.write(raw)
+
+    def log_message(self, *args) -> None:
+        pass
+
+
+@pytest.fixture(scope="module")
+def flaky_model_server_worker(worker):
+    """A worker whose model is an OpenAI-compatible stub on 127.0.0.1 (litellm's real HTTP path)."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), FlakyModelServer)
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    worker.stop()
+    flaky = WorkerProcess(
+        extra_env={
+            "AGENT_API_BASE": f"http://127.0.0.1:{server.server_port}/v1",
+            "AGENT_API_KEY": "stub-key",
+            "NO_PROXY": "127.0.0.1",
+        }
+    ).start()
+    yield flaky
+    flaky.stop()
+    server.shutdown()
+    server.server_close()
+    worker.start()
+
+
+@pytest.fixture
+def flaky_model_worker(flaky_model_server_worker):
+    FlakyModelServer.requests = 0
+    return flaky_model_server_worker
+
+
+def test_a_transient_model_error_is_retried_by_the_task_and_the_turn_succeeds(client, flaky_model_worker):
+    FlakyModelServer.failures, FlakyModelServer.failure_status = 3, 503
+
+    body = finished(client, submit(client, message="hello", model="openai/gpt-test"), flaky_model_worker, timeout=90)
+
+    assert body["status"] == "succeeded", body["error"]
+    assert body["answer"] == "recovered"
+    assert body["attempts"] >= 2, "the Celery task itself retried"
+    assert len(events(body, "llm_call")) == 1, "the successful attempt's trace replaced the failed one"
+
+
+def test_a_permanent_model_error_fails_the_turn_with_a_readable_error(client, flaky_model_worker):
+    FlakyModelServer.failures, FlakyModelServer.failure_status = 1, 400
+
+    body = finished(client, submit(client, message="hello", model="openai/gpt-test"), flaky_model_worker)
+
+    assert body["status"] == "failed"
+    assert body["attempts"] == 1
+    assert "stub failure" in body["error"]
