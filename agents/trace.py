@@ -18,6 +18,7 @@ from django.utils import timezone
 from agents.models import AgentTurn, TraceEvent
 
 MAX_STRING = 20_000  # one event never stores more than this per string value
+CANCEL_CHECK_SECONDS = 1.0
 
 
 def _json_safe(value: Any) -> Any:
@@ -39,6 +40,7 @@ class DatabaseTraceSink:
         self.seq = 0
         self._lease_renewed = time.monotonic()
         self._lease_every = settings.AGENT_TURN_LEASE_SECONDS / 3
+        self._cancel_checked = time.monotonic()
 
     def emit(self, type: str, data: dict[str, Any]) -> None:
         self.seq += 1
@@ -54,5 +56,10 @@ class DatabaseTraceSink:
         )
 
     def should_cancel(self) -> bool:
+        # Asked before every step; looking at most once a second keeps a query off most steps
+        # while a cancel still takes effect within about a second.
         self._renew_lease()
+        if time.monotonic() - self._cancel_checked < CANCEL_CHECK_SECONDS:
+            return False
+        self._cancel_checked = time.monotonic()
         return AgentTurn.objects.filter(pk=self.turn.pk, cancel_requested=True).exists()

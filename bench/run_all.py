@@ -8,6 +8,9 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 
-for script in ("import_skills.py", "resolve.py", "skill_md_throughput.py"):
+SCRIPTS = ("import_skills.py", "resolve.py", "skill_md_throughput.py", "runtime_step.py", "enqueue_latency.py",
+           "prompt_tokens.py")
+
+for script in SCRIPTS:
     print(f"\n== {script}", flush=True)
     subprocess.run([sys.executable, str(HERE / script)], check=True)

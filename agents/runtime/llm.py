@@ -87,6 +87,39 @@ def token_count(model: str, messages: list[dict[str, Any]], tools: list[dict[str
         return len(json.dumps(messages, default=str)) // 4 + len(json.dumps(tools)) // 4
 
 
+class CachingTokenCounter:
+    """Counts messages + tools like `token_count`, remembering each message's share.
+
+    Every step re-sends the system prompt and the conversation so far; tokenising all of it
+    again was most of the runtime's own cost per step. Counting message by message overstates
+    the total by a few tokens of per-call priming per message, which only makes trimming start
+    slightly early.
+    """
+
+    def __init__(self, model: str) -> None:
+        self.model = model
+        self._messages: dict[str, int] = {}
+        self._tools: dict[str, int] = {}
+
+    def __call__(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> int:
+        return self._tools_share(tools) + sum(self._message_share(message) for message in messages)
+
+    def _message_share(self, message: dict[str, Any]) -> int:
+        key = json.dumps(message, sort_keys=True, default=str)
+        if key not in self._messages:
+            self._messages[key] = token_count(self.model, [message], [])
+        return self._messages[key]
+
+    def _tools_share(self, tools: list[dict[str, Any]]) -> int:
+        if not tools:
+            return 0
+        key = json.dumps(tools, sort_keys=True, default=str)
+        if key not in self._tools:
+            probe = [{"role": "user", "content": ""}]
+            self._tools[key] = max(0, token_count(self.model, probe, tools) - token_count(self.model, probe, []))
+        return self._tools[key]
+
+
 def max_input_tokens(model: str) -> int | None:
     litellm = litellm_module()
     try:

@@ -101,6 +101,7 @@ class _Turn:
         self.conversation: list[dict[str, Any]] = []
         self.current_user_index = 0
         self.input_limit = DEFAULT_MAX_INPUT_TOKENS
+        self.count_tokens = llm.CachingTokenCounter(request.model)
 
     # --- setup ------------------------------------------------------------------------------
 
@@ -232,7 +233,7 @@ class _Turn:
         specs = [tool.spec() for tool in self._offered_tools()]
 
         def count(messages: list[dict[str, Any]]) -> int:
-            return llm.token_count(self.request.model, messages, specs)
+            return self.count_tokens(messages, specs)
 
         fitted = fit_context(
             prompt=self.prompt,

@@ -202,6 +202,29 @@ def test_a_conversation_carries_history_into_the_next_turn(client, worker):
     assert events(second, "llm_call")[0]["message_count"] > events(first, "llm_call")[0]["message_count"]
 
 
+def test_a_running_turn_is_cancelled_at_its_next_step(client, worker):
+    publish(
+        "sleepy",
+        description="Runs a slow script.",
+        tools=["run_skill"],
+        files=[("scripts/nap.py", b"import time\ntime.sleep(3)\n", True)],
+    )
+    nap = {"name": "run_skill", "arguments": {"skill_name": "sleepy", "script": "nap.py", "args": []}}
+    turn_id = submit(client, message="nap", model="scripted", script=[{"content": None, "tool_calls": [nap]}] * 5)
+    wait_for(
+        lambda: TraceEvent.objects.filter(turn_id=turn_id, type="llm_call").exists(),
+        timeout=60,
+        message="the turn to start",
+    )
+
+    response = client.post(f"/api/v1/agent/turns/{turn_id}/cancel")
+    body = finished(client, turn_id, worker)
+
+    assert response.status_code == 202
+    assert body["status"] == "cancelled"
+    assert len(events(body, "llm_call")) < 5
+
+
 @pytest.mark.skipif(
     not os.environ.get("REDIS_URL"),
     reason="needs Redis (REDIS_URL): the filesystem broker does not redeliver unacknowledged messages",
