@@ -181,6 +181,16 @@ def agent_turn_claim(*, turn_id: str) -> AgentTurn | None:
         return turn
 
 
+def agent_turn_lease_remaining(*, turn_id: str) -> float | None:
+    """Seconds until a running turn's lease lapses, or None when the turn is not running."""
+    lease = (
+        AgentTurn.objects.filter(pk=turn_id, status=TurnStatus.RUNNING)
+        .values_list("lease_expires_at", flat=True)
+        .first()
+    )
+    return None if lease is None else max(0.0, (lease - timezone.now()).total_seconds())
+
+
 def agent_turn_requeue(*, turn: AgentTurn, reason: str) -> None:
     """A transient model error: give the turn back so the retried message can claim it."""
     AgentTurn.objects.filter(pk=turn.pk, status=TurnStatus.RUNNING).update(

@@ -24,7 +24,16 @@ class TurnTask(Task):
 def agent_turn_run_task(self, turn_id: str) -> None:
     turn = services.agent_turn_claim(turn_id=turn_id)
     if turn is None:
-        logger.info("turn %s is finished or held by another worker; skipping this delivery", turn_id)
+        wait = services.agent_turn_lease_remaining(turn_id=turn_id)
+        if wait is not None:
+            # Another worker holds the turn, and may have died holding it (this delivery is the
+            # broker giving its message back). Dropping the message could strand the turn, so
+            # look again once the lease could have lapsed; a fresh message, not a retry, so the
+            # model-error retry budget stays whole.
+            logger.info("turn %s is held by another worker; looking again in %.0f s", turn_id, wait + 1)
+            agent_turn_run_task.apply_async((turn_id,), countdown=wait + 1)
+        else:
+            logger.info("turn %s is finished or queued elsewhere; skipping this delivery", turn_id)
         return
     try:
         services.agent_turn_run(turn=turn)
