@@ -73,17 +73,21 @@ class SkillEntry:
     model_invocable: bool = True  # false for `disable-model-invocation: true`: listed only when forced
 
     def to_summary(self):
-        """As `agents.runtime.types.SkillSummary` (imported lazily: the runtime has no Django)."""
-        from agents.runtime.types import SkillSummary
+        return runtime_summary(self)
 
-        return SkillSummary(
-            name=self.name,
-            description=self.description,
-            version=self.version,
-            tags=self.tags,
-            triggers=self.triggers,
-            tools=self.tools,
-        )
+
+def runtime_summary(skill: SkillEntry | ResolvedSkill):
+    """As `agents.runtime.types.SkillSummary` (imported lazily: the runtime has no Django)."""
+    from agents.runtime.types import SkillSummary
+
+    return SkillSummary(
+        name=skill.name,
+        description=skill.description,
+        version=skill.version,
+        tags=skill.tags,
+        triggers=skill.triggers,
+        tools=skill.tools,
+    )
 
 
 @dataclass(frozen=True)
@@ -159,20 +163,10 @@ class ResolveResult:
     def to_resolution(self):
         """As `agents.runtime.types.Resolution` for the agent runtime."""
         from agents.runtime.types import FiredRule as RuntimeFiredRule
-        from agents.runtime.types import Resolution, SkillSummary
+        from agents.runtime.types import Resolution
 
         return Resolution(
-            skills=tuple(
-                SkillSummary(
-                    name=s.name,
-                    description=s.description,
-                    version=s.version,
-                    tags=s.tags,
-                    triggers=s.triggers,
-                    tools=s.tools,
-                )
-                for s in self.skills
-            ),
+            skills=tuple(runtime_summary(s) for s in self.skills),
             prompt_block=self.prompt_block,
             instructions=self.instructions,
             fired_rules=tuple(
