@@ -203,6 +203,9 @@ FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 MAX_SKILLS_IN_PROMPT = env.int("MAX_SKILLS_IN_PROMPT", default=150)
 MAX_PROMPT_CHARS = env.int("MAX_PROMPT_CHARS", default=18000)
 RULE_PATTERN_MAX_LENGTH = env.int("RULE_PATTERN_MAX_LENGTH", default=1000)
+# On PostgreSQL each process LISTENs for registry changes (one extra idle connection) so cached
+# reads skip a query per request; off, every read asks the database (registry/services/generation.py).
+REGISTRY_LISTEN = env.bool("REGISTRY_LISTEN", default=True)
 
 # --- Agent runtime ----------------------------------------------------------------------
 AGENT_MODEL = env.str("AGENT_MODEL", default="offline")

@@ -318,13 +318,13 @@ def skill_md_raw(
 ) -> RawSkillMd:
     """The exact SKILL.md bytes a reader gets, with their ETag.
 
-    Kept in a per-process LRU keyed by the registry generation, which the caller reads from the
-    database on every request: a hit costs no ORM work, and any publish, label move or
-    enable/disable changes the key, so a stale answer is impossible across processes.
+    Kept in a per-process LRU keyed by the current registry generation: a hit costs no ORM
+    work, and any publish, label move or enable/disable changes the key, so a stale answer is
+    impossible across processes.
     """
-    from registry.services.generation import registry_generation
+    from registry.services.generation import current_generation
 
-    generation = registry_generation() if generation is None else generation
+    generation = current_generation() if generation is None else generation
     key = (generation, name, source, label, number)
     with _RAW_LOCK:
         found = _RAW_CACHE.get(key)

@@ -35,11 +35,13 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
         return self.keyword
 
 
-def touch_token(token_id: int, last_used_at) -> None:
-    # Writing last_used_at on every request would make reads write; once a minute is enough.
+def touch_token(token_id: int, last_used_at) -> bool:
+    """Record use at most once a minute (writing on every request would make reads write)."""
     now = timezone.now()
     if last_used_at is None or (now - last_used_at).total_seconds() > 60:
         ApiToken.objects.filter(pk=token_id).update(last_used_at=now)
+        return True
+    return False
 
 
 def has_scope(request, scope: str) -> bool:

@@ -1,20 +1,25 @@
-"""The hot read path: raw SKILL.md for bearer-token clients in one small SQL query.
+"""The hot read path: raw SKILL.md for bearer-token clients, usually without touching the database.
 
 Agents fetch SKILL.md on every turn, mostly getting 304s. Going through DRF costs an ORM query
 for the token (with the user), another for the registry generation, content negotiation and
-Request wrapping — several times the cost of the bytes themselves. Here one raw query checks the
-token (not revoked, user active, scopes) *and* reads the generation; the bytes and their ETag
-come from the per-process cache keyed by that generation (selectors.skill_md_raw), so a hit does
-no ORM work at all. Anything unusual — no bearer token, an unknown or under-scoped token, odd
-query parameters, a missing skill — returns None and the normal DRF view answers (with the usual
-JSON errors), so behaviour is identical and only the common case is fast.
+Request wrapping — several times the cost of the bytes themselves. Here the token is checked
+(not revoked, user active, scopes) against a per-process cache and the generation comes from
+what this process has heard (services/generation.py); both are dropped the moment a
+notification says they changed. Where the process cannot listen (SQLite, inside a transaction,
+REGISTRY_LISTEN off) one raw query checks the token *and* reads the generation. The bytes and
+their ETag come from the per-process cache keyed by that generation (selectors.skill_md_raw).
+Anything unusual — no bearer token, an unknown or under-scoped token, odd query parameters, a
+missing skill — returns None and the normal DRF view answers (with the usual JSON errors), so
+behaviour is identical and only the common case is fast.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 import re
+import threading
 
 from django.db import connection
 from django.utils import timezone
@@ -22,28 +27,85 @@ from django.utils.dateparse import parse_datetime
 
 from registry.api.auth import touch_token
 from registry.models import ApiToken, SkillSource
+from registry.services.generation import heard_changes
 
 _LABEL = re.compile(r"^[a-z0-9_.-]{1,36}$")
 _SOURCES = frozenset(SkillSource.values)
 
 
-def _sql() -> str:
+@dataclasses.dataclass
+class _TokenRow:
+    id: int
+    scopes: frozenset[str]
+    user_active: bool
+    last_used_at: dt.datetime | None
+
+
+def _sql(*, with_generation: bool) -> str:
+    from registry.models import RegistryState
+
     token = ApiToken._meta.db_table
     user_model = ApiToken._meta.get_field("user").related_model
     user = user_model._meta.db_table
     active = getattr(user_model._meta.get_field("is_active"), "column", "is_active")
-    from registry.models import RegistryState
-
-    state = RegistryState._meta.db_table
+    generation = f", (SELECT s.generation FROM {RegistryState._meta.db_table} s WHERE s.id = 1)"
     return (
-        f"SELECT t.id, t.scopes, t.last_used_at, u.{active}, "
-        f"(SELECT s.generation FROM {state} s WHERE s.id = 1) "
+        f"SELECT t.id, t.scopes, t.last_used_at, u.{active}{generation if with_generation else ''} "
         f"FROM {token} t INNER JOIN {user} u ON u.id = t.user_id "
         f"WHERE t.secret_hash = %s AND t.revoked_at IS NULL"
     )
 
 
-_SQL: list[str] = []
+_SQL: dict[bool, str] = {}
+
+
+def _query(secret_hash: str, *, with_generation: bool) -> tuple[_TokenRow, int | None] | None:
+    if with_generation not in _SQL:
+        _SQL[with_generation] = _sql(with_generation=with_generation)
+    with connection.cursor() as cursor:
+        cursor.execute(_SQL[with_generation], [secret_hash])
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    token_id, scopes, last_used_at, is_active = row[:4]
+    if isinstance(scopes, str):  # SQLite, and PostgreSQL jsonb through a raw cursor
+        scopes = json.loads(scopes)
+    if isinstance(last_used_at, str):  # SQLite returns naive UTC text from a raw cursor
+        last_used_at = parse_datetime(last_used_at)
+    if last_used_at is not None and timezone.is_naive(last_used_at):
+        last_used_at = timezone.make_aware(last_used_at, dt.UTC)
+    token = _TokenRow(token_id, frozenset(scopes or ()), bool(is_active), last_used_at)
+    return token, (row[4] if with_generation else None)
+
+
+class _TokenCache:
+    """Valid token rows by secret hash, for as long as no token or user change has been heard."""
+
+    _MAX = 10_000
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._epoch = -1
+        self._rows: dict[str, _TokenRow] = {}
+
+    def get(self, secret_hash: str, epoch: int) -> _TokenRow | None:
+        with self._lock:
+            if epoch != self._epoch:
+                self._rows.clear()
+                self._epoch = epoch
+            return self._rows.get(secret_hash)
+
+    def put(self, secret_hash: str, epoch: int, token: _TokenRow) -> None:
+        # `epoch` was read before the query, so a change heard since then leaves this row out.
+        with self._lock:
+            if epoch != self._epoch:
+                return
+            if len(self._rows) >= self._MAX:
+                self._rows.clear()
+            self._rows[secret_hash] = token
+
+
+_TOKENS = _TokenCache()
 
 
 def bearer_generation(request, scope: str) -> int | None:
@@ -54,24 +116,29 @@ def bearer_generation(request, scope: str) -> int | None:
     secret = header[7:].strip()
     if not secret:
         return None
-    if not _SQL:
-        _SQL.append(_sql())
-    with connection.cursor() as cursor:
-        cursor.execute(_SQL[0], [ApiToken.hash_secret(secret)])
-        row = cursor.fetchone()
-    if row is None:
+    secret_hash = ApiToken.hash_secret(secret)
+    heard = heard_changes()
+    if heard is None:
+        found = _query(secret_hash, with_generation=True)
+        if found is None:
+            return None
+        token, queried = found
+        generation = int(queried or 0)
+    else:
+        generation, epoch = heard
+        cached = _TOKENS.get(secret_hash, epoch)
+        if cached is None:
+            found = _query(secret_hash, with_generation=False)
+            if found is None:
+                return None
+            cached = found[0]
+            _TOKENS.put(secret_hash, epoch, cached)
+        token = cached
+    if not token.user_active or scope not in token.scopes:
         return None
-    token_id, scopes, last_used_at, is_active, generation = row
-    if isinstance(scopes, str):  # SQLite, and PostgreSQL jsonb through a raw cursor
-        scopes = json.loads(scopes) if f'"{scope}"' in scopes else ()
-    if not is_active or scope not in (scopes or ()):
-        return None
-    if isinstance(last_used_at, str):  # SQLite returns naive UTC text from a raw cursor
-        last_used_at = parse_datetime(last_used_at)
-    if last_used_at is not None and timezone.is_naive(last_used_at):
-        last_used_at = timezone.make_aware(last_used_at, dt.UTC)
-    touch_token(token_id, last_used_at)
-    return int(generation or 0)
+    if touch_token(token.id, token.last_used_at):
+        token.last_used_at = timezone.now()
+    return generation
 
 
 def version_params(request) -> dict | None:

@@ -9,17 +9,42 @@ memory: a web process and a worker must still agree on what is current.
 The row starts at a random number. If it is ever recreated (a database restored from a backup,
 tables flushed between tests), numbers from before can then not come back and revive entries
 that processes still hold in their caches.
+
+Reading the row costs a round trip per request, which on PostgreSQL is most of the price of
+serving a cached SKILL.md. So on PostgreSQL each process also LISTENs: triggers (migration 0003)
+NOTIFY the new number when the row changes, "reset" when it is inserted, deleted or truncated,
+and "tokens" when a token or a user's is_active changes. NOTIFY is delivered when the writing
+transaction commits, before the writer's client hears back, and `current_generation()` drains
+the socket without blocking on every read, so a process answers from memory and still sees a
+change at once. If the listening connection is down the reader falls back to the query; one that
+died without a word (a half-open TCP connection, until keepalives notice) is covered by reading
+the row again once a second, which bounds how stale a process can be.
 """
 
 from __future__ import annotations
 
+import logging
+import os
 import secrets
+import select
+import threading
+import time
 
+from django.conf import settings
+from django.db import connection
 from django.db.models import F
 
 from registry.models import RegistryState
 
+log = logging.getLogger(__name__)
+
 _ROW = 1
+CHANNEL = "skill_registry_changes"
+LISTENER_NAME = "skill-registry-listen"  # how the listening connections show in pg_stat_activity
+_RETRY_SECONDS = 5.0
+_VERIFY_SECONDS = 1.0
+# Notice a silently dead listening connection within about a minute rather than hours.
+_KEEPALIVES = {"keepalives": 1, "keepalives_idle": 30, "keepalives_interval": 10, "keepalives_count": 3}
 
 
 def _fresh_start() -> int:
@@ -27,6 +52,7 @@ def _fresh_start() -> int:
 
 
 def registry_generation() -> int:
+    """The generation as stored, read with a query."""
     generation = RegistryState.objects.filter(pk=_ROW).values_list("generation", flat=True).first()
     if generation is None:
         generation = RegistryState.objects.get_or_create(pk=_ROW, defaults={"generation": _fresh_start()})[0].generation
@@ -38,3 +64,127 @@ def registry_changed() -> None:
     updated = RegistryState.objects.filter(pk=_ROW).update(generation=F("generation") + 1)
     if not updated:
         RegistryState.objects.get_or_create(pk=_ROW, defaults={"generation": _fresh_start()})
+
+
+class ChangeListener:
+    """This process's LISTEN connection and what it has heard.
+
+    `generation` is None until it has been read after (re)connecting or after a "reset";
+    `token_epoch` moves on each "tokens" notification and each re-read, so token caches know
+    when to drop their entries.
+    A daemon thread drains the socket while the process is idle, so PostgreSQL's notification
+    queue never waits on a process that serves no reads.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._conn = None
+        self._poller: select.poll | None = None
+        self._pid = 0
+        self._retry_at = 0.0
+        self._generation: int | None = None
+        self._verified_at = 0.0
+        self.token_epoch = 0
+
+    def heard(self) -> tuple[int, int] | None:
+        """(generation, token_epoch) without a round trip, or None when the caller must query."""
+        with self._lock:
+            if not self._connected() or not self._drain(0):
+                return None
+            now = time.monotonic()
+            if self._generation is None or now >= self._verified_at + _VERIFY_SECONDS:
+                # Read after LISTEN is in place and pending notifications are drained: every
+                # later commit is heard, every earlier one is in what we read. Token caches
+                # start over on the same clock, for the same reason.
+                self._generation = registry_generation()
+                self._verified_at = now
+                self.token_epoch += 1
+            return self._generation, self.token_epoch
+
+    def close(self) -> None:
+        with self._lock:
+            self._drop()
+            self._retry_at = 0.0
+
+    def _connected(self) -> bool:
+        if self._conn is not None and self._pid == os.getpid():
+            return True
+        if self._conn is not None:
+            # Inherited over fork: the socket is the parent's, so start afresh without closing it.
+            self._conn = self._poller = None
+        if time.monotonic() < self._retry_at:
+            return False
+        try:
+            params = {**connection.get_connection_params(), **_KEEPALIVES, "application_name": LISTENER_NAME}
+            conn = connection.get_new_connection(params)
+            conn.autocommit = True
+            conn.execute(f"LISTEN {CHANNEL}")
+        except Exception:
+            log.warning("cannot LISTEN for registry changes; reading the generation per request", exc_info=True)
+            self._retry_at = time.monotonic() + _RETRY_SECONDS
+            return False
+        self._conn, self._pid, self._generation = conn, os.getpid(), None
+        self._poller = select.poll()
+        self._poller.register(conn.pgconn.socket, select.POLLIN)
+        threading.Thread(target=self._watch, args=(conn,), name="registry-listen", daemon=True).start()
+        return True
+
+    def _drain(self, timeout_ms: int) -> bool:
+        """Apply whatever has arrived; False (and disconnected) when the connection broke."""
+        assert self._conn is not None and self._poller is not None
+        if not self._poller.poll(timeout_ms):
+            return True
+        pgconn = self._conn.pgconn
+        try:
+            pgconn.consume_input()
+        except Exception:
+            log.warning("lost the LISTEN connection for registry changes", exc_info=True)
+            self._drop()
+            return False
+        while (notify := pgconn.notifies()) is not None:
+            payload = notify.extra.decode()
+            if payload == "tokens":
+                self.token_epoch += 1
+            elif payload == "reset" or self._generation is None:
+                self._generation = None
+            else:
+                self._generation = max(self._generation, int(payload))
+        return True
+
+    def _drop(self) -> None:
+        if self._conn is not None and self._pid == os.getpid():
+            self._conn.close()
+        self._conn = self._poller = None
+        self._generation = None
+        self._retry_at = time.monotonic() + _RETRY_SECONDS
+
+    def _watch(self, conn) -> None:
+        poller = select.poll()
+        poller.register(conn.pgconn.socket, select.POLLIN)
+        while True:
+            poller.poll(30_000)
+            with self._lock:
+                if self._conn is not conn:
+                    return
+                if not self._drain(0):
+                    return
+
+
+change_listener = ChangeListener()
+
+
+def _can_listen() -> bool:
+    # Inside a transaction this connection may see its own uncommitted writes, which no
+    # notification describes (tests run each case in one), so those reads take the query.
+    return connection.vendor == "postgresql" and settings.REGISTRY_LISTEN and not connection.in_atomic_block
+
+
+def current_generation() -> int:
+    """The generation for a read: from what this process has heard when it can, else a query."""
+    heard = change_listener.heard() if _can_listen() else None
+    return registry_generation() if heard is None else heard[0]
+
+
+def heard_changes() -> tuple[int, int] | None:
+    """(generation, token_epoch) when this process can answer from memory, else None."""
+    return change_listener.heard() if _can_listen() else None

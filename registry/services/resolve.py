@@ -10,11 +10,12 @@
 - the lazy skills prompt block (seed 003's `## Skills (mandatory)` + `<available_skills>`);
 - one strong ETag over all of it.
 
-Caching has two layers, both keyed by `registry_generation()`, which every write bumps in its
+Caching has two layers, both keyed by the registry generation, which every write bumps in its
 own transaction: a per-process snapshot of the skills, their match index and the compiled rules
 (rebuilt once per generation), and the finished result in the Django cache keyed by generation
 and inputs. A publish, label move, enable/disable or rule change is therefore visible to the
-next call, in every process, without deleting any key.
+next call, in every process, without deleting any key (services/generation.py says how a
+process learns the current generation).
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from registry.errors import ApplicationError
 from registry.matching import Match, MatchIndex, find_skills, match
 from registry.models import ForceIncludeRule
 from registry.patterns import compile_pattern, pattern_search
-from registry.services.generation import registry_generation
+from registry.services.generation import change_listener, current_generation
 
 # seed 003, verbatim: the lazy-loading instruction that precedes the skill list.
 SKILLS_INSTRUCTION = """## Skills (mandatory)
@@ -389,7 +390,7 @@ def _build_snapshot(generation: int, label: str | None) -> Snapshot:
 
 def registry_snapshot(*, label: str | None = None, generation: int | None = None) -> Snapshot:
     """The skills, match index and compiled rules as of `generation` (built once per process)."""
-    generation = registry_generation() if generation is None else generation
+    generation = current_generation() if generation is None else generation
     key = (generation, label)
     with _SNAPSHOTS_LOCK:
         found = _SNAPSHOTS.get(key)
@@ -462,6 +463,7 @@ def registry_caches_reset() -> None:
 
     snapshots_clear()
     selectors.skill_md_raw_cache_clear()
+    change_listener.close()
     _NAMESPACE["token"] = uuid.uuid4().hex[:12]
 
 
@@ -487,7 +489,7 @@ def resolve(
     """The skills, prompt block, rule instructions and fired rules for one agent turn (cached)."""
     max_skills = settings.MAX_SKILLS_IN_PROMPT if max_skills is None else max_skills
     max_chars = settings.MAX_PROMPT_CHARS if max_chars is None else max_chars
-    generation = registry_generation()
+    generation = current_generation()
     inputs = {
         "query": query,
         "label": label,

@@ -1,0 +1,127 @@
+"""Cached reads on PostgreSQL learn of changes by LISTEN/NOTIFY instead of a query per request.
+
+Every test commits (transaction=True) because notifications are only sent on commit, and one
+publishes from another process, as a second web or worker process would.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.db import connection
+from django.test import Client
+
+from registry.models import RegistryState
+from registry.services import generation
+from registry.services.generation import change_listener, heard_changes
+from registry.services.tokens import api_token_revoke
+from tests.factories import make_skill_md, publish
+from tests.worker import ROOT, _database_url_for_tests
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def listening(settings, make_token, monkeypatch):
+    if connection.vendor != "postgresql":
+        pytest.skip("needs PostgreSQL (set DATABASE_URL=postgres://...): SQLite has no LISTEN/NOTIFY")
+    settings.REGISTRY_LISTEN = True
+    # Only notifications may tell these tests' reads about a change, not the once-a-second re-read.
+    monkeypatch.setattr(generation, "_VERIFY_SECONDS", 3600)
+    return Client(headers={"authorization": f"Bearer {make_token(['skills:read'])}"})
+
+
+def skill_md(client: Client, name: str = "demo-skill"):
+    return client.get(f"/api/v1/skills/{name}/SKILL.md")
+
+
+def test_a_warm_read_makes_no_query(listening, django_assert_num_queries):
+    publish(description="First text.")
+    assert skill_md(listening).status_code == 200
+    assert heard_changes() is not None
+
+    with django_assert_num_queries(0):
+        response = skill_md(listening)
+
+    assert response.status_code == 200
+    assert b"First text." in response.content
+
+
+def test_a_publish_from_another_process_is_served_on_the_next_read(listening, tmp_path):
+    publish(description="First text.")
+    assert b"First text." in skill_md(listening).content
+    folder = tmp_path / "demo-skill"
+    folder.mkdir()
+    (folder / "SKILL.md").write_text(make_skill_md(description="Second text."))
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.test_settings", "DATABASE_URL": _database_url_for_tests()}
+
+    command = [sys.executable, "manage.py", "skills", "import", "--source", "user", str(folder)]
+    subprocess.run(command, cwd=ROOT, env=env, check=True, capture_output=True, timeout=120)
+
+    response = skill_md(listening)
+    assert b"Second text." in response.content
+    assert response["X-Skill-Version"] == "2"
+
+
+def test_a_revoked_token_and_a_deactivated_user_are_refused_on_the_next_read(listening, make_token):
+    publish()
+    assert skill_md(listening).status_code == 200
+    api_token_revoke(name="token-0")
+    assert skill_md(listening).status_code == 401
+
+    user = get_user_model().objects.create(username="reader")
+    client = Client(headers={"authorization": f"Bearer {make_token(['skills:read'], user=user)}"})
+    assert skill_md(client).status_code == 200
+    get_user_model().objects.filter(pk=user.pk).update(is_active=False)
+    assert skill_md(client).status_code == 401
+
+
+def test_a_recreated_state_row_is_read_again_rather_than_trusting_the_old_number(listening):
+    # A restored or flushed database: the generation row comes back at a new random number and
+    # the skills change without any bump this process could have heard as a number.
+    publish(description="First text.")
+    assert b"First text." in skill_md(listening).content
+    RegistryState.objects.all().delete()
+    with connection.cursor() as cursor:
+        cursor.execute("UPDATE registry_skillversion SET skill_md = replace(skill_md, 'First', 'Restored')")
+
+    assert b"Restored text." in skill_md(listening).content
+
+
+def test_a_lost_listen_connection_falls_back_to_querying(listening):
+    publish(description="First text.")
+    assert b"First text." in skill_md(listening).content
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+            " WHERE application_name = %s AND datname = current_database()",
+            [generation.LISTENER_NAME],
+        )
+        assert cursor.fetchone()[0] is True
+    publish(description="Second text.")
+
+    assert b"Second text." in skill_md(listening).content
+    assert heard_changes() is None  # reconnecting waits a few seconds; meanwhile every read queries
+    change_listener.close()  # forget the back-off: the next read listens again
+    assert b"Second text." in skill_md(listening).content
+    assert heard_changes() is not None
+
+
+def test_a_change_nobody_announced_is_seen_after_the_re_read(listening, monkeypatch):
+    # A listening connection can die without a word; the row is read again once a second.
+    monkeypatch.setattr(generation, "_VERIFY_SECONDS", 0.2)
+    publish(description="First text.")
+    assert b"First text." in skill_md(listening).content
+    with connection.cursor() as cursor:
+        cursor.execute("SET session_replication_role = replica")  # triggers off: no NOTIFY
+        cursor.execute("UPDATE registry_skillversion SET skill_md = replace(skill_md, 'First', 'Quiet')")
+        cursor.execute("UPDATE registry_registrystate SET generation = generation + 1")
+        cursor.execute("SET session_replication_role = DEFAULT")
+
+    time.sleep(0.3)
+    assert b"Quiet text." in skill_md(listening).content
