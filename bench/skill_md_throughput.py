@@ -7,7 +7,8 @@ Target: the API at >= 0.7 of the bare view's throughput.
 
     .venv/bin/python bench/skill_md_throughput.py [--duration 10] [--connections 16] [--workers 2]
 
-Uses DATABASE_URL when set (give it a database of its own), else a fresh SQLite file.
+Uses DATABASE_URL when set (give it a database of its own), else a fresh SQLite file. On
+PostgreSQL, REGISTRY_LISTEN=false measures the path that reads the generation with a query.
 """
 
 from __future__ import annotations
@@ -132,7 +133,11 @@ def main() -> None:
         conn.request("GET", api_path, headers=auth)
         response = conn.getresponse()
         body, etag = response.read(), response.getheader("ETag")
-        print(f"database: {connection.vendor} (CONN_MAX_AGE={os.environ['CONN_MAX_AGE']});"
+        from django.conf import settings
+
+        listening = connection.vendor == "postgresql" and settings.REGISTRY_LISTEN
+        print(f"database: {connection.vendor} (CONN_MAX_AGE={os.environ['CONN_MAX_AGE']},"
+              f" {'LISTEN for changes' if listening else 'a query per request'});"
               f" load: {'wrk' if load is run_wrk else 'python threads'}; "
               f"gunicorn sync workers: {args.workers}; {args.connections} connections; {args.duration}s each; "
               f"SKILL.md {len(body)} bytes")

@@ -110,22 +110,26 @@ class ChangeListener:
         if self._conn is not None and self._pid == os.getpid():
             return True
         if self._conn is not None:
-            # Inherited over fork: the socket is the parent's, so start afresh without closing it.
+            # Inherited over fork: the socket is the parent's. psycopg does not close a
+            # connection from another process when it is collected, so just start afresh.
             self._conn = self._poller = None
         if time.monotonic() < self._retry_at:
             return False
+        conn = None
         try:
             params = {**connection.get_connection_params(), **_KEEPALIVES, "application_name": LISTENER_NAME}
             conn = connection.get_new_connection(params)
             conn.autocommit = True
             conn.execute(f"LISTEN {CHANNEL}")
+            poller = select.poll()  # absent under gevent's monkey-patching: then query instead
+            poller.register(conn.pgconn.socket, select.POLLIN)
         except Exception:
+            if conn is not None:
+                conn.close()
             log.warning("cannot LISTEN for registry changes; reading the generation per request", exc_info=True)
             self._retry_at = time.monotonic() + _RETRY_SECONDS
             return False
-        self._conn, self._pid, self._generation = conn, os.getpid(), None
-        self._poller = select.poll()
-        self._poller.register(conn.pgconn.socket, select.POLLIN)
+        self._conn, self._poller, self._pid, self._generation = conn, poller, os.getpid(), None
         threading.Thread(target=self._watch, args=(conn,), name="registry-listen", daemon=True).start()
         return True
 
