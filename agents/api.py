@@ -2,40 +2,45 @@
 
 from __future__ import annotations
 
-from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_serializer
+from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
 from agents import services
 from agents.models import AgentTurn
-from registry.api.auth import ScopePermission
+from registry.api.base import ApiView
+from registry.api.schema import errors
+from registry.api.serializers import TextField, WholeNumberField
 
-ERROR = inline_serializer("AgentError", {"error": serializers.CharField(), "detail": serializers.CharField()})
 
+class TurnApi(ApiView):
+    """The registry's API base: JSON bodies only (the safe parser refuses text PostgreSQL cannot
+    store, even inside `script`), size-capped, errors in the one JSON shape."""
 
-class TurnApi(APIView):
-    permission_classes = [ScopePermission]
     required_scopes = {"GET": "agent:run", "POST": "agent:run"}
 
 
 class AgentTurnCreateApi(TurnApi):
     class TurnCreateInputSerializer(serializers.Serializer):
-        message = serializers.CharField(max_length=20_000, trim_whitespace=False)
+        message = TextField(max_length=20_000, trim_whitespace=False)
         conversation = serializers.UUIDField(required=False, allow_null=True)
-        model = serializers.CharField(max_length=200, required=False, allow_blank=True)
-        forced_skill = serializers.CharField(max_length=128, required=False, allow_blank=True, allow_null=True)
-        script = serializers.JSONField(required=False, allow_null=True)
-        max_input_tokens = serializers.IntegerField(required=False, allow_null=True, min_value=1, max_value=10_000_000)
+        model = TextField(max_length=200, required=False, allow_blank=True)
+        forced_skill = TextField(max_length=128, required=False, allow_blank=True, allow_null=True)
+        script = serializers.JSONField(
+            required=False,
+            allow_null=True,
+            help_text='Steps for `"model": "scripted"` only (a test aid, where AGENT_ALLOW_SCRIPTED is on).',
+        )
+        max_input_tokens = WholeNumberField(required=False, allow_null=True, min_value=1, max_value=10_000_000)
 
     class TurnQueuedSerializer(serializers.Serializer):
         id = serializers.UUIDField()
         status = serializers.CharField()
-        conversation = serializers.UUIDField(source="conversation_id")
+        conversation = serializers.UUIDField(source="conversation_id", allow_null=True)
 
     @extend_schema(
         request=TurnCreateInputSerializer,
-        responses={202: TurnQueuedSerializer, 400: ERROR, 401: ERROR, 403: ERROR},
+        responses={202: TurnQueuedSerializer, **errors(400, 401, 403, 404, 413, 415)},
         summary="Queue an agent turn; a worker runs it",
     )
     def post(self, request):
@@ -64,7 +69,7 @@ class TraceEventSerializer(serializers.Serializer):
 class AgentTurnDetailApi(TurnApi):
     class TurnDetailSerializer(serializers.ModelSerializer):
         trace = serializers.SerializerMethodField()
-        conversation = serializers.UUIDField(source="conversation_id")
+        conversation = serializers.UUIDField(source="conversation_id", allow_null=True)
         is_demo_model = serializers.SerializerMethodField()
 
         class Meta:
@@ -98,28 +103,35 @@ class AgentTurnDetailApi(TurnApi):
         def get_is_demo_model(self, turn) -> bool:
             return turn.model == "offline"
 
+    class TraceQuerySerializer(serializers.Serializer):
+        after = WholeNumberField(
+            required=False, default=0, min_value=0, help_text="Only trace events with a higher `seq` (for polling)."
+        )
+
     @extend_schema(
-        responses={200: TurnDetailSerializer, 404: ERROR},
+        responses={200: TurnDetailSerializer, **errors(400, 401, 403, 404)},
         summary="A turn's status, answer and trace",
-        parameters=[inline_serializer("TraceAfter", {"after": serializers.IntegerField(required=False)})],
+        parameters=[TraceQuerySerializer],
     )
     def get(self, request, turn_id):
         turn = services.agent_turn_get_for_user(user=request.user, turn_id=turn_id)
-        try:
-            after = max(0, int(request.query_params.get("after", 0)))
-        except ValueError:
-            after = 0
-        return Response(self.TurnDetailSerializer(turn, context={"after": after}).data)
+        query = self.TraceQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        return Response(self.TurnDetailSerializer(turn, context={"after": query.validated_data["after"]}).data)
 
 
 class AgentTurnFeedbackApi(TurnApi):
     class TurnFeedbackSerializer(serializers.Serializer):
         rating = serializers.ChoiceField(choices=["up", "down"])
-        comment = serializers.CharField(max_length=2000, required=False, allow_blank=True)
+        comment = TextField(max_length=2000, required=False, allow_blank=True)
+
+    class FeedbackRecordedSerializer(serializers.Serializer):
+        id = serializers.UUIDField()
+        rating = serializers.ChoiceField(choices=["up", "down"])
 
     @extend_schema(
         request=TurnFeedbackSerializer,
-        responses={200: OpenApiResponse(description="Recorded"), 400: ERROR, 404: ERROR},
+        responses={200: FeedbackRecordedSerializer, **errors(400, 401, 403, 404, 413, 415)},
         summary="Rate a finished turn; feeds the skills' analytics",
     )
     def post(self, request, turn_id):
@@ -133,7 +145,7 @@ class AgentTurnFeedbackApi(TurnApi):
 class AgentTurnCancelApi(TurnApi):
     @extend_schema(
         request=None,
-        responses={202: AgentTurnCreateApi.TurnQueuedSerializer, 404: ERROR},
+        responses={202: AgentTurnCreateApi.TurnQueuedSerializer, **errors(401, 403, 404)},
         summary="Cancel a queued or running turn",
     )
     def post(self, request, turn_id):

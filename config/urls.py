@@ -4,7 +4,14 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from registry import console
+from registry.api import errors
 from registry.health import healthz
+
+# JSON `{"error", "detail"}` under /api/, Django's HTML pages elsewhere.
+handler400 = errors.bad_request
+handler403 = errors.permission_denied
+handler404 = errors.page_not_found
+handler500 = errors.server_error
 
 urlpatterns = [
     path("healthz", healthz, name="healthz"),

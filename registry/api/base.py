@@ -9,10 +9,13 @@ from django.conf import settings
 from django.http import HttpResponse
 from django.utils.http import parse_etags
 from rest_framework import exceptions, parsers, renderers
+from rest_framework.pagination import LimitOffsetPagination
+from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from registry.api.auth import ScopePermission
 from registry.api.errors import RequestTooLarge
+from registry.api.schema import RegistryAutoSchema
 from registry.models import ApiToken
 from registry.services.audit import Actor
 
@@ -85,9 +88,49 @@ class SafeJSONRenderer(renderers.JSONRenderer):
             ).encode()
 
 
+class Pagination(LimitOffsetPagination):
+    """`limit`/`offset` paging. A limit over `max_limit` is capped, as DRF does; a value that is not
+    a whole number in range is a 400 (DRF would silently use the default)."""
+
+    default_limit = 50
+    max_limit = 500
+
+    def get_limit(self, request) -> int:
+        return min(
+            _whole_number(request, self.limit_query_param, minimum=1, default=self.default_limit), self.max_limit
+        )
+
+    def get_offset(self, request) -> int:
+        return _whole_number(request, self.offset_query_param, minimum=0, default=0)
+
+    def get_schema_operation_parameters(self, view):
+        parameters = super().get_schema_operation_parameters(view)
+        for parameter in parameters:
+            if parameter["name"] == self.limit_query_param:
+                parameter["schema"]["minimum"] = 1
+                parameter["description"] += (
+                    f" At most {self.max_limit}; a larger limit is capped. Default {self.default_limit}."
+                )
+            elif parameter["name"] == self.offset_query_param:
+                parameter["schema"]["minimum"] = 0
+        return parameters
+
+
+def _whole_number(request, name: str, *, minimum: int, default: int) -> int:
+    raw = request.query_params.get(name, "")
+    if raw == "":  # like every optional query parameter, `?limit=` is "not given"
+        return default
+    if not (raw.isascii() and raw.isdigit()) or int(raw) < minimum:
+        raise exceptions.ValidationError({name: [f"A whole number of at least {minimum} is required."]})
+    return int(raw)
+
+
 class ApiView(APIView):
     """Base for registry API views: JSON in and out, scopes per method, size-capped bodies."""
 
+    schema = RegistryAutoSchema()
+    # Used by `paginated`; the schema shows the envelope (and limit/offset) for list responses.
+    pagination_class = Pagination
     permission_classes = [ScopePermission]
     renderer_classes = [SafeJSONRenderer]
     parser_classes = [SafeJSONParser]
@@ -111,6 +154,16 @@ class ApiView(APIView):
                 f"The request body is {size:,} bytes; this endpoint accepts at most {self.max_body_bytes:,}."
             )
         super().initial(request, *args, **kwargs)
+        # Every query parameter takes one value; DRF would silently use the last of several.
+        repeated = sorted(key for key, values in request.query_params.lists() if len(values) > 1)
+        if repeated:
+            raise exceptions.ValidationError({key: ["Give this parameter once."] for key in repeated})
+
+    def paginated(self, items: list, render) -> Response:
+        """One page of `items`, each rendered, in DRF's `{"count", "next", "previous", "results"}`."""
+        paginator = self.pagination_class()
+        page = paginator.paginate_queryset(items, self.request, view=self)
+        return paginator.get_paginated_response([render(item) for item in page])
 
     def actor(self) -> Actor:
         request = self.request

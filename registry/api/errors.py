@@ -1,10 +1,14 @@
-"""One exception handler: domain errors and DRF errors become `{"error", "detail", ...}` JSON."""
+"""One exception handler: domain errors and DRF errors become `{"error", "detail", ...}` JSON.
+
+Django's own error pages (a URL no route matches, a crash outside DRF) answer in the same JSON
+shape under /api/, and as the usual HTML pages everywhere else (config/urls.py installs them)."""
 
 from __future__ import annotations
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import RequestDataTooBig, SuspiciousOperation, TooManyFieldsSent
-from django.http import Http404
+from django.http import Http404, JsonResponse
+from django.views import defaults
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
@@ -74,3 +78,27 @@ def _summary(detail) -> str:
     if isinstance(detail, list) and detail:
         return str(detail[0])
     return "Some fields are invalid."
+
+
+def _api_error(request, status_code: int, detail: str) -> JsonResponse | None:
+    if not request.path_info.startswith("/api/"):
+        return None
+    return JsonResponse({"error": _DRF_CODES.get(status_code, "server_error"), "detail": detail}, status=status_code)
+
+
+def bad_request(request, exception):
+    return _api_error(request, 400, "The request could not be read.") or defaults.bad_request(request, exception)
+
+
+def permission_denied(request, exception):
+    return _api_error(request, 403, "Permission denied.") or defaults.permission_denied(request, exception)
+
+
+def page_not_found(request, exception):
+    # Reached only when no route matches (DRF views answer their own 404s), e.g. `/rules/abc`.
+    detail = "No API operation has this path; /api/schema/ lists them."
+    return _api_error(request, 404, detail) or defaults.page_not_found(request, exception)
+
+
+def server_error(request):
+    return _api_error(request, 500, "Internal server error.") or defaults.server_error(request)

@@ -47,6 +47,7 @@ class MatchApi(ApiView):
 
 class ResolveApi(ApiView):
     required_scopes = {"POST": READ}
+    max_body_bytes = ApiView.max_body_bytes + s.QUERY_MAX_JSON_BYTES
 
     @extend_schema(
         operation_id="resolve",
@@ -54,7 +55,7 @@ class ResolveApi(ApiView):
         responses={
             200: s.ResolveSerializer,
             304: OpenApiResponse(description="If-None-Match matched."),
-            **errors(400, 401, 403, 415),
+            **errors(400, 401, 403, 413, 415),
         },
         summary="Skills, prompt block, rule instructions and fired rules for one turn, with one ETag.",
     )

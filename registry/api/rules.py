@@ -9,7 +9,6 @@ from rest_framework.response import Response
 from registry.api import serializers as s
 from registry.api.base import ApiView
 from registry.api.schema import errors
-from registry.api.skills import _paginate
 from registry.errors import NotFound
 from registry.models import ForceIncludeRule
 from registry.services.resolve import rules_test
@@ -37,16 +36,16 @@ class RuleListCreateApi(ApiView):
 
     @extend_schema(
         operation_id="rules_list",
-        responses={200: s.RuleSerializer(many=True), **errors(401, 403)},
+        responses={200: s.RuleSerializer(many=True), **errors(400, 401, 403)},
         summary="Force-include rules, highest priority first.",
     )
     def get(self, request):
-        return _paginate(self, list(ForceIncludeRule.objects.order_by("-priority", "name")), _rule_payload)
+        return self.paginated(list(ForceIncludeRule.objects.order_by("-priority", "name")), _rule_payload)
 
     @extend_schema(
         operation_id="rules_create",
         request=s.RuleInputSerializer,
-        responses={201: s.RuleSerializer, **errors(400, 401, 403, 415)},
+        responses={201: s.RuleSerializer, **errors(400, 401, 403, 413, 415)},
         summary="Create a rule; the pattern is compiled with RE2 (no backreferences/lookaround).",
     )
     def post(self, request):
@@ -66,7 +65,7 @@ class RuleDetailApi(ApiView):
     @extend_schema(
         operation_id="rules_partial_update",
         request=s.RulePatchInputSerializer,
-        responses={200: s.RuleSerializer, **errors(400, 401, 403, 404, 415)},
+        responses={200: s.RuleSerializer, **errors(400, 401, 403, 404, 413, 415)},
     )
     def patch(self, request, rule_id: int):
         body = s.RulePatchInputSerializer(data=request.data)
@@ -84,11 +83,12 @@ class RuleDetailApi(ApiView):
 
 class RulesTestApi(ApiView):
     required_scopes = {"POST": READ}
+    max_body_bytes = ApiView.max_body_bytes + s.QUERY_MAX_JSON_BYTES
 
     @extend_schema(
         operation_id="rules_test",
         request=s.RulesTestInputSerializer,
-        responses={200: s.RulesTestSerializer, **errors(400, 401, 403, 415)},
+        responses={200: s.RulesTestSerializer, **errors(400, 401, 403, 413, 415)},
         summary="Which rules fire for a query and why, and the exact prompt block and instructions.",
     )
     def post(self, request):

@@ -7,34 +7,110 @@ exact JSON shapes of SPEC §5.
 
 from __future__ import annotations
 
-import re
-
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.core.validators import RegexValidator
+from django.http import QueryDict
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from registry.models import SkillSource, UsageKind
+from registry.services.labels import LABEL_NAME
+from registry.services.rules import (
+    INSTRUCTION_MAX,
+    MAX_TARGETS,
+    PRIORITY_RANGE,
+    RULE_NAME_MAX,
+    SKILL_REFERENCE,
+    TOOL_NAME,
+)
 
-LABEL_PATTERN = r"^[a-z0-9_.-]{1,36}$"
-_LABEL_OR_LATEST = re.compile(LABEL_PATTERN)
+
+class FullMatchValidator(RegexValidator):
+    """The whole value must match (Django's RegexValidator searches, so `$` would also match before
+    a final newline). The OpenAPI schema shows the regex as the field's `pattern`."""
+
+    def __call__(self, value):
+        if not self.regex.fullmatch(str(value)):
+            raise DjangoValidationError(self.message, code=self.code, params={"value": value})
+
+
+# Input fields hold JSON bodies to the types the schema gives: DRF would also make "5" of the number
+# 5, 0.0 of `false`, and false of "0" or "no". Query strings and multipart forms carry every value as
+# text, so there numbers are parsed from it, and a flag is the word true or false.
+
+
+def _from_form(field: serializers.Field) -> bool:
+    return isinstance(getattr(field.root, "initial_data", None), QueryDict)
+
+
+def _is_number(data) -> bool:
+    return isinstance(data, int | float) and not isinstance(data, bool)
+
+
+class TextField(serializers.CharField):
+    def to_internal_value(self, data):
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class WholeNumberField(serializers.IntegerField):
+    def to_internal_value(self, data):
+        if not (_is_number(data) or _from_form(self)):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class NumberField(serializers.FloatField):
+    def to_internal_value(self, data):
+        if not (_is_number(data) or _from_form(self)):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class FlagField(serializers.BooleanField):
+    def to_internal_value(self, data):
+        if isinstance(data, bool):
+            return data
+        if _from_form(self) and isinstance(data, str) and data.lower() in ("true", "false"):
+            return data.lower() == "true"
+        self.fail("invalid", input=data)
 
 
 def _text(**kwargs) -> serializers.CharField:
-    return serializers.CharField(**kwargs)
+    return TextField(**kwargs)
 
 
-class LabelField(serializers.CharField):
-    """A label name in a query string: the same syntax labels are created with (`latest` allowed)."""
+class LabelField(TextField):
+    """A label name: the syntax labels are created with (`latest` allowed where a label is read)."""
 
     def __init__(self, **kwargs):
         kwargs.setdefault("required", False)
         kwargs.setdefault("max_length", 36)
+        kwargs.setdefault("trim_whitespace", False)
+        kwargs.setdefault(
+            "validators",
+            [FullMatchValidator(LABEL_NAME, "Label names are 1-36 characters of a-z, 0-9, '_', '.' and '-'.")],
+        )
         super().__init__(**kwargs)
 
-    def to_internal_value(self, data):
-        value = super().to_internal_value(data)
-        if not _LABEL_OR_LATEST.fullmatch(value):
-            raise serializers.ValidationError("Label names are 1-36 characters of a-z, 0-9, '_', '.' and '-'.")
-        return value
+
+@extend_schema_field(OpenApiTypes.BYTE)
+class Base64Field(TextField):
+    """Base64 text; the view decodes it (strictly) and names the file that is not base64."""
+
+
+@extend_schema_field({"type": "string", "format": "binary", "minLength": 1})
+class UploadField(serializers.FileField):
+    """A file part of a multipart body (spectacular would describe a FileField as a URL). Django
+    drops an empty one, so it counts as not sent."""
+
+
+def _names(pattern, what: str, **kwargs) -> serializers.ListField:
+    """Skill or tool names, each checked with the pattern the services use."""
+    name = _text(trim_whitespace=False, validators=[FullMatchValidator(pattern, f"Not a valid {what} name.")])
+    return serializers.ListField(child=name, max_length=MAX_TARGETS, **kwargs)
 
 
 # --- common outputs ----------------------------------------------------------------------
@@ -73,9 +149,9 @@ class SkillListQuerySerializer(serializers.Serializer):
     tag = _text(required=False, max_length=100)
     trigger = _text(required=False, max_length=64)
     source = serializers.ChoiceField(choices=SkillSource.choices, required=False)
-    enabled = serializers.BooleanField(required=False, allow_null=True, default=None)
+    enabled = FlagField(required=False, allow_null=True, default=None)
     label = LabelField(help_text="Only skills carrying this label, shown at its version.")
-    shadowed = serializers.BooleanField(
+    shadowed = FlagField(
         required=False, default=False, help_text="Also list skills shadowed by a higher-priority source."
     )
 
@@ -99,15 +175,15 @@ class SkillSummarySerializer(serializers.Serializer):
 
 class SkillFileInputSerializer(serializers.Serializer):
     path = _text(max_length=1024, trim_whitespace=False)
-    content_base64 = _text(allow_blank=True, trim_whitespace=False)
-    executable = serializers.BooleanField(required=False, default=False)
+    content_base64 = Base64Field(allow_blank=True, trim_whitespace=False)
+    executable = FlagField(required=False, default=False)
 
 
 class SkillPublishInputSerializer(serializers.Serializer):
     skill_md = _text(trim_whitespace=False, help_text="The exact SKILL.md text (frontmatter and body).")
     files = SkillFileInputSerializer(many=True, required=False, default=list)
     message = _text(required=False, allow_blank=True, default="", max_length=500)
-    base_version = serializers.IntegerField(
+    base_version = WholeNumberField(
         required=False,
         allow_null=True,
         default=None,
@@ -119,19 +195,18 @@ class SkillPublishInputSerializer(serializers.Serializer):
 
 
 class SkillUploadOptionsSerializer(serializers.Serializer):
-    """Options of a raw `application/zip` upload, given in the query string."""
+    """Options of a raw `application/zip` upload, given in the query string (and, in the same
+    fields, of a multipart upload). A form has no null: leave a field out instead."""
 
     message = _text(required=False, allow_blank=True, default="", max_length=500)
-    base_version = serializers.IntegerField(
-        required=False, allow_null=True, default=None, min_value=0, max_value=2**31 - 1
-    )
-    source = serializers.ChoiceField(choices=SkillSource.choices, required=False, default=None, allow_null=True)
+    base_version = WholeNumberField(required=False, min_value=0, max_value=2**31 - 1)
+    source = serializers.ChoiceField(choices=SkillSource.choices, required=False)
 
 
 class SkillUploadInputSerializer(SkillUploadOptionsSerializer):
     """multipart/form-data: a zipped skill folder in `bundle`."""
 
-    bundle = serializers.FileField(help_text="A zip with SKILL.md at the top or inside one folder.")
+    bundle = UploadField(help_text="A zip with SKILL.md at the top or inside one folder.")
 
 
 class PublishResultSerializer(serializers.Serializer):
@@ -146,8 +221,11 @@ class PublishResultSerializer(serializers.Serializer):
 
 
 class SkillVersionQuerySerializer(serializers.Serializer):
-    label = LabelField(help_text="Read the version this label points to (`latest` for the newest).")
-    version = serializers.IntegerField(required=False, min_value=1, max_value=2**31 - 1)
+    # OpenAPI cannot say that two parameters exclude each other, so the help texts do.
+    label = LabelField(help_text="Read the version this label points to (`latest` for the newest); not with `version`.")
+    version = WholeNumberField(
+        required=False, min_value=1, max_value=2**31 - 1, help_text="Read this version; not with `label`."
+    )
     source = serializers.ChoiceField(
         choices=SkillSource.choices, required=False, help_text="Read this source's skill instead of the effective one."
     )
@@ -191,7 +269,7 @@ class SkillDetailSerializer(serializers.Serializer):
 
 
 class SkillPatchInputSerializer(serializers.Serializer):
-    enabled = serializers.BooleanField()
+    enabled = FlagField()
     source = serializers.ChoiceField(
         choices=SkillSource.choices, required=False, help_text="Which source's skill; default: the effective one."
     )
@@ -214,8 +292,8 @@ class VersionsQuerySerializer(serializers.Serializer):
 
 class DiffQuerySerializer(serializers.Serializer):
     # `from` is a Python keyword, so it is declared through the class namespace.
-    locals()["from"] = _text(required=False, max_length=36, help_text="Version number or label; default: to - 1.")
-    to = _text(required=False, max_length=36, help_text="Version number or label; default: latest.")
+    locals()["from"] = LabelField(help_text="Version number or label; default: to - 1.")
+    to = LabelField(help_text="Version number or label; default: latest.")
     source = serializers.ChoiceField(choices=SkillSource.choices, required=False)
 
 
@@ -240,7 +318,7 @@ class DiffSerializer(serializers.Serializer):
 
 
 class LabelMoveInputSerializer(serializers.Serializer):
-    version = serializers.IntegerField(min_value=1, max_value=2**31 - 1)
+    version = WholeNumberField(min_value=1, max_value=2**31 - 1)
     source = serializers.ChoiceField(choices=SkillSource.choices, required=False)
 
 
@@ -281,28 +359,58 @@ class AutoInvokeSerializer(serializers.Serializer):
     arguments = serializers.DictField(help_text="JSON object; `{{query}}` in strings is the user query.")
 
 
+@extend_schema_field(
+    {
+        "nullable": True,
+        "oneOf": [
+            {"type": "object", "maxProperties": 0},
+            {
+                "type": "object",
+                "properties": {
+                    "tool": {"type": "string", "pattern": TOOL_NAME.pattern},
+                    "arguments": {"type": "object", "nullable": True},
+                },
+                "required": ["tool"],
+                "additionalProperties": False,
+            },
+        ],
+    }
+)
+class AutoInvokeField(serializers.JSONField):
+    """`{"tool", "arguments"}`, judged by the rules service (null and {} mean none); annotated so the
+    schema shows the shape it accepts."""
+
+
 class RuleInputSerializer(serializers.Serializer):
-    name = _text(max_length=100)
+    """A rule must do something: name skills or tools, or give an instruction or an auto_invoke. Its
+    name is unique, and its pattern must compile on RE2."""
+
+    name = _text(max_length=RULE_NAME_MAX)
     pattern = _text(trim_whitespace=False, help_text="Regex (RE2 syntax), matched case-insensitively.")
-    skills = serializers.ListField(child=_text(max_length=128), required=False, default=list, max_length=100)
-    tools = serializers.ListField(child=_text(max_length=64), required=False, default=list, max_length=100)
-    instruction = _text(required=False, allow_blank=True, default="", max_length=4000)
-    auto_invoke = serializers.JSONField(
-        required=False, allow_null=True, default=None, help_text='{"tool": str, "arguments": {...}} or null.'
+    skills = _names(SKILL_REFERENCE, "skill", required=False, default=list)
+    tools = _names(TOOL_NAME, "tool", required=False, default=list)
+    instruction = _text(required=False, allow_blank=True, default="", max_length=INSTRUCTION_MAX)
+    auto_invoke = AutoInvokeField(
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text='{"tool": str, "arguments": {...}}; `{{query}}` in string arguments is the user query.',
     )
-    priority = serializers.IntegerField(required=False, default=0, min_value=-1_000_000, max_value=1_000_000)
-    enabled = serializers.BooleanField(required=False, default=True)
+    priority = WholeNumberField(required=False, default=0, min_value=PRIORITY_RANGE[0], max_value=PRIORITY_RANGE[1])
+    enabled = FlagField(required=False, default=True)
 
 
 class RulePatchInputSerializer(serializers.Serializer):
-    name = _text(max_length=100, required=False)
+    """Only the fields given change; the rule must still do something (see RuleInput)."""
+
+    name = _text(max_length=RULE_NAME_MAX, required=False)
     pattern = _text(trim_whitespace=False, required=False)
-    skills = serializers.ListField(child=_text(max_length=128), required=False, max_length=100)
-    tools = serializers.ListField(child=_text(max_length=64), required=False, max_length=100)
-    instruction = _text(required=False, allow_blank=True, max_length=4000)
-    auto_invoke = serializers.JSONField(required=False, allow_null=True)
-    priority = serializers.IntegerField(required=False, min_value=-1_000_000, max_value=1_000_000)
-    enabled = serializers.BooleanField(required=False)
+    skills = _names(SKILL_REFERENCE, "skill", required=False)
+    tools = _names(TOOL_NAME, "tool", required=False)
+    instruction = _text(required=False, allow_blank=True, max_length=INSTRUCTION_MAX)
+    auto_invoke = AutoInvokeField(required=False, allow_null=True)
+    priority = WholeNumberField(required=False, min_value=PRIORITY_RANGE[0], max_value=PRIORITY_RANGE[1])
+    enabled = FlagField(required=False)
 
 
 class RuleSerializer(serializers.Serializer):
@@ -322,8 +430,14 @@ class RuleSerializer(serializers.Serializer):
     )
 
 
+# The user query of POST /rules/test and /resolve. JSON may spend 12 bytes on one character (an
+# astral character as two \uXXXX escapes), which those views' body limits leave room for.
+QUERY_MAX_CHARS = 100_000
+QUERY_MAX_JSON_BYTES = QUERY_MAX_CHARS * 12
+
+
 class RulesTestInputSerializer(serializers.Serializer):
-    query = _text(max_length=100_000, allow_blank=True, trim_whitespace=False)
+    query = _text(max_length=QUERY_MAX_CHARS, allow_blank=True, trim_whitespace=False)
     label = LabelField()
 
 
@@ -352,7 +466,7 @@ class RulesTestSerializer(serializers.Serializer):
 class MatchQuerySerializer(serializers.Serializer):
     q = _text(max_length=10_000)
     label = LabelField()
-    limit = serializers.IntegerField(required=False, default=20, min_value=1, max_value=500)
+    limit = WholeNumberField(required=False, default=20, min_value=1, max_value=500)
 
 
 class MatchItemSerializer(serializers.Serializer):
@@ -369,26 +483,42 @@ class MatchSerializer(serializers.Serializer):
     matches = MatchItemSerializer(many=True)
 
 
+CONTEXT_MAX_FIELDS = 50
+CONTEXT_TEXT_MAX = 20_000
+
+
+@extend_schema_field(
+    {
+        "type": "object",
+        "maxProperties": CONTEXT_MAX_FIELDS,
+        "additionalProperties": {
+            "nullable": True,
+            "oneOf": [{"type": "string", "maxLength": CONTEXT_TEXT_MAX}, {"type": "number"}, {"type": "boolean"}],
+        },
+    }
+)
+class ContextField(serializers.DictField):
+    """seed 001's turn context: flat, with text, number or boolean values (checked in `validate_context`)."""
+
+
 class ResolveInputSerializer(serializers.Serializer):
-    query = _text(required=False, allow_blank=True, default="", max_length=100_000, trim_whitespace=False)
+    query = _text(required=False, allow_blank=True, default="", max_length=QUERY_MAX_CHARS, trim_whitespace=False)
     label = LabelField(allow_null=True, default=None)
     forced_skill = _text(required=False, allow_null=True, allow_blank=True, default=None, max_length=128)
-    context = serializers.DictField(
+    context = ContextField(
         required=False, default=dict, help_text="seed 001 context: toolName, error, taskDescription, command."
     )
-    max_skills = serializers.IntegerField(required=False, allow_null=True, default=None, min_value=0, max_value=10_000)
-    max_chars = serializers.IntegerField(
-        required=False, allow_null=True, default=None, min_value=0, max_value=10_000_000
-    )
+    max_skills = WholeNumberField(required=False, allow_null=True, default=None, min_value=0, max_value=10_000)
+    max_chars = WholeNumberField(required=False, allow_null=True, default=None, min_value=0, max_value=10_000_000)
 
     def validate_context(self, value):
-        if len(value) > 50:
-            raise serializers.ValidationError("At most 50 context fields.")
+        if len(value) > CONTEXT_MAX_FIELDS:
+            raise serializers.ValidationError(f"At most {CONTEXT_MAX_FIELDS} context fields.")
         for key, item in value.items():
             if not isinstance(item, str | int | float | bool) and item is not None:
                 raise serializers.ValidationError(f"'{key}' must be text, a number or a boolean.")
-            if isinstance(item, str) and len(item) > 20_000:
-                raise serializers.ValidationError(f"'{key}' is over 20,000 characters.")
+            if isinstance(item, str) and len(item) > CONTEXT_TEXT_MAX:
+                raise serializers.ValidationError(f"'{key}' is over {CONTEXT_TEXT_MAX:,} characters.")
         return value
 
 
@@ -430,15 +560,24 @@ class ResolveSerializer(serializers.Serializer):
 # --- usage and analytics -----------------------------------------------------------------
 
 
-@extend_schema_field({"oneOf": [{"type": "string", "enum": ["up", "down"]}, {"type": "integer", "enum": [1, -1]}]})
+_RATINGS: dict[str | int, int] = {"up": 1, "down": -1, "1": 1, "-1": -1, "+1": 1, 1: 1, -1: -1}
+
+
+@extend_schema_field(
+    {
+        "oneOf": [
+            {"type": "string", "enum": [key for key in _RATINGS if isinstance(key, str)]},
+            {"type": "integer", "enum": [key for key in _RATINGS if isinstance(key, int)]},
+        ]
+    }
+)
 class RatingField(serializers.Field):
     """Feedback rating: "up"/"down" or +1/-1."""
 
     def to_internal_value(self, data):
-        mapping = {"up": 1, "down": -1, 1: 1, -1: -1, "1": 1, "-1": -1, "+1": 1}
-        if isinstance(data, bool) or not isinstance(data, str | int) or data not in mapping:
+        if isinstance(data, bool) or not isinstance(data, str | int) or data not in _RATINGS:
             raise serializers.ValidationError('Use "up" or "down" (or 1 / -1).')
-        return mapping[data]
+        return _RATINGS[data]
 
     def to_representation(self, value):
         return value
@@ -448,13 +587,13 @@ class UsageEventInputSerializer(serializers.Serializer):
     event_id = _text(max_length=100, help_text="Client-chosen unique id; re-sending it never double-counts.")
     kind = serializers.ChoiceField(choices=UsageKind.choices)
     skill = _text(max_length=128)
-    version = serializers.IntegerField(required=False, allow_null=True, min_value=1, max_value=2**31 - 1)
+    version = WholeNumberField(required=False, allow_null=True, min_value=1, max_value=2**31 - 1)
     trigger = _text(required=False, allow_blank=True, default="", max_length=32)
     client_id = _text(required=False, allow_blank=True, default="", max_length=100)
-    duration_ms = serializers.IntegerField(required=False, allow_null=True, min_value=0, max_value=2**31 - 1)
-    tokens = serializers.IntegerField(required=False, allow_null=True, min_value=0, max_value=2**31 - 1)
-    cost = serializers.FloatField(required=False, allow_null=True, min_value=0, max_value=1e9)
-    rating = RatingField(required=False, allow_null=True)
+    duration_ms = WholeNumberField(required=False, allow_null=True, min_value=0, max_value=2**31 - 1)
+    tokens = WholeNumberField(required=False, allow_null=True, min_value=0, max_value=2**31 - 1)
+    cost = NumberField(required=False, allow_null=True, min_value=0, max_value=1e9)
+    rating = RatingField(required=False, allow_null=True, help_text="Required when `kind` is feedback.")
     at = serializers.DateTimeField(required=False, allow_null=True)
 
     def validate(self, attrs):
@@ -482,12 +621,12 @@ class UsageBatchSerializer(serializers.Serializer):
 
 class AnalyticsQuerySerializer(serializers.Serializer):
     # `from` is a Python keyword, so it is declared through the class namespace.
-    locals()["from"] = serializers.DateField(required=False, help_text="First day (UTC), inclusive.")
+    locals()["from"] = serializers.DateField(required=False, help_text="First day (UTC), inclusive; not after `to`.")
     to = serializers.DateField(required=False, help_text="Last day (UTC), inclusive.")
     label = LabelField()
-    version = serializers.IntegerField(required=False, min_value=1, max_value=2**31 - 1)
+    version = WholeNumberField(required=False, min_value=1, max_value=2**31 - 1)
     skill = _text(required=False, max_length=128)
-    by_version = serializers.BooleanField(required=False, default=False)
+    by_version = FlagField(required=False, default=False)
 
     def validate(self, attrs):
         if attrs.get("from") and attrs.get("to") and attrs["from"] > attrs["to"]:

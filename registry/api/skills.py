@@ -12,35 +12,48 @@ from django.conf import settings
 from django.core.cache import cache
 from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import parsers, status
-from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.response import Response
 
 from registry import selectors
 from registry.api import fastpath
 from registry.api import serializers as s
 from registry.api.base import ApiView, RawApiView, SafeJSONParser, ZipParser, if_none_match, not_modified
-from registry.api.schema import errors
+from registry.api.schema import Responses, errors
 from registry.bundle import Bundle, bundle_from_parts, read_zip, write_zip
 from registry.errors import ApplicationError, NotFound
 from registry.models import Label, LabelHistory, Skill, SkillFile, SkillSource, SkillVersion
-from registry.services.labels import label_delete, label_move, label_name_check
+from registry.services.labels import LABEL_NAME, label_delete, label_move, label_name_check
 from registry.services.resolve import cache_namespace
+from registry.services.rules import SKILL_REFERENCE
 from registry.services.skills import PublishResult, registry_limits, skill_set_enabled, skill_version_publish
 
 READ, WRITE = "skills:read", "skills:write"
 
-
-class Pagination(LimitOffsetPagination):
-    default_limit = 50
-    max_limit = 500
-
-
-def _paginate(view: ApiView, items: list, render) -> Response:
-    paginator = Pagination()
-    page = paginator.paginate_queryset(items, view.request, view=view)
-    return paginator.get_paginated_response([render(item) for item in page])
+# Path parameters of every `/skills/{name}...` view (set on the class, so on each of its methods).
+NAME_PATH = extend_schema(
+    parameters=[
+        OpenApiParameter(
+            "name",
+            OpenApiTypes.STR,
+            OpenApiParameter.PATH,
+            pattern=SKILL_REFERENCE.pattern,
+            description="The skill's name: letters, digits, '-', '_' and '.', at most 128 (no skill has another).",
+        )
+    ]
+)
+LABEL_PATH = extend_schema(
+    parameters=[
+        OpenApiParameter(
+            "label",
+            OpenApiTypes.STR,
+            OpenApiParameter.PATH,
+            pattern=LABEL_NAME.pattern,
+            description="A label name. `latest` is implicit (always the newest version): it cannot be set or removed.",
+        )
+    ]
+)
 
 
 def _user(user) -> str | None:
@@ -150,6 +163,9 @@ def _bundle_from_json(data: dict) -> Bundle:
 
 def _read_upload(request) -> tuple[Bundle, dict]:
     """The bundle and options from a JSON, multipart (`bundle` field) or raw zip request."""
+    # Checked whatever the body, as the schema lists them on every upload; only a zip body uses them.
+    query = s.SkillUploadOptionsSerializer(data=request.query_params)
+    query.is_valid(raise_exception=True)
     data = request.data
     if not isinstance(data, dict):
         raise ApplicationError(
@@ -157,10 +173,9 @@ def _read_upload(request) -> tuple[Bundle, dict]:
             "`bundle` zip, or an application/zip body.",
             fields={"skill_md": "required"},
         )
-    if "bundle_bytes" in data:  # application/zip body; options come from the query string
-        query = s.SkillUploadOptionsSerializer(data=request.query_params)
-        query.is_valid(raise_exception=True)
-        return read_zip(data["bundle_bytes"], limits=registry_limits()), dict(query.validated_data)
+    if request.content_type.startswith(ZipParser.media_type):  # options come from the query string
+        # DRF skips the parser for an empty body; an empty zip is still a (bad) zip.
+        return read_zip(data.get("bundle_bytes", b""), limits=registry_limits()), dict(query.validated_data)
     if request.content_type.startswith("multipart/"):
         upload = s.SkillUploadInputSerializer(data=data)
         upload.is_valid(raise_exception=True)
@@ -191,7 +206,9 @@ PUBLISH_REQUEST = {
     "multipart/form-data": s.SkillUploadInputSerializer,
     "application/zip": OpenApiTypes.BINARY,
 }
-PUBLISH_RESPONSES = {
+# Options of an application/zip body (JSON and multipart bodies carry them in the body).
+PUBLISH_PARAMETERS = [s.SkillUploadOptionsSerializer]
+PUBLISH_RESPONSES: Responses = {
     201: OpenApiResponse(s.PublishResultSerializer, description="A new version was created."),
     200: OpenApiResponse(s.PublishResultSerializer, description="Identical to the newest version: nothing created."),
     **errors(400, 401, 403, 409, 413, 415),
@@ -221,10 +238,11 @@ class SkillListCreateApi(ApiView):
         query = s.SkillListQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
         rows = selectors.skill_catalog(**query.validated_data)
-        return _paginate(self, rows, _skill_summary)
+        return self.paginated(rows, _skill_summary)
 
     @extend_schema(
         operation_id="skills_create",
+        parameters=PUBLISH_PARAMETERS,
         request=PUBLISH_REQUEST,
         responses=PUBLISH_RESPONSES,
         summary="Create a skill (or publish its next version) from SKILL.md text or a zip.",
@@ -242,6 +260,7 @@ def _version_query(request) -> dict:
 VERSION_PARAMETERS = [s.SkillVersionQuerySerializer]
 
 
+@NAME_PATH
 class SkillDetailApi(ApiView):
     required_scopes = {"GET": READ, "PATCH": WRITE}
 
@@ -260,7 +279,7 @@ class SkillDetailApi(ApiView):
     @extend_schema(
         operation_id="skills_partial_update",
         request=s.SkillPatchInputSerializer,
-        responses={200: s.SkillSummarySerializer, **errors(400, 401, 403, 404)},
+        responses={200: s.SkillSummarySerializer, **errors(400, 401, 403, 404, 413, 415)},
         summary="Enable or disable a skill.",
     )
     def patch(self, request, name: str):
@@ -284,6 +303,7 @@ def _raw_response(request, content: bytes, etag: str, content_type: str, *, extr
     return response
 
 
+@NAME_PATH
 class SkillMarkdownApi(RawApiView):
     required_scopes = {"GET": READ}
 
@@ -373,6 +393,7 @@ def _content_type(path: str, content: bytes) -> str:
     return f"{guessed}; charset=utf-8" if is_text else guessed
 
 
+@NAME_PATH
 class SkillFileApi(RawApiView):
     required_scopes = {"GET": READ}
 
@@ -407,6 +428,7 @@ class SkillFileApi(RawApiView):
         return _raw_response(request, content, f'"{item.blob_id}"', content_type, extra=extra)
 
 
+@NAME_PATH
 class SkillBundleApi(RawApiView):
     required_scopes = {"GET": READ}
 
@@ -442,6 +464,7 @@ class SkillBundleApi(RawApiView):
         )
 
 
+@NAME_PATH
 class SkillVersionListApi(ApiView):
     required_scopes = {"GET": READ, "POST": WRITE}
     parser_classes = UPLOAD_PARSERS
@@ -477,12 +500,13 @@ class SkillVersionListApi(ApiView):
                 "description": version.description,
             }
 
-        return _paginate(self, versions, render)
+        return self.paginated(versions, render)
 
     @extend_schema(
         operation_id="skills_versions_publish",
+        parameters=PUBLISH_PARAMETERS,
         request=PUBLISH_REQUEST,
-        responses=PUBLISH_RESPONSES,
+        responses={**PUBLISH_RESPONSES, **errors(404)},
         summary="Publish a new version (201), or nothing when identical to the newest (200).",
     )
     def post(self, request, name: str):
@@ -493,6 +517,7 @@ class SkillVersionListApi(ApiView):
         return _publish(self, expected_name=name, default_source=default_source)
 
 
+@NAME_PATH
 class SkillVersionDetailApi(ApiView):
     required_scopes = {"GET": READ}
 
@@ -513,13 +538,11 @@ _DIFF_TEXT_MAX = 256 * 1024
 
 
 def _version_ref(skill: Skill, ref: str | None) -> SkillVersion | None:
-    if ref is None or ref == "":
+    if ref is None:
         return None
     if ref.isdigit():
         return selectors.skill_version_for(skill=skill, number=int(ref))
-    if ref != "latest":
-        label_name_check(ref)
-    return selectors.skill_version_for(skill=skill, label=ref)
+    return selectors.skill_version_for(skill=skill, label=ref)  # DiffQuerySerializer checked its syntax
 
 
 def _text_lines(content: bytes) -> list[str] | None:
@@ -531,6 +554,7 @@ def _text_lines(content: bytes) -> list[str] | None:
         return None
 
 
+@NAME_PATH
 class SkillDiffApi(ApiView):
     required_scopes = {"GET": READ}
 
@@ -619,6 +643,7 @@ def _label_payload(label: Label, skill: Skill, previous: int | None = None) -> d
     }
 
 
+@NAME_PATH
 class SkillLabelListApi(ApiView):
     required_scopes = {"GET": READ}
 
@@ -653,13 +678,15 @@ class SkillLabelListApi(ApiView):
         )
 
 
+@NAME_PATH
+@LABEL_PATH
 class SkillLabelApi(ApiView):
     required_scopes = {"PUT": WRITE, "DELETE": WRITE}
 
     @extend_schema(
         operation_id="skills_labels_move",
         request=s.LabelMoveInputSerializer,
-        responses={200: s.LabelSerializer, **errors(400, 401, 403, 404)},
+        responses={200: s.LabelSerializer, **errors(400, 401, 403, 404, 413, 415)},
         summary="Point a label at a version (atomic; recorded in the label history).",
     )
     def put(self, request, name: str, label: str):

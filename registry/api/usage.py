@@ -67,19 +67,22 @@ class AnalyticsCSVRenderer(renderers.BaseRenderer):
     def render(self, data, accepted_media_type=None, renderer_context=None):
         buffer = io.StringIO()
         writer = csv.writer(buffer, lineterminator="\n")
-        if isinstance(data, dict) and "skills" in data:
-            writer.writerow(CSV_COLUMNS)
-            for row in data["skills"]:
-                writer.writerow(["" if row.get(c) is None else row.get(c) for c in CSV_COLUMNS])
-        else:  # an error body
-            writer.writerow(["error", "detail"])
-            writer.writerow([data.get("error", ""), data.get("detail", "")] if isinstance(data, dict) else [data])
+        writer.writerow(CSV_COLUMNS)
+        for row in data["skills"]:
+            writer.writerow(["" if row.get(c) is None else row.get(c) for c in CSV_COLUMNS])
         return buffer.getvalue().encode(self.charset)
 
 
 class AnalyticsSkillsApi(ApiView):
     required_scopes = {"GET": "analytics:read"}
     renderer_classes = [SafeJSONRenderer, AnalyticsCSVRenderer]
+
+    def finalize_response(self, request, response, *args, **kwargs):
+        if response.status_code != 200 or request.method == "OPTIONS":
+            # Only the analytics rows have a CSV form: errors (SPEC §5) and OPTIONS answer in JSON
+            # even for a client that asked for CSV.
+            request.accepted_renderer, request.accepted_media_type = SafeJSONRenderer(), "application/json"
+        return super().finalize_response(request, response, *args, **kwargs)
 
     @extend_schema(
         operation_id="analytics_skills",
@@ -90,6 +93,9 @@ class AnalyticsSkillsApi(ApiView):
                 OpenApiTypes.STR, description="The same rows as CSV (`format=csv` or `Accept: text/csv`)."
             ),
             **errors(400, 401, 403),
+            (404, "application/json"): OpenApiResponse(
+                s.ErrorSerializer, description="`format` is neither `json` nor `csv`."
+            ),
         },
         summary="Per-skill counts and success rate with its 95% Wilson interval and n.",
     )
