@@ -14,11 +14,15 @@ Reading the row costs a round trip per request, which on PostgreSQL is most of t
 serving a cached SKILL.md. So on PostgreSQL each process also LISTENs: triggers (migration 0003)
 NOTIFY the new number when the row changes, "reset" when it is inserted, deleted or truncated,
 and "tokens" when a token or a user's is_active changes. NOTIFY is delivered when the writing
-transaction commits, before the writer's client hears back, and `current_generation()` drains
-the socket without blocking on every read, so a process answers from memory and still sees a
-change at once. If the listening connection is down the reader falls back to the query; one that
-died without a word (a half-open TCP connection, until keepalives notice) is covered by reading
-the row again once a second, which bounds how stale a process can be.
+transaction commits and `current_generation()` drains the socket without blocking on every read,
+so a process answers from memory and sees another's change as soon as PostgreSQL hands it over
+(bench/invalidation.py measures that). The hand-over is asynchronous, though: a listening backend
+forwards a notification a moment after the writer's COMMIT returns. So a process that writes
+does not wait for its own notification: the commit itself makes it read again (`changed_here`),
+and whoever wrote sees the change on their very next read. If the listening connection is down
+the reader falls back to the query; one that died without a word (a half-open TCP connection,
+until keepalives notice) is covered by reading the row again once a second, which bounds how
+stale a process can be.
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ import threading
 import time
 
 from django.conf import settings
-from django.db import connection
+from django.db import connection, transaction
 from django.db.models import F
 
 from registry.models import RegistryState
@@ -64,6 +68,14 @@ def registry_changed() -> None:
     updated = RegistryState.objects.filter(pk=_ROW).update(generation=F("generation") + 1)
     if not updated:
         RegistryState.objects.get_or_create(pk=_ROW, defaults={"generation": _fresh_start()})
+    transaction.on_commit(change_listener.changed_here)
+
+
+def tokens_changed(**_signal_kwargs) -> None:
+    """A token or a user's account changed: this process checks tokens again once it commits.
+    (Other processes hear the trigger's "tokens" notification.) Connected to the models' save
+    and delete signals in registry/apps.py."""
+    transaction.on_commit(change_listener.changed_here)
 
 
 class ChangeListener:
@@ -100,6 +112,12 @@ class ChangeListener:
                 self._verified_at = now
                 self.token_epoch += 1
             return self._generation, self.token_epoch
+
+    def changed_here(self) -> None:
+        """This process committed a change: the next read reads the generation again (which also
+        starts token caches over) rather than wait for the notification to arrive."""
+        with self._lock:
+            self._generation = None
 
     def close(self) -> None:
         with self._lock:

@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -40,6 +41,12 @@ def skill_md(client: Client, name: str = "demo-skill"):
     return client.get(f"/api/v1/skills/{name}/SKILL.md")
 
 
+def manage_in_another_process(*args: str) -> None:
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.test_settings", "DATABASE_URL": _database_url_for_tests()}
+    command = [sys.executable, "manage.py", *args]
+    subprocess.run(command, cwd=ROOT, env=env, check=True, capture_output=True, timeout=120)
+
+
 def test_a_warm_read_makes_no_query(listening, django_assert_num_queries):
     publish(description="First text.")
     assert skill_md(listening).status_code == 200
@@ -58,27 +65,69 @@ def test_a_publish_from_another_process_is_served_on_the_next_read(listening, tm
     folder = tmp_path / "demo-skill"
     folder.mkdir()
     (folder / "SKILL.md").write_text(make_skill_md(description="Second text."))
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.test_settings", "DATABASE_URL": _database_url_for_tests()}
 
-    command = [sys.executable, "manage.py", "skills", "import", "--source", "user", str(folder)]
-    subprocess.run(command, cwd=ROOT, env=env, check=True, capture_output=True, timeout=120)
+    manage_in_another_process("skills", "import", "--source", "user", str(folder))
 
     response = skill_md(listening)
     assert b"Second text." in response.content
     assert response["X-Skill-Version"] == "2"
 
 
-def test_a_revoked_token_and_a_deactivated_user_are_refused_on_the_next_read(listening, make_token):
-    publish()
-    assert skill_md(listening).status_code == 200
-    api_token_revoke(name="token-0")
+@contextmanager
+def notifications_off():
+    """Writes on this connection fire no triggers, so send no NOTIFY."""
+    with connection.cursor() as cursor:
+        cursor.execute("SET session_replication_role = replica")
+    try:
+        yield
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("SET session_replication_role = DEFAULT")
+
+
+def refused_soon(client: Client) -> bool:
+    # Another connection's change reaches this process when PostgreSQL forwards the notification,
+    # a moment after the COMMIT returned; the re-read bound is an hour in these tests.
+    deadline = time.monotonic() + 2
+    while skill_md(client).status_code != 401:
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
+def test_this_process_sees_its_own_writes_at_once_without_a_notification(listening, make_token):
+    publish(description="First text.")
+    assert b"First text." in skill_md(listening).content
+    with notifications_off():
+        publish(description="Second text.")
+    assert b"Second text." in skill_md(listening).content
+
+    with notifications_off():
+        api_token_revoke(name="token-0")
     assert skill_md(listening).status_code == 401
 
     user = get_user_model().objects.create(username="reader")
     client = Client(headers={"authorization": f"Bearer {make_token(['skills:read'], user=user)}"})
     assert skill_md(client).status_code == 200
-    get_user_model().objects.filter(pk=user.pk).update(is_active=False)
+    user.is_active = False
+    with notifications_off():
+        user.save(update_fields=["is_active"])
     assert skill_md(client).status_code == 401
+
+
+def test_a_token_revoked_or_a_user_deactivated_elsewhere_is_refused_once_heard(listening, make_token):
+    publish()
+    assert skill_md(listening).status_code == 200
+    manage_in_another_process("tokens", "revoke", "token-0")
+    assert refused_soon(listening)
+
+    user = get_user_model().objects.create(username="reader")
+    client = Client(headers={"authorization": f"Bearer {make_token(['skills:read'], user=user)}"})
+    assert skill_md(client).status_code == 200
+    # A bulk update sends no Django signal: only the trigger's notification tells the cache.
+    get_user_model().objects.filter(pk=user.pk).update(is_active=False)
+    assert refused_soon(client)
 
 
 def test_a_recreated_state_row_is_read_again_rather_than_trusting_the_old_number(listening):
