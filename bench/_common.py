@@ -28,6 +28,9 @@ def prepare_environment(name: str) -> Path:
     # Persistent connections, as a production gunicorn should run (CONN_MAX_AGE=0 opens a new
     # database connection per request: a PostgreSQL backend fork each time).
     os.environ.setdefault("CONN_MAX_AGE", "60")
+    # One token makes every request: the rate limit is still counted (its cost is in the
+    # figures), it is just never reached.
+    os.environ.setdefault("API_THROTTLE_RATE", "1000000000/min")
     return var
 
 
@@ -58,5 +61,7 @@ def timed(fn, repeat: int) -> list[float]:
 
 
 def describe(samples_ms: list[float]) -> str:
-    return (f"p50 {percentile(samples_ms, 50):.2f} ms, p99 {percentile(samples_ms, 99):.2f} ms, "
-            f"mean {statistics.fmean(samples_ms):.2f} ms (n={len(samples_ms)})")
+    return (
+        f"p50 {percentile(samples_ms, 50):.2f} ms, p99 {percentile(samples_ms, 99):.2f} ms, "
+        f"mean {statistics.fmean(samples_ms):.2f} ms (n={len(samples_ms)})"
+    )

@@ -25,6 +25,7 @@ from django.db import connection
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
+from registry.api import throttle
 from registry.api.auth import touch_token
 from registry.models import ApiToken, SkillSource
 from registry.services.generation import heard_changes
@@ -136,6 +137,8 @@ def bearer_generation(request, scope: str) -> int | None:
         token = cached
     if not token.user_active or scope not in token.scopes:
         return None
+    if throttle.retry_after(throttle.token_identity(secret_hash)) is not None:
+        return None  # DRF's path answers the 429 (with Retry-After)
     if touch_token(token.id, token.last_used_at):
         token.last_used_at = timezone.now()
     return generation
