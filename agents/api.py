@@ -131,7 +131,7 @@ class AgentTurnFeedbackApi(TurnApi):
 
     @extend_schema(
         request=TurnFeedbackSerializer,
-        responses={200: FeedbackRecordedSerializer, **errors(400, 401, 403, 404, 413, 415)},
+        responses={200: FeedbackRecordedSerializer, **errors(400, 401, 403, 404, 409, 413, 415)},
         summary="Rate a finished turn; feeds the skills' analytics",
     )
     def post(self, request, turn_id):

@@ -13,6 +13,7 @@ from datetime import timedelta
 from typing import Any
 
 import jsonschema
+import kombu.exceptions
 from django.conf import settings
 from django.db import transaction
 from django.db.models import F, Q
@@ -20,7 +21,7 @@ from django.utils import timezone
 
 from agents.models import AgentTurn, Conversation, TraceEvent, TurnStatus
 from agents.runtime.types import TurnRequest, TurnResult
-from registry.errors import ApplicationError, NotFound
+from registry.errors import ApplicationError, Conflict, NotFound
 from registry.models import UsageEvent, UsageKind
 
 # SPEC §6.9: the scripted model's request contract.
@@ -80,8 +81,18 @@ def agent_turn_create(
             script=script,
             max_input_tokens=max_input_tokens,
         )
-        transaction.on_commit(lambda: agent_turn_run_task.delay(str(turn.id)))
+        transaction.on_commit(lambda: _enqueue(agent_turn_run_task, str(turn.id)))
     return turn
+
+
+def _enqueue(task, turn_id: str) -> None:
+    try:
+        task.delay(turn_id)
+    except kombu.exceptions.OperationalError as error:
+        # No worker will ever hear of this turn: say so on the turn rather than leave it queued.
+        # The error itself goes on to the caller, who gets a 503 and can send the turn again.
+        agent_turn_fail(turn_id=turn_id, error=f"Could not queue the turn: the task broker is unavailable ({error}).")
+        raise
 
 
 def _validate_script(script: Any) -> None:
@@ -127,7 +138,7 @@ def agent_turn_feedback(*, turn: AgentTurn, rating: str, comment: str = "") -> A
     if rating not in ("up", "down"):
         raise ApplicationError("rating must be 'up' or 'down'.", fields={"rating": "up or down"})
     if not turn.is_finished:
-        raise ApplicationError("Feedback can be given once the turn has finished.", fields={"turn": turn.status})
+        raise Conflict("Feedback can be given once the turn has finished.", fields={"turn": turn.status})
     value = 1 if rating == "up" else -1
     with transaction.atomic():
         turn.feedback_rating, turn.feedback_comment = value, comment[:2000]

@@ -72,6 +72,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "registry.api.errors.UnavailableMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -179,8 +180,10 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
     "PAGE_SIZE": 50,
     "EXCEPTION_HANDLER": "registry.api.errors.exception_handler",
-    "DEFAULT_THROTTLE_RATES": {"token": env.str("API_THROTTLE_RATE", default="6000/min")},
+    "DEFAULT_THROTTLE_CLASSES": ["registry.api.throttle.RegistryRateThrottle"],
 }
+# Requests per token (or console user), shared by all processes through Redis; "off" for none.
+API_THROTTLE_RATE = env.str("API_THROTTLE_RATE", default="6000/min")
 SPECTACULAR_SETTINGS = {
     "TITLE": "Skill Registry API",
     "DESCRIPTION": "The system of record for agent skills, force-include rules and usage analytics.",

@@ -59,8 +59,14 @@ class NotFound(ApplicationError):
     code = "not_found"
 
 
-class VersionConflict(ApplicationError):
+class Conflict(ApplicationError):
+    """The request is well formed but clashes with the current state (a name already taken)."""
+
     status = 409
+    code = "conflict"
+
+
+class VersionConflict(Conflict):
     code = "version_conflict"
 
 

@@ -1,13 +1,19 @@
 """One exception handler: domain errors and DRF errors become `{"error", "detail", ...}` JSON.
 
 Django's own error pages (a URL no route matches, a crash outside DRF) answer in the same JSON
-shape under /api/, and as the usual HTML pages everywhere else (config/urls.py installs them)."""
+shape under /api/, and as the usual HTML pages everywhere else (config/urls.py installs them).
+A backing service that cannot be reached is a 503 naming it (`UnavailableMiddleware`)."""
 
 from __future__ import annotations
 
+import logging
+
+import kombu.exceptions
+import redis
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import RequestDataTooBig, SuspiciousOperation, TooManyFieldsSent
-from django.http import Http404, JsonResponse
+from django.db import InterfaceError, OperationalError
+from django.http import Http404, HttpResponse, JsonResponse
 from django.views import defaults
 from rest_framework import exceptions, status
 from rest_framework.response import Response
@@ -25,7 +31,9 @@ _DRF_CODES = {
     status.HTTP_413_REQUEST_ENTITY_TOO_LARGE: "too_large",
     status.HTTP_415_UNSUPPORTED_MEDIA_TYPE: "unsupported_media_type",
     status.HTTP_429_TOO_MANY_REQUESTS: "throttled",
+    status.HTTP_503_SERVICE_UNAVAILABLE: "unavailable",
 }
+log = logging.getLogger(__name__)
 
 
 class RequestTooLarge(exceptions.APIException):
@@ -102,3 +110,34 @@ def page_not_found(request, exception):
 
 def server_error(request):
     return _api_error(request, 500, "Internal server error.") or defaults.server_error(request)
+
+
+# What a client can do about these is wait: the database, the cache or the broker is down or
+# refusing connections. (OperationalError also covers a cancelled or timed-out statement.)
+_UNAVAILABLE = (
+    ((OperationalError, InterfaceError), "The database"),
+    ((redis.ConnectionError, redis.TimeoutError), "The cache"),
+    ((kombu.exceptions.OperationalError,), "The task broker"),
+)
+RETRY_AFTER_SECONDS = 5
+
+
+class UnavailableMiddleware:
+    """Turns an unreachable backing service into a 503 with Retry-After, in every view (the
+    SKILL.md fast path runs before DRF, the console outside it), instead of a 500."""
+
+    def __init__(self, get_response) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request):
+        return self.get_response(request)
+
+    def process_exception(self, request, exception) -> HttpResponse | None:
+        service = next((name for kinds, name in _UNAVAILABLE if isinstance(exception, kinds)), None)
+        if service is None:
+            return None
+        log.warning("%s is unavailable: %s %s", service, request.method, request.path, exc_info=exception)
+        detail = f"{service} is unavailable right now; try again shortly."
+        response = _api_error(request, 503, detail) or HttpResponse(detail, status=503, content_type="text/plain")
+        response["Retry-After"] = str(RETRY_AFTER_SECONDS)
+        return response

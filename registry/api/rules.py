@@ -45,7 +45,7 @@ class RuleListCreateApi(ApiView):
     @extend_schema(
         operation_id="rules_create",
         request=s.RuleInputSerializer,
-        responses={201: s.RuleSerializer, **errors(400, 401, 403, 413, 415)},
+        responses={201: s.RuleSerializer, **errors(400, 401, 403, 409, 413, 415)},
         summary="Create a rule; the pattern is compiled with RE2 (no backreferences/lookaround).",
     )
     def post(self, request):
@@ -65,7 +65,7 @@ class RuleDetailApi(ApiView):
     @extend_schema(
         operation_id="rules_partial_update",
         request=s.RulePatchInputSerializer,
-        responses={200: s.RuleSerializer, **errors(400, 401, 403, 404, 413, 415)},
+        responses={200: s.RuleSerializer, **errors(400, 401, 403, 404, 409, 413, 415)},
     )
     def patch(self, request, rule_id: int):
         body = s.RulePatchInputSerializer(data=request.data)

@@ -25,9 +25,11 @@ _DESCRIPTIONS = {
     401: "No token, or an invalid/revoked one (`Authorization: Bearer <token>`).",
     403: "The token or account lacks the scope named in `scope` (or CSRF failed for a session).",
     404: "No such skill, version, label, file, rule, turn or conversation (or no operation has this path).",
-    409: "`base_version` is stale: someone published meanwhile; `latest_version` says which is newest.",
+    409: "Clashes with the current state: a stale `base_version` (someone published meanwhile; "
+    "`latest_version` says which is newest), a name already taken, or a turn that has not finished.",
     413: "The body, bundle, a file or SKILL.md is over its size limit.",
     415: "Unsupported Content-Type.",
+    429: "Over `API_THROTTLE_RATE` for this token or user; `Retry-After` says in how many seconds to retry.",
 }
 
 
@@ -36,9 +38,11 @@ Responses = dict[int | tuple[int, str], OpenApiResponse]
 
 
 def errors(*codes: int) -> Responses:
-    """Error responses: always JSON, whatever else the operation renders (SPEC §5)."""
+    """Error responses: always JSON, whatever else the operation renders (SPEC §5). Every
+    operation is rate limited, so each lists 429 too."""
     return {
-        (code, "application/json"): OpenApiResponse(ErrorSerializer, description=_DESCRIPTIONS[code]) for code in codes
+        (code, "application/json"): OpenApiResponse(ErrorSerializer, description=_DESCRIPTIONS[code])
+        for code in (*codes, 429)
     }
 
 

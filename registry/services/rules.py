@@ -16,7 +16,7 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 
-from registry.errors import ApplicationError
+from registry.errors import ApplicationError, Conflict
 from registry.models import ForceIncludeRule, Skill
 from registry.patterns import compile_pattern
 from registry.services.audit import SYSTEM, Actor, audit_record
@@ -196,8 +196,8 @@ def rule_fields(rule: ForceIncludeRule) -> dict[str, Any]:
     }
 
 
-def _duplicate(name: str) -> InvalidRule:
-    return InvalidRule(f"A rule named '{name}' already exists.", fields={"name": "already exists"})
+def _duplicate(name: str) -> Conflict:
+    return Conflict(f"A rule named '{name}' already exists.", fields={"name": "already exists"})
 
 
 # --- services ----------------------------------------------------------------------------

@@ -146,10 +146,11 @@ def test_feedback_is_recorded_once_per_loaded_skill_and_can_be_changed(make_toke
     )
 
 
-def test_feedback_on_an_unfinished_turn_is_refused(make_token):
+def test_feedback_on_an_unfinished_turn_is_a_409_conflict(make_token):
     user = UserFactory()
     turn = services.agent_turn_create(user=user, message="x", model="scripted", script=SCRIPT)
     response = client_for(make_token, ["agent:run"], user=user).post(
         f"/api/v1/agent/turns/{turn.pk}/feedback", {"rating": "up"}, format="json"
     )
-    assert response.status_code == 400
+    assert response.status_code == 409
+    assert response.json()["fields"] == {"turn": "queued"}

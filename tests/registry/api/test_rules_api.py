@@ -107,10 +107,15 @@ def test_invalid_rule_fields_are_400_naming_the_field(api, field, value):
     assert any(key.startswith(field) for key in response.json()["fields"]), response.json()
 
 
-def test_a_duplicate_name_is_400(api):
+def test_a_name_already_taken_is_409_on_create_and_on_rename(api):
     api.post("/api/v1/rules", IMAGE_RULE, format="json")
     response = api.post("/api/v1/rules", IMAGE_RULE, format="json")
-    assert response.status_code == 400 and response.json()["fields"]["name"] == "already exists"
+    assert response.status_code == 409
+    assert response.json()["error"] == "conflict" and response.json()["fields"]["name"] == "already exists"
+
+    other = api.post("/api/v1/rules", {**IMAGE_RULE, "name": "other"}, format="json").json()
+    renamed = api.patch(f"/api/v1/rules/{other['id']}", {"name": IMAGE_RULE["name"]}, format="json")
+    assert renamed.status_code == 409 and renamed.json()["fields"]["name"] == "already exists"
 
 
 def test_rules_test_shows_what_fires_and_why_and_what_the_agent_gets(api):
