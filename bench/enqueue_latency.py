@@ -52,10 +52,27 @@ class Worker:
         self.lines: deque[str] = deque(maxlen=500)
         self._ready = threading.Event()
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "config", "worker", "--loglevel", "INFO", "--queues", queue,
-             "--without-gossip", "--without-mingle", *pool],
-            cwd=ROOT, env={**os.environ, "PYTHONUNBUFFERED": "1"}, stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT, text=True, start_new_session=True,
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "config",
+                "worker",
+                "--loglevel",
+                "INFO",
+                "--queues",
+                queue,
+                "--without-gossip",
+                "--without-mingle",
+                *pool,
+            ],
+            cwd=ROOT,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
         )
         threading.Thread(target=self._read_output, daemon=True).start()
 
@@ -94,8 +111,9 @@ def submit_and_wait(index: int, timeout: float = 60) -> dict[str, float]:
     with transaction.atomic():
         # Registered first, so it runs after the commit and just before the service's `.delay`.
         transaction.on_commit(lambda: stamps.__setitem__("enqueue", time.time()))
-        turn = agent_turn_create(user=AnonymousUser(), message=f"{MESSAGE_PREFIX} {index}", model="scripted",
-                                 script=[{"content": "done"}])
+        turn = agent_turn_create(
+            user=AnonymousUser(), message=f"{MESSAGE_PREFIX} {index}", model="scripted", script=[{"content": "done"}]
+        )
     published = time.time()
     deadline = time.monotonic() + timeout
     while True:
@@ -121,8 +139,9 @@ def submit_and_wait(index: int, timeout: float = 60) -> dict[str, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--turns", type=int, default=200)
-    parser.add_argument("--filesystem-turns", type=int, default=30,
-                        help="turns for the filesystem-broker comparison run (0: skip it)")
+    parser.add_argument(
+        "--filesystem-turns", type=int, default=30, help="turns for the filesystem-broker comparison run (0: skip it)"
+    )
     parser.add_argument("--concurrency", type=int, default=2)
     args = parser.parse_args()
     var = prepare_environment("enqueue")
@@ -141,10 +160,13 @@ def main() -> None:
     try:
         worker.wait_ready()
         pool = "solo" if args.concurrency == 1 else f"prefork x{args.concurrency}"
-        print(f"database: {connection.vendor}; broker: {broker} (queue '{queue}'); worker ({pool}) ready in "
-              f"{time.perf_counter() - started:.1f}s; {args.turns} turns, one in flight at a time, random pause up to "
-              f"{MAX_PAUSE_SECONDS[broker] * 1000:g} ms before each; "
-              f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}", flush=True)
+        print(
+            f"database: {connection.vendor}; broker: {broker} (queue '{queue}'); worker ({pool}) ready in "
+            f"{time.perf_counter() - started:.1f}s; {args.turns} turns, one in flight at a time, random pause up to "
+            f"{MAX_PAUSE_SECONDS[broker] * 1000:g} ms before each; "
+            f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}",
+            flush=True,
+        )
         for index in range(3):  # warm up: the worker's first turn imports litellm (~3 s)
             submit_and_wait(-1 - index)
         rng = random.Random(5)
@@ -157,29 +179,49 @@ def main() -> None:
         Conversation.objects.filter(title__startswith=MESSAGE_PREFIX).delete()
 
     claims = [s["claim"] for s in samples]
-    print(f"  enqueue -> claim (commit + .delay -> AgentTurn.started_at): p50 {percentile(claims, 50):.1f} ms, "
-          f"p95 {percentile(claims, 95):.1f} ms, p99 {percentile(claims, 99):.1f} ms, max {max(claims):.1f} ms, "
-          f"mean {statistics.fmean(claims):.1f} ms (n={len(claims)})")
-    for key, label in (("created_to_claim", "created_at -> started_at"),
-                       ("create_call", "agent_turn_create up to the commit"),
-                       ("delay_call", ".delay (publish to the broker)"),
-                       ("run", "turn run (started_at -> finished_at)")):
+    print(
+        f"  enqueue -> claim (commit + .delay -> AgentTurn.started_at): p50 {percentile(claims, 50):.1f} ms, "
+        f"p95 {percentile(claims, 95):.1f} ms, p99 {percentile(claims, 99):.1f} ms, max {max(claims):.1f} ms, "
+        f"mean {statistics.fmean(claims):.1f} ms (n={len(claims)})"
+    )
+    for key, label in (
+        ("created_to_claim", "created_at -> started_at"),
+        ("create_call", "agent_turn_create up to the commit"),
+        ("delay_call", ".delay (publish to the broker)"),
+        ("run", "turn run (started_at -> finished_at)"),
+    ):
         values = [s[key] for s in samples]
         print(f"  {label}: p50 {percentile(values, 50):.1f} ms, p95 {percentile(values, 95):.1f} ms")
     p50 = percentile(claims, 50)
     if broker == "redis":
-        print(f"  verdict: enqueue -> start p50 {p50:.1f} ms with Redis (target <= {TARGET_P50_MS:g} ms) - "
-              f"{'met' if p50 <= TARGET_P50_MS else 'MISSED'}", flush=True)
+        print(
+            f"  verdict: enqueue -> start p50 {p50:.1f} ms with Redis (target <= {TARGET_P50_MS:g} ms) - "
+            f"{'met' if p50 <= TARGET_P50_MS else 'MISSED'}",
+            flush=True,
+        )
     else:
         print(f"  (filesystem broker: no target; SPEC's 50 ms is for Redis) p50 {p50:.1f} ms", flush=True)
 
     shutil.rmtree(var, ignore_errors=True)  # the broker folder, workspaces (and the SQLite file, if any)
     if broker == "redis" and args.filesystem_turns > 0:
-        print(f"\n  comparison: the same without REDIS_URL (filesystem broker), {args.filesystem_turns} turns",
-              flush=True)
+        print(
+            f"\n  comparison: the same without REDIS_URL (filesystem broker), {args.filesystem_turns} turns", flush=True
+        )
         env = {key: value for key, value in os.environ.items() if key not in ("REDIS_URL", "VAR_DIR")}
-        subprocess.run([sys.executable, __file__, "--turns", str(args.filesystem_turns), "--filesystem-turns", "0",
-                        "--concurrency", str(args.concurrency)], env=env, check=True)
+        subprocess.run(
+            [
+                sys.executable,
+                __file__,
+                "--turns",
+                str(args.filesystem_turns),
+                "--filesystem-turns",
+                "0",
+                "--concurrency",
+                str(args.concurrency),
+            ],
+            env=env,
+            check=True,
+        )
 
 
 if __name__ == "__main__":

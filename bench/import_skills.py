@@ -26,7 +26,8 @@ def make_tree(root: Path, count: int) -> None:
         (folder / "scripts").mkdir(parents=True)
         (folder / "SKILL.md").write_text(
             f"---\nname: bench-import-{i:04d}\ndescription: Benchmark skill {i}; use when measuring imports.\n"
-            f"tags: [bench, import]\ntriggers: [task_match]\n---\n\n# Skill {i}\n\n" + "Step.\n" * 40)
+            f"tags: [bench, import]\ntriggers: [task_match]\n---\n\n# Skill {i}\n\n" + "Step.\n" * 40
+        )
         script = folder / "scripts" / "run.py"
         script.write_text(f"print({i})\n")
         os.chmod(script, 0o755)
@@ -51,8 +52,10 @@ def main() -> None:
         report = action()
         elapsed = time.perf_counter() - started
         skipped = len(getattr(report, "skipped", []))
-        print(f"  {label}: {elapsed:6.2f} s ({args.skills / elapsed:7.0f} skills/s) - {len(report.published)} "
-              f"published, {len(report.unchanged)} unchanged, {len(report.failed)} failed, {skipped} skipped")
+        print(
+            f"  {label}: {elapsed:6.2f} s ({args.skills / elapsed:7.0f} skills/s) - {len(report.published)} "
+            f"published, {len(report.unchanged)} unchanged, {len(report.failed)} failed, {skipped} skipped"
+        )
 
     measure("import (workspace, first time)", lambda: skills_import_tree(root=root, source="workspace"))
     measure("re-import unchanged", lambda: skills_import_tree(root=root, source="workspace"))

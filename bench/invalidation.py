@@ -15,8 +15,6 @@ from __future__ import annotations
 import argparse
 import http.client
 import json
-import os
-import subprocess
 import sys
 import threading
 import time
@@ -25,8 +23,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench._common import ROOT, percentile, prepare_environment, setup_django  # noqa: E402
-from bench.skill_md_throughput import free_port, wait_for  # noqa: E402
+from bench._common import percentile, prepare_environment, setup_django  # noqa: E402
+from bench.skill_md_throughput import start_gunicorn, wait_for  # noqa: E402
 
 
 def request(port: int, method: str, path: str, headers: dict, body: bytes | None = None):
@@ -54,17 +52,15 @@ def main() -> None:
     from registry.services.tokens import api_token_create
 
     get_user_model().objects.get_or_create(username="bench")
-    _, secret = api_token_create(name=f"bench-{uuid.uuid4().hex[:8]}", username="bench",
-                                 scopes=["skills:read", "skills:write"])
+    _, secret = api_token_create(
+        name=f"bench-{uuid.uuid4().hex[:8]}", username="bench", scopes=["skills:read", "skills:write"]
+    )
     vendor, listening = connection.vendor, connection.vendor == "postgresql" and settings.REGISTRY_LISTEN
     connection.close()
 
     name = f"bench-fresh-{uuid.uuid4().hex[:8]}"
     auth = {"Authorization": f"Bearer {secret}"}
-    port = free_port()
-    server = subprocess.Popen([str(ROOT / ".venv" / "bin" / "gunicorn"), "config.wsgi", "--bind", f"127.0.0.1:{port}",
-                               "--workers", str(args.workers), "--worker-class", "sync", "--log-level", "warning"],
-                              env=os.environ.copy(), cwd=ROOT)
+    server, port = start_gunicorn(args.workers)
 
     def publish(n: int) -> tuple[int, float]:
         body = json.dumps({"skill_md": f"---\nname: {name}\ndescription: Edit {n}.\n---\n\nBody {n}.\n"}).encode()
@@ -100,11 +96,15 @@ def main() -> None:
                 thread.start()
             for thread in threads:
                 thread.join()
-        print(f"database: {vendor} ({'LISTEN for changes' if listening else 'a query per read'});"
-              f" gunicorn sync workers: {args.workers}; {args.rounds} publishes, {args.readers} reads right after each")
+        print(
+            f"database: {vendor} ({'LISTEN for changes' if listening else 'a query per read'});"
+            f" gunicorn sync workers: {args.workers}; {args.rounds} publishes, {args.readers} reads right after each"
+        )
         print(f"  stale reads: {stale} of {reads}")
-        print(f"  publish p50 {percentile(publish_ms, 50):.1f} ms;"
-              f" read right after p50 {percentile(read_ms, 50):.1f} ms, p99 {percentile(read_ms, 99):.1f} ms")
+        print(
+            f"  publish p50 {percentile(publish_ms, 50):.1f} ms;"
+            f" read right after p50 {percentile(read_ms, 50):.1f} ms, p99 {percentile(read_ms, 99):.1f} ms"
+        )
     finally:
         server.terminate()
         server.wait(timeout=30)

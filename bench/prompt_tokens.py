@@ -86,14 +86,18 @@ def main() -> None:
 
     base_tokens = count_tokens(system_prompt(""))
     body_chars = sum(len(body) for _, body in skills.values())
-    print(f"corpus: {args.corpus} - {len(folders)} skill folders, {len(skills)} listed skills "
-          f"({hidden} hidden by disable-model-invocation, {len(folders) - hidden - len(skills)} duplicate names); "
-          f"{body_chars:,} chars of SKILL.md bodies; tokenizer cl100k_base")
+    print(
+        f"corpus: {args.corpus} - {len(folders)} skill folders, {len(skills)} listed skills "
+        f"({hidden} hidden by disable-model-invocation, {len(folders) - hidden - len(skills)} duplicate names); "
+        f"{body_chars:,} chars of SKILL.md bodies; tokenizer cl100k_base"
+    )
     print(f"  system prompt without a skills block: {base_tokens:,} tokens")
     rows = [
-        (f"lazy, default budget ({settings.MAX_PROMPT_CHARS:,} chars / {settings.MAX_SKILLS_IN_PROMPT} skills)",
-         lazy_default.text,
-         f"{len(lazy_default.included)} of {lazy_default.total} listed, {len(lazy_default.described)} described"),
+        (
+            f"lazy, default budget ({settings.MAX_PROMPT_CHARS:,} chars / {settings.MAX_SKILLS_IN_PROMPT} skills)",
+            lazy_default.text,
+            f"{len(lazy_default.included)} of {lazy_default.total} listed, {len(lazy_default.described)} described",
+        ),
         ("lazy, unbounded", lazy_unbounded.text, f"{len(lazy_unbounded.included)} listed, all described"),
         ("every SKILL.md body inlined", inlined, f"{len(skills)} bodies"),
     ]
@@ -102,20 +106,27 @@ def main() -> None:
         block_tokens = count_tokens(block)
         prompt_tokens = count_tokens(system_prompt(block))
         figures[label] = prompt_tokens
-        print(f"  {label}: block {len(block):,} chars, {block_tokens:,} tokens; "
-              f"system prompt {prompt_tokens:,} tokens ({note})")
+        print(
+            f"  {label}: block {len(block):,} chars, {block_tokens:,} tokens; "
+            f"system prompt {prompt_tokens:,} tokens ({note})"
+        )
     inlined_tokens = figures["every SKILL.md body inlined"]
     default_tokens, unbounded_tokens = (figures[label] for label, _, _ in rows[:2])
-    print(f"  ratio inlined / lazy: {inlined_tokens / default_tokens:.1f}x (default budget), "
-          f"{inlined_tokens / unbounded_tokens:.1f}x (unbounded); the lazy prompt is "
-          f"{default_tokens / inlined_tokens:.1%} / {unbounded_tokens / inlined_tokens:.1%} of the inlined one")
+    print(
+        f"  ratio inlined / lazy: {inlined_tokens / default_tokens:.1f}x (default budget), "
+        f"{inlined_tokens / unbounded_tokens:.1f}x (unbounded); the lazy prompt is "
+        f"{default_tokens / inlined_tokens:.1%} / {unbounded_tokens / inlined_tokens:.1%} of the inlined one"
+    )
     # SPEC §4 sets no token number: the promise (seed 003) is a lazy block much smaller than the
     # bodies, held within the character budget.
     within = len(lazy_default.text) <= settings.MAX_PROMPT_CHARS
     verdict = "met" if within and default_tokens < inlined_tokens else "MISSED"
-    print(f"  verdict: lazy block within {settings.MAX_PROMPT_CHARS:,} chars and smaller than the inlined bodies - "
-          f"{verdict} ({default_tokens:,} vs {inlined_tokens:,} system-prompt tokens; no numeric target in SPEC)")
+    print(
+        f"  verdict: lazy block within {settings.MAX_PROMPT_CHARS:,} chars and smaller than the inlined bodies - "
+        f"{verdict} ({default_tokens:,} vs {inlined_tokens:,} system-prompt tokens; no numeric target in SPEC)"
+    )
     shutil.rmtree(var, ignore_errors=True)
+
 
 class _Listed:
     """What render_prompt_block reads from a skill: its name and description."""

@@ -20,9 +20,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench._common import describe, prepare_environment, setup_django, timed  # noqa: E402
 
-WORDS = ("pdf csv json yaml sql query database image chart report summary review commit deploy test debug "
-         "search translate email calendar meeting invoice refactor migrate docker kubernetes api schema "
-         "security audit backup restore cache queue metrics logs alert billing").split()
+WORDS = (
+    "pdf csv json yaml sql query database image chart report summary review commit deploy test debug "
+    "search translate email calendar meeting invoice refactor migrate docker kubernetes api schema "
+    "security audit backup restore cache queue metrics logs alert billing"
+).split()
 
 
 def main() -> None:
@@ -47,16 +49,24 @@ def main() -> None:
     with transaction.atomic():
         for i in range(args.skills):
             topic = rng.sample(WORDS, 3)
-            text = (f"---\nname: bench-skill-{i:04d}\ndescription: Handles {' and '.join(topic)} tasks - "
-                    f"{rng.choice(WORDS)} helpers for {rng.choice(WORDS)} work. Use when asked about {topic[0]}.\n"
-                    f"tags: [{', '.join(topic)}]\ntriggers: [task_match]\n---\n\n# Skill {i}\n\nSteps.\n")
+            text = (
+                f"---\nname: bench-skill-{i:04d}\ndescription: Handles {' and '.join(topic)} tasks - "
+                f"{rng.choice(WORDS)} helpers for {rng.choice(WORDS)} work. Use when asked about {topic[0]}.\n"
+                f"tags: [{', '.join(topic)}]\ntriggers: [task_match]\n---\n\n# Skill {i}\n\nSteps.\n"
+            )
             skill_version_publish(bundle=bundle_from_parts(text.encode(), []), source="user")
         for i in range(args.rules):
             if not ForceIncludeRule.objects.filter(name=f"bench-rule-{i:03d}").exists():
-                rule_create(name=f"bench-rule-{i:03d}", pattern=rf"\b{rng.choice(WORDS)}\s+{rng.choice(WORDS)}\b",
-                            skills=[f"bench-skill-{rng.randrange(args.skills):04d}"], instruction=f"Rule {i}.")
-    print(f"database: {connection.vendor}; {args.skills} skills and {args.rules} rules set up in "
-          f"{time.perf_counter() - started:.1f}s")
+                rule_create(
+                    name=f"bench-rule-{i:03d}",
+                    pattern=rf"\b{rng.choice(WORDS)}\s+{rng.choice(WORDS)}\b",
+                    skills=[f"bench-skill-{rng.randrange(args.skills):04d}"],
+                    instruction=f"Rule {i}.",
+                )
+    print(
+        f"database: {connection.vendor}; {args.skills} skills and {args.rules} rules set up in "
+        f"{time.perf_counter() - started:.1f}s"
+    )
 
     queries = [" ".join(rng.sample(WORDS, 5)) for _ in range(args.repeat)]
 
@@ -67,13 +77,20 @@ def main() -> None:
     print("  cold (snapshot rebuilt):", describe(timed(cold, 10)))
     resolve(query="warm the snapshot")
     fresh = iter(queries)
-    print("  new query (snapshot warm, result not cached):", describe(timed(lambda: resolve(query=next(fresh)),
-                                                                              args.repeat)))
+    print(
+        "  new query (snapshot warm, result not cached):",
+        describe(timed(lambda: resolve(query=next(fresh)), args.repeat)),
+    )
     result = resolve(query=queries[0])
-    print("  warm (cached result):", describe(timed(lambda: resolve(query=queries[0]), args.repeat)),
-          "- target p50 <= 10 ms")
-    print(f"  prompt block: {len(result.prompt_block):,} chars, {len(result.skills)} skills listed, "
-          f"{len(result.fired_rules)} rules fired")
+    print(
+        "  warm (cached result):",
+        describe(timed(lambda: resolve(query=queries[0]), args.repeat)),
+        "- target p50 <= 10 ms",
+    )
+    print(
+        f"  prompt block: {len(result.prompt_block):,} chars, {len(result.skills)} skills listed, "
+        f"{len(result.fired_rules)} rules fired"
+    )
 
 
 if __name__ == "__main__":

@@ -8,8 +8,15 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 
-SCRIPTS = ("import_skills.py", "resolve.py", "skill_md_throughput.py", "runtime_step.py", "enqueue_latency.py",
-           "prompt_tokens.py", "invalidation.py")
+SCRIPTS = (
+    "import_skills.py",
+    "resolve.py",
+    "skill_md_throughput.py",
+    "runtime_step.py",
+    "enqueue_latency.py",
+    "prompt_tokens.py",
+    "invalidation.py",
+)
 
 for script in SCRIPTS:
     print(f"\n== {script}", flush=True)

@@ -35,9 +35,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench._common import percentile, prepare_environment, setup_django  # noqa: E402
 
-WORDS = ("pdf csv json yaml sql query database image chart report summary review commit deploy test debug "
-         "search translate email calendar meeting invoice refactor migrate docker kubernetes api schema "
-         "security audit backup restore cache queue metrics logs alert billing").split()
+WORDS = (
+    "pdf csv json yaml sql query database image chart report summary review commit deploy test debug "
+    "search translate email calendar meeting invoice refactor migrate docker kubernetes api schema "
+    "security audit backup restore cache queue metrics logs alert billing"
+).split()
 TARGET_MS = 5.0
 
 
@@ -100,10 +102,12 @@ def publish_skills(count: int) -> None:
     with transaction.atomic():
         for i in range(count):
             topic = rng.sample(WORDS, 3)
-            text = (f"---\nname: bench-step-{i:04d}\ndescription: Handles {' and '.join(topic)} tasks - "
-                    f"{rng.choice(WORDS)} helpers for {rng.choice(WORDS)} work. Use when asked about {topic[0]}.\n"
-                    f"tags: [{', '.join(topic)}]\ntriggers: [task_match]\n---\n\n# Skill {i}\n\n"
-                    + "".join(f"{n}. Do step {n} of the {topic[0]} work.\n" for n in range(1, 9)))
+            text = (
+                f"---\nname: bench-step-{i:04d}\ndescription: Handles {' and '.join(topic)} tasks - "
+                f"{rng.choice(WORDS)} helpers for {rng.choice(WORDS)} work. Use when asked about {topic[0]}.\n"
+                f"tags: [{', '.join(topic)}]\ntriggers: [task_match]\n---\n\n# Skill {i}\n\n"
+                + "".join(f"{n}. Do step {n} of the {topic[0]} work.\n" for n in range(1, 9))
+            )
             skill_version_publish(bundle=bundle_from_parts(text.encode(), []), source="user")
 
 
@@ -159,12 +163,21 @@ def run_one(*, message: str, steps: int, database_trace: bool, counter: TimedTok
     agent_turn_finish(turn=turn, result=result)
     finished = time.perf_counter()
     if result.status != "succeeded" or result.steps != steps + 1:
-        raise SystemExit(f"the bench turn did not run as scripted: {result.status} after {result.steps} steps: "
-                         f"{result.error}")
+        raise SystemExit(
+            f"the bench turn did not run as scripted: {result.status} after {result.steps} steps: {result.error}"
+        )
     stored = [len(json.dumps(data)) for data in TraceEvent.objects.filter(turn=turn).values_list("data", flat=True)]
-    return {"resolved": resolved - started, "started": resolved, "ran": ran, "finish": finished - ran,
-            "calls": complete.calls, "steps": result.steps, "counting": counter.seconds - counted_before,
-            "events": len(stored), "trace_bytes": sum(stored)}
+    return {
+        "resolved": resolved - started,
+        "started": resolved,
+        "ran": ran,
+        "finish": finished - ran,
+        "calls": complete.calls,
+        "steps": result.steps,
+        "counting": counter.seconds - counted_before,
+        "events": len(stored),
+        "trace_bytes": sum(stored),
+    }
 
 
 def report(label: str, turns: list[dict[str, Any]]) -> float:
@@ -184,22 +197,28 @@ def report(label: str, turns: list[dict[str, Any]]) -> float:
         finish_ms.append(turn["finish"] * 1000)
 
     def line(samples: list[float]) -> str:
-        return (f"p50 {percentile(samples, 50):6.2f} ms, p95 {percentile(samples, 95):6.2f} ms, "
-                f"mean {statistics.fmean(samples):6.2f} ms (n={len(samples)})")
+        return (
+            f"p50 {percentile(samples, 50):6.2f} ms, p95 {percentile(samples, 95):6.2f} ms, "
+            f"mean {statistics.fmean(samples):6.2f} ms (n={len(samples)})"
+        )
 
     print(f"  {label}:")
     print(f"    runtime overhead per tool step (between model calls): {line(gaps)}")
     print(f"    runtime overhead per step, whole turn (run_turn - model time) / steps: {line(per_turn)}")
     print(f"    of which token counting for context fitting (llm.token_count), per step: {line(counting)}")
     print(f"    model call (litellm + scripted provider, subtracted): {line(models)}")
-    print(f"    per turn, once: setup before the first call {percentile(setup, 50):.2f} ms, after the last call "
-          f"{percentile(tail, 50):.2f} ms, resolution_for_turn {percentile(resolve_ms, 50):.2f} ms, "
-          f"agent_turn_finish {percentile(finish_ms, 50):.2f} ms (p50s)")
+    print(
+        f"    per turn, once: setup before the first call {percentile(setup, 50):.2f} ms, after the last call "
+        f"{percentile(tail, 50):.2f} ms, resolution_for_turn {percentile(resolve_ms, 50):.2f} ms, "
+        f"agent_turn_finish {percentile(finish_ms, 50):.2f} ms (p50s)"
+    )
     if turns[0]["events"]:
         events = statistics.median(turn["events"] for turn in turns)
         kilobytes = statistics.median(turn["trace_bytes"] for turn in turns) / 1000
-        print(f"    trace stored per turn: {events:.0f} TraceEvent rows, {kilobytes:.0f} KB of JSON (each llm_call "
-              "event carries the full system prompt, SPEC §6.10)")
+        print(
+            f"    trace stored per turn: {events:.0f} TraceEvent rows, {kilobytes:.0f} KB of JSON (each llm_call "
+            "event carries the full system prompt, SPEC §6.10)"
+        )
     return percentile(gaps, 50)
 
 
@@ -220,29 +239,36 @@ def main() -> None:
 
     started = time.perf_counter()
     publish_skills(args.skills)
-    print(f"database: {connection.vendor}; {args.skills} skills published in {time.perf_counter() - started:.1f}s; "
-          f"{args.turns} turns x {args.steps} tool steps + 1 answer, scripted model; {os.cpu_count()} CPUs, "
-          f"load average {os.getloadavg()[0]:.2f}")
+    print(
+        f"database: {connection.vendor}; {args.skills} skills published in {time.perf_counter() - started:.1f}s; "
+        f"{args.turns} turns x {args.steps} tool steps + 1 answer, scripted model; {os.cpu_count()} CPUs, "
+        f"load average {os.getloadavg()[0]:.2f}"
+    )
     litellm_module()  # its ~3 s import is paid once per worker, not per step
 
     registry_caches_reset()  # a fresh cache namespace: each turn's resolve() below is a miss
     counter = TimedTokenCount()
     rng = random.Random(3)
     # A new message per turn, so each turn's resolve() is a cache miss (matching + prompt block).
-    messages = [f"Summarise the {' '.join(rng.sample(WORDS, 4))} numbers and multiply them {n}"
-                for n in range(2 * args.turns)]
+    messages = [
+        f"Summarise the {' '.join(rng.sample(WORDS, 4))} numbers and multiply them {n}" for n in range(2 * args.turns)
+    ]
     for database_trace in (True, False):  # warm up: imports, tokenizer, snapshot, connection
         run_one(message="warm up the runtime", steps=2, database_trace=database_trace, counter=counter)
-    database = [run_one(message=m, steps=args.steps, database_trace=True, counter=counter)
-                for m in messages[: args.turns]]
-    memory = [run_one(message=m, steps=args.steps, database_trace=False, counter=counter)
-              for m in messages[args.turns :]]
+    database = [
+        run_one(message=m, steps=args.steps, database_trace=True, counter=counter) for m in messages[: args.turns]
+    ]
+    memory = [
+        run_one(message=m, steps=args.steps, database_trace=False, counter=counter) for m in messages[args.turns :]
+    ]
     p50_db = report("DatabaseTraceSink (TraceEvent row per event, cancel check per step)", database)
     p50_memory = report("in-memory trace sink (no database writes in the loop)", memory)
     print(f"  database share of the per-step overhead (p50): {max(p50_db - p50_memory, 0):.2f} ms of {p50_db:.2f} ms")
     verdict = "met" if p50_db <= TARGET_MS else "MISSED"
-    print(f"  verdict: runtime overhead per step p50 {p50_db:.2f} ms with the database trace "
-          f"(target <= {TARGET_MS:g} ms) - {verdict}")
+    print(
+        f"  verdict: runtime overhead per step p50 {p50_db:.2f} ms with the database trace "
+        f"(target <= {TARGET_MS:g} ms) - {verdict}"
+    )
     AgentTurn.objects.filter(message__in=[*messages, "warm up the runtime"]).delete()
     shutil.rmtree(var, ignore_errors=True)  # the turns' workspaces (and the SQLite file, if any)
 

@@ -37,6 +37,14 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def start_gunicorn(workers: int) -> tuple[subprocess.Popen, int]:
+    """The app under gunicorn's sync workers, as production runs it, on a free local port."""
+    port = free_port()
+    command = [str(ROOT / ".venv" / "bin" / "gunicorn"), "config.wsgi", "--bind", f"127.0.0.1:{port}"]
+    command += ["--workers", str(workers), "--worker-class", "sync", "--log-level", "warning"]
+    return subprocess.Popen(command, env=os.environ.copy(), cwd=ROOT), port
+
+
 def wait_for(port: int, path: str, headers: dict, timeout: float = 30) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -54,8 +62,9 @@ def run_wrk(port: int, path: str, headers: dict, duration: int, connections: int
     command = ["wrk", "-t2", f"-c{connections}", f"-d{duration}s", "--latency"]
     for key, value in headers.items():
         command += ["-H", f"{key}: {value}"]
-    output = subprocess.run(command + [f"http://127.0.0.1:{port}{path}"], capture_output=True, text=True,
-                            timeout=duration + 30).stdout
+    output = subprocess.run(
+        command + [f"http://127.0.0.1:{port}{path}"], capture_output=True, text=True, timeout=duration + 30
+    ).stdout
 
     def latency(label: str) -> float:
         found = re.search(rf"^\s+{label}%\s+([\d.]+)(us|ms|s)", output, re.M)
@@ -94,8 +103,12 @@ def run_python(port: int, path: str, headers: dict, duration: int, connections: 
         thread.start()
     for thread in threads:
         thread.join()
-    return {"rps": len(samples) / duration, "p50": percentile(samples, 50), "p99": percentile(samples, 99),
-            "errors": errors[0]}
+    return {
+        "rps": len(samples) / duration,
+        "p50": percentile(samples, 50),
+        "p99": percentile(samples, 99),
+        "errors": errors[0],
+    }
 
 
 def main() -> None:
@@ -118,11 +131,7 @@ def main() -> None:
     _, secret = api_token_create(name=f"bench-{uuid.uuid4().hex[:8]}", username="bench", scopes=["skills:read"])
     connection.close()
 
-    port = free_port()
-    gunicorn = str(ROOT / ".venv" / "bin" / "gunicorn")
-    server = subprocess.Popen([gunicorn, "config.wsgi", "--bind", f"127.0.0.1:{port}", "--workers",
-                               str(args.workers), "--worker-class", "sync", "--log-level", "warning"],
-                              env=os.environ.copy(), cwd=ROOT)
+    server, port = start_gunicorn(args.workers)
     load = run_wrk if shutil.which("wrk") else run_python
     auth = {"Authorization": f"Bearer {secret}"}
     api_path, bare_path = f"/api/v1/skills/{skill.name}/SKILL.md", f"/bench/bare/{skill.name}"
@@ -136,20 +145,27 @@ def main() -> None:
         from django.conf import settings
 
         listening = connection.vendor == "postgresql" and settings.REGISTRY_LISTEN
-        print(f"database: {connection.vendor} (CONN_MAX_AGE={os.environ['CONN_MAX_AGE']},"
-              f" {'LISTEN for changes' if listening else 'a query per request'});"
-              f" load: {'wrk' if load is run_wrk else 'python threads'}; "
-              f"gunicorn sync workers: {args.workers}; {args.connections} connections; {args.duration}s each; "
-              f"SKILL.md {len(body)} bytes")
+        print(
+            f"database: {connection.vendor} (CONN_MAX_AGE={os.environ['CONN_MAX_AGE']},"
+            f" {'LISTEN for changes' if listening else 'a query per request'});"
+            f" load: {'wrk' if load is run_wrk else 'python threads'}; "
+            f"gunicorn sync workers: {args.workers}; {args.connections} connections; {args.duration}s each; "
+            f"SKILL.md {len(body)} bytes"
+        )
         results = {}
-        for label, path, extra in [("bare 200", bare_path, {}), ("api  200", api_path, {}),
-                                   ("bare 304", bare_path, {"If-None-Match": etag}),
-                                   ("api  304", api_path, {"If-None-Match": etag})]:
+        for label, path, extra in [
+            ("bare 200", bare_path, {}),
+            ("api  200", api_path, {}),
+            ("bare 304", bare_path, {"If-None-Match": etag}),
+            ("api  304", api_path, {"If-None-Match": etag}),
+        ]:
             load(port, path, {**auth, **extra}, 2, args.connections)  # warm-up
             results[label] = load(port, path, {**auth, **extra}, args.duration, args.connections)
             r = results[label]
-            print(f"  {label}: {r['rps']:8.0f} req/s  p50 {r['p50']:6.2f} ms  p99 {r['p99']:6.2f} ms"
-                  f"  errors {r['errors']}")
+            print(
+                f"  {label}: {r['rps']:8.0f} req/s  p50 {r['p50']:6.2f} ms  p99 {r['p99']:6.2f} ms"
+                f"  errors {r['errors']}"
+            )
         for kind in ("200", "304"):
             ratio = results[f"api  {kind}"]["rps"] / results[f"bare {kind}"]["rps"]
             print(f"  {kind} path: API / bare throughput = {ratio:.2f} (target >= 0.70)")
