@@ -1,20 +1,23 @@
 """A request rate limit per API token (and per console user), `API_THROTTLE_RATE`.
 
 Counted in fixed windows (e.g. per minute) under one key per identity and window. With
-REDIS_URL the counter lives in Redis, so the limit holds across every web process; it costs one
-round trip (SET NX + INCR pipelined), cheap enough for the SKILL.md fast path, which counts too.
-Without Redis each process counts on its own, like the rest of its local-memory cache.
+REDIS_URL the total lives in Redis, so the limit holds across every web process; each process
+adds its requests to it in small batches (see `_Counts`), because a round trip per request
+would cost the SKILL.md fast path, which counts too, about a third of its throughput. Without
+Redis each process counts on its own, like the rest of its local-memory cache.
 
 DRF's own SimpleRateThrottle keeps a list of timestamps per identity in the cache and writes it
 back after reading it: two concurrent requests overwrite each other's entry, so it under-counts
-exactly under load. INCR does not.
+exactly under load. INCRBY does not.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
+from dataclasses import dataclass
 from functools import cache
 
 import redis
@@ -29,6 +32,8 @@ log = logging.getLogger(__name__)
 _PERIODS = {"s": 1, "sec": 1, "second": 1, "m": 60, "min": 60, "minute": 60, "h": 3600, "hour": 3600}
 _PERIODS |= {"d": 86400, "day": 86400}
 _KEY_PREFIX = "skill-registry:throttle"
+_SYNC_SECONDS = 0.1
+_REDIS_BACKOFF_SECONDS = 5.0
 
 
 @cache
@@ -45,38 +50,63 @@ def parse_rate(rate: str) -> tuple[int, int] | None:
 
 
 @cache
-def _redis() -> redis.Redis:
+def _redis(url: str) -> redis.Redis:
     # redis-py's pool notices a fork and opens new connections in the child.
-    return redis.Redis.from_url(settings.REDIS_URL, socket_timeout=1, socket_connect_timeout=1)
+    return redis.Redis.from_url(url, socket_timeout=1, socket_connect_timeout=1)
 
 
-class _LocalCounts:
-    """This process's counts for the current window only; older windows are dropped."""
+@dataclass
+class _Count:
+    shared: int = 0  # the total in Redis at the last sync, this process's requests included
+    pending: int = 0  # requests counted here since
+    synced_at: float = -math.inf
+
+
+class _Counts:
+    """Requests per identity in the current window: counted here, and added to the shared total
+    in Redis in batches, so most requests make no round trip.
+
+    A batch goes to Redis after 1% of the limit has been counted here, or after _SYNC_SECONDS:
+    each process may overshoot by about that much before it sees the others' requests. Small
+    limits (under 200 per window) sync every request and are exact.
+    """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._window = -1
-        self._counts: dict[str, int] = {}
+        self._counts: dict[str, _Count] = {}
+        self._redis_retry_at = -math.inf
 
-    def add(self, key: str, window: int) -> int:
+    def add(self, identity: str, window: int, seconds: int, allowed: int) -> int:
+        """Count one request; the best known total for `identity` in this window."""
         with self._lock:
-            if window != self._window:
+            if window != self._window:  # one rate, so every identity's window ends together
                 self._window, self._counts = window, {}
-            self._counts[key] = self._counts.get(key, 0) + 1
-            return self._counts[key]
+            count = self._counts.setdefault(identity, _Count())
+            count.pending += 1
+            now = time.monotonic()
+            due = count.pending >= max(1, allowed // 100) or now >= count.synced_at + _SYNC_SECONDS
+            if settings.REDIS_URL and due and now >= self._redis_retry_at:
+                try:
+                    count.shared = _add_in_redis(identity, window, seconds, count.pending)
+                    count.pending, count.synced_at = 0, now
+                except redis.RedisError:
+                    # Keep counting here (a limit per process) and try Redis again later: a rate
+                    # limit must not take the API down with Redis. /healthz reports Redis.
+                    self._redis_retry_at = now + _REDIS_BACKOFF_SECONDS
+                    log.warning("cannot add request counts in Redis; counting per process", exc_info=True)
+            return count.shared + count.pending
 
 
-_LOCAL = _LocalCounts()
-
-
-def _count(identity: str, window: int, seconds: int) -> int:
-    if not settings.REDIS_URL:
-        return _LOCAL.add(identity, window)
+def _add_in_redis(identity: str, window: int, seconds: int, requests: int) -> int:
     key = f"{_KEY_PREFIX}:{identity}:{window}"
-    pipe = _redis().pipeline(transaction=False)
+    pipe = _redis(settings.REDIS_URL).pipeline(transaction=False)
     pipe.set(key, 0, ex=seconds + 1, nx=True)
-    pipe.incr(key)
+    pipe.incrby(key, requests)
     return pipe.execute()[1]
+
+
+_COUNTS = _Counts()  # this process's
 
 
 def retry_after(identity: str) -> float | None:
@@ -88,12 +118,7 @@ def retry_after(identity: str) -> float | None:
     allowed, seconds = limit
     now = time.time()
     window = int(now // seconds)
-    try:
-        count = _count(identity, window, seconds)
-    except redis.RedisError:
-        # A rate limit must not take the API down with Redis; /healthz reports Redis.
-        log.warning("cannot count requests in Redis; not rate limiting", exc_info=True)
-        return None
+    count = _COUNTS.add(identity, window, seconds, allowed)
     return None if count <= allowed else (window + 1) * seconds - now
 
 
