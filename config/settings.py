@@ -183,7 +183,9 @@ REST_FRAMEWORK = {
     "DEFAULT_THROTTLE_CLASSES": ["registry.api.throttle.RegistryRateThrottle"],
 }
 # Requests per token (or console user), shared by all processes through Redis; "off" for none.
-API_THROTTLE_RATE = env.str("API_THROTTLE_RATE", default="6000/min")
+# The default guards against a runaway client (1,000 a second for a whole minute); it is not a
+# quota. Lower it to share a registry fairly between clients.
+API_THROTTLE_RATE = env.str("API_THROTTLE_RATE", default="60000/min")
 SPECTACULAR_SETTINGS = {
     "TITLE": "Skill Registry API",
     "DESCRIPTION": "The system of record for agent skills, force-include rules and usage analytics.",
