@@ -3,7 +3,7 @@
 Counted in fixed windows (e.g. per minute) under one key per identity and window. With
 REDIS_URL the total lives in Redis, so the limit holds across every web process; each process
 adds its requests to it in small batches (see `_Counts`), because a round trip per request
-would cost the SKILL.md fast path, which counts too, about a third of its throughput. Without
+cost the SKILL.md fast path, which counts too, half its 304 throughput (bench/skill_md_throughput.py). Without
 Redis each process counts on its own, like the rest of its local-memory cache.
 
 DRF's own SimpleRateThrottle keeps a list of timestamps per identity in the cache and writes it
@@ -29,8 +29,12 @@ from registry.models import ApiToken
 
 log = logging.getLogger(__name__)
 
-_PERIODS = {"s": 1, "sec": 1, "second": 1, "m": 60, "min": 60, "minute": 60, "h": 3600, "hour": 3600}
-_PERIODS |= {"d": 86400, "day": 86400}
+_PERIODS = {
+    **dict.fromkeys(("s", "sec", "second"), 1),
+    **dict.fromkeys(("m", "min", "minute"), 60),
+    **dict.fromkeys(("h", "hour"), 3600),
+    **dict.fromkeys(("d", "day"), 86400),
+}
 _KEY_PREFIX = "skill-registry:throttle"
 _SYNC_SECONDS = 0.1
 _REDIS_BACKOFF_SECONDS = 5.0
