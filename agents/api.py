@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.conf import settings
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.response import Response
@@ -19,13 +20,30 @@ class TurnApi(ApiView):
 
     required_scopes = {"GET": "agent:run", "POST": "agent:run"}
 
+    @property
+    def max_body_bytes(self) -> int:  # type: ignore[override]
+        # A full-length message of non-ASCII text arrives as \uXXXX escapes: 6 bytes a character.
+        return max(ApiView.max_body_bytes, settings.AGENT_MAX_MESSAGE_CHARS * 6 + 64 * 1024)
+
 
 class AgentTurnCreateApi(TurnApi):
     class TurnCreateInputSerializer(serializers.Serializer):
-        message = TextField(max_length=20_000, trim_whitespace=False)
+        # A pasted log or document is welcome: the runtime trims what does not fit the model.
+        message = TextField(
+            max_length=settings.AGENT_MAX_MESSAGE_CHARS,
+            trim_whitespace=False,
+            help_text="A leading `/skill-name` forces that skill (a 400 when no enabled skill has the name).",
+        )
         conversation = serializers.UUIDField(required=False, allow_null=True)
         model = TextField(max_length=200, required=False, allow_blank=True)
-        forced_skill = TextField(max_length=128, required=False, allow_blank=True, allow_null=True)
+        forced_skill = TextField(
+            max_length=128,
+            required=False,
+            allow_blank=True,
+            allow_null=True,
+            help_text="Force this skill (as a leading `/skill-name` in the message does); "
+            "an unknown or disabled skill is a 400 naming the closest names.",
+        )
         script = serializers.JSONField(
             required=False,
             allow_null=True,
@@ -143,12 +161,20 @@ class AgentTurnFeedbackApi(TurnApi):
 
 
 class AgentTurnCancelApi(TurnApi):
+    class TurnCancelSerializer(serializers.Serializer):
+        id = serializers.UUIDField()
+        status = serializers.CharField(help_text="`cancelled` when it ended now; `running` until its next step.")
+        cancel_requested = serializers.BooleanField()
+
     @extend_schema(
         request=None,
-        responses={202: AgentTurnCreateApi.TurnQueuedSerializer, **errors(401, 403, 404)},
+        responses={202: TurnCancelSerializer, **errors(401, 403, 404, 409)},
         summary="Cancel a queued or running turn",
+        description="A queued turn, or a running one whose worker stopped responding, is cancelled at once "
+        "(`status: cancelled`); a running turn stops before its next model or tool call. "
+        "A turn that already succeeded or failed is a 409.",
     )
     def post(self, request, turn_id):
         turn = services.agent_turn_get_for_user(user=request.user, turn_id=turn_id)
         turn = services.agent_turn_cancel(turn=turn)
-        return Response(AgentTurnCreateApi.TurnQueuedSerializer(turn).data, status=status.HTTP_202_ACCEPTED)
+        return Response(self.TurnCancelSerializer(turn).data, status=status.HTTP_202_ACCEPTED)

@@ -57,9 +57,13 @@ class AgentTurn(models.Model):
     prompt_tokens = models.PositiveIntegerField(default=0)
     completion_tokens = models.PositiveIntegerField(default=0)
     cost = models.FloatField(default=0.0)
-    attempts = models.PositiveIntegerField(default=0)
-    # While running, the worker renews this lease; a redelivered message may take the turn
-    # over only after it lapsed (the worker died). See agents/services.py.
+    attempts = models.PositiveIntegerField(default=0)  # claims so far; the running attempt's fencing token
+    takeovers = models.PositiveIntegerField(default=0)  # times the reaper requeued it after its worker died
+    # Running: the worker's lease, renewed while it lives; once it lapses the reaper requeues
+    # the turn. Queued: when the reaper sends its message again in case the first one was lost
+    # (see agents/services.py, agent_turns_reap).
+    # Not indexed: renewals then update the row in place (PostgreSQL HOT), and the reaper's
+    # query is narrowed by the status index first.
     lease_expires_at = models.DateTimeField(null=True, blank=True)
     feedback_rating = models.SmallIntegerField(null=True, blank=True)
     feedback_comment = models.TextField(blank=True)
@@ -91,3 +95,23 @@ class TraceEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.turn_id}#{self.seq} {self.type}"
+
+
+class TurnCheckpoint(models.Model):
+    """What a turn had done when it last reached a checkpoint (agents/runtime/replay.py): a
+    worker that takes the turn over resumes from these instead of starting again.
+
+    The record is JSON kept as text: a tool's output may hold a NUL character, which
+    PostgreSQL's jsonb refuses and its text type accepts once escaped by json.dumps."""
+
+    turn = models.ForeignKey(AgentTurn, on_delete=models.CASCADE, related_name="checkpoints")
+    index = models.PositiveIntegerField()
+    record = models.TextField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["turn", "index"]
+        constraints = [models.UniqueConstraint(fields=["turn", "index"], name="checkpoint_unique_index_per_turn")]
+
+    def __str__(self) -> str:
+        return f"{self.turn_id} checkpoint {self.index}"

@@ -1,28 +1,49 @@
-"""Turn lifecycle: create (web), claim and run (worker), cancel and feedback (web).
+"""Turn lifecycle: create (web), claim and run (worker), reap, cancel and feedback.
 
 The runtime in `agents/runtime/` knows nothing of Django; this module feeds it registry state
 and persists what comes back. A turn row moves queued -> running -> succeeded | failed |
-cancelled. Running is a lease, renewed while the turn makes progress: a message redelivered
-after a worker died can take the turn over once the lease has lapsed, and never while it is
-still held, so a turn is never run twice at the same time.
+cancelled. Running is a lease held by one attempt (agents/lease.py) and renewed while its
+worker lives. When a worker dies, the reaper (agent_turns_reap, run by every worker) finds the
+lapsed lease and requeues the turn; the next attempt resumes from the turn's checkpoints
+(agents/runtime/replay.py). Every write of an attempt is fenced by its attempt number, so a turn
+ends exactly once however many workers died or woke up late.
 """
 
 from __future__ import annotations
 
-from datetime import timedelta
+import difflib
+import json
+import logging
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from functools import partial
+from pathlib import Path
 from typing import Any
 
 import jsonschema
 import kombu.exceptions
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F, Q
+from django.db.models import F
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from agents.models import AgentTurn, Conversation, TraceEvent, TurnStatus
+from agents.lease import LeaseKeeper, TurnLost
+from agents.models import AgentTurn, Conversation, TurnCheckpoint, TurnStatus
+from agents.runtime.forcing import split_slash_command
 from agents.runtime.types import TurnRequest, TurnResult
+from agents.trace import DatabaseTraceSink, trace_event_append
+from registry import selectors
 from registry.errors import ApplicationError, Conflict, NotFound
-from registry.models import UsageEvent, UsageKind
+from registry.models import UsageKind, UsageSource
+from registry.services.usage import UsageEventInput, usage_feedback_set, usage_record
+
+logger = logging.getLogger(__name__)
 
 # SPEC §6.9: the scripted model's request contract.
 SCRIPT_SCHEMA = {
@@ -69,6 +90,7 @@ def agent_turn_create(
         _validate_script(script)
     elif script is not None:
         raise ApplicationError('A script is only used with "model": "scripted".', fields={"script": "remove it"})
+    _check_forced_skill(message=message, forced_skill=forced_skill)
 
     with transaction.atomic():
         conversation = _conversation_for(user=user, conversation_id=conversation_id, message=message)
@@ -80,6 +102,7 @@ def agent_turn_create(
             forced_skill=forced_skill or "",
             script=script,
             max_input_tokens=max_input_tokens,
+            lease_expires_at=_lease_from_now(),  # queued: when the reaper sends the message again
         )
         transaction.on_commit(lambda: _enqueue(agent_turn_run_task, str(turn.id)))
     return turn
@@ -93,6 +116,33 @@ def _enqueue(task, turn_id: str) -> None:
         # The error itself goes on to the caller, who gets a 503 and can send the turn again.
         agent_turn_fail(turn_id=turn_id, error=f"Could not queue the turn: the task broker is unavailable ({error}).")
         raise
+
+
+def _check_forced_skill(*, message: str, forced_skill: str | None) -> None:
+    """Refuse a turn that forces a skill no one can load: a 400 now instead of a 202 and a turn
+    that fails in the worker. The name is found as the runtime finds it (the `forced_skill`
+    field, else a leading `/command` read by the runtime's own parser), so "/tmp/x is broken"
+    is a plain message here as it is there."""
+    name = forced_skill or split_slash_command(message)[0]
+    if name is None:
+        return
+    try:
+        if selectors.skill_get(name=name).enabled:
+            return
+    except NotFound:
+        pass
+    names = [row.name for row in selectors.effective_skill_rows()]
+    closest = difflib.get_close_matches(name, names, n=3, cutoff=0.5)
+    hint = f" Did you mean {', '.join(closest)}?" if closest else ""
+    if forced_skill:
+        detail, field = f"Unknown skill '{name}' in forced_skill: no enabled skill has that name.{hint}", "forced_skill"
+    else:
+        detail, field = (
+            f"The message starts with '/{name}', a skill command, but no enabled skill is named '{name}'.{hint} "
+            "To send text that starts with a slash, put a word before it.",
+            "message",
+        )
+    raise ApplicationError(detail, fields={field: f"unknown skill '{name}'"}, extra={"suggestions": closest})
 
 
 def _validate_script(script: Any) -> None:
@@ -125,12 +175,24 @@ def agent_turn_get_for_user(*, user: Any, turn_id: Any) -> AgentTurn:
 
 
 def agent_turn_cancel(*, turn: AgentTurn) -> AgentTurn:
-    # A queued turn is cancelled at once; a running one stops at its next step.
-    AgentTurn.objects.filter(pk=turn.pk, status=TurnStatus.QUEUED).update(
-        status=TurnStatus.CANCELLED, finished_at=timezone.now(), error="Cancelled before it started."
-    )
-    AgentTurn.objects.filter(pk=turn.pk, status=TurnStatus.RUNNING).update(cancel_requested=True)
+    """Cancel a turn: at once when it is queued or its worker died (the lease lapsed), else at
+    the running attempt's next model or tool call. A finished turn is a Conflict."""
+    now = timezone.now()
+    with transaction.atomic():
+        AgentTurn.objects.filter(pk=turn.pk, status=TurnStatus.QUEUED).update(
+            status=TurnStatus.CANCELLED, finished_at=now, error="Cancelled before it started."
+        )
+        AgentTurn.objects.filter(pk=turn.pk, status=TurnStatus.RUNNING, lease_expires_at__lt=now).update(
+            status=TurnStatus.CANCELLED,
+            finished_at=now,
+            error="Cancelled; the worker that was running it had stopped responding.",
+        )
+        AgentTurn.objects.filter(pk=turn.pk, status__in=(TurnStatus.RUNNING, TurnStatus.CANCELLED)).update(
+            cancel_requested=True
+        )
     turn.refresh_from_db()
+    if turn.status in (TurnStatus.SUCCEEDED, TurnStatus.FAILED):
+        raise Conflict(f"The turn has already {turn.status}.", fields={"turn": turn.status})
     return turn
 
 
@@ -144,18 +206,18 @@ def agent_turn_feedback(*, turn: AgentTurn, rating: str, comment: str = "") -> A
         turn.feedback_rating, turn.feedback_comment = value, comment[:2000]
         turn.save(update_fields=["feedback_rating", "feedback_comment"])
         # One feedback event per skill loaded in the turn; the id makes re-sending idempotent,
-        # and the latest rating wins.
+        # and the latest rating wins (in the rollups too).
         for name, version in _loaded_skills(turn):
-            UsageEvent.objects.update_or_create(
-                event_id=f"{turn.pk}:feedback:{name}",
-                defaults={
-                    "kind": UsageKind.FEEDBACK,
-                    "skill_name": name,
-                    "version": version,
-                    "turn": turn,
-                    "rating": value,
-                    "at": timezone.now(),
-                },
+            usage_feedback_set(
+                event=UsageEventInput(
+                    event_id=f"{turn.pk}:feedback:{name}"[:100],
+                    kind=UsageKind.FEEDBACK,
+                    skill=name,
+                    version=version,
+                    model=turn.model,
+                    rating=value,
+                    turn_id=turn.pk,
+                )
             )
     return turn
 
@@ -168,57 +230,64 @@ def _loaded_skills(turn: AgentTurn) -> list[tuple[str, int | None]]:
 # --- worker side --------------------------------------------------------------------------
 
 
-def agent_turn_claim(*, turn_id: str) -> AgentTurn | None:
-    """Take the turn for this worker, or None when it is finished or another worker holds it.
+def _lease_from_now(seconds: float | None = None) -> datetime:
+    return timezone.now() + timedelta(seconds=seconds or settings.AGENT_TURN_LEASE_SECONDS)
 
-    The conditional UPDATE is the lock: of two deliveries of one message, exactly one sees a
-    row to update. A previous attempt's partial trace is discarded in the same transaction,
-    so a re-run never shows duplicate events.
+
+@dataclass(frozen=True)
+class ClaimedTurn:
+    turn: AgentTurn
+    attempt: int  # the fencing token of this claim (agents/lease.py)
+    resume: list[dict[str, Any]]  # checkpoints of earlier attempts, oldest first
+
+
+def agent_turn_claim(*, turn_id: str) -> ClaimedTurn | None:
+    """Take a queued turn for this worker, or None when it is running elsewhere or finished.
+
+    The conditional UPDATE is the lock: of two deliveries of one message, exactly one sees a row
+    to update. A turn whose worker died is made claimable again by the reaper, never here.
     """
-    now = timezone.now()
-    with transaction.atomic():
-        claimed = AgentTurn.objects.filter(
-            Q(status=TurnStatus.QUEUED) | Q(status=TurnStatus.RUNNING, lease_expires_at__lt=now), pk=turn_id
-        ).update(
-            status=TurnStatus.RUNNING,
-            started_at=now,
-            attempts=F("attempts") + 1,
-            lease_expires_at=now + timedelta(seconds=settings.AGENT_TURN_LEASE_SECONDS),
-        )
-        if not claimed:
-            return None
-        turn = AgentTurn.objects.get(pk=turn_id)
-        TraceEvent.objects.filter(turn=turn).delete()
-        return turn
-
-
-def agent_turn_lease_remaining(*, turn_id: str) -> float | None:
-    """Seconds until a running turn's lease lapses, or None when the turn is not running."""
-    lease = (
-        AgentTurn.objects.filter(pk=turn_id, status=TurnStatus.RUNNING)
-        .values_list("lease_expires_at", flat=True)
-        .first()
+    claimed = AgentTurn.objects.filter(pk=turn_id, status=TurnStatus.QUEUED).update(
+        status=TurnStatus.RUNNING,
+        started_at=Coalesce(F("started_at"), timezone.now()),
+        attempts=F("attempts") + 1,
+        lease_expires_at=_lease_from_now(),
     )
-    return None if lease is None else max(0.0, (lease - timezone.now()).total_seconds())
+    if not claimed:
+        return None
+    turn = AgentTurn.objects.select_related("conversation").get(pk=turn_id)
+    resume = [json.loads(record) for record in turn.checkpoints.order_by("index").values_list("record", flat=True)]
+    return ClaimedTurn(turn=turn, attempt=turn.attempts, resume=resume)
 
 
-def agent_turn_requeue(*, turn: AgentTurn, reason: str) -> None:
+def agent_turn_requeue(*, claimed: ClaimedTurn, reason: str, wait: float) -> None:
     """A transient model error: give the turn back so the retried message can claim it."""
-    AgentTurn.objects.filter(pk=turn.pk, status=TurnStatus.RUNNING).update(
-        status=TurnStatus.QUEUED, error=reason[:2000]
+    AgentTurn.objects.filter(pk=claimed.turn.pk, status=TurnStatus.RUNNING, attempts=claimed.attempt).update(
+        status=TurnStatus.QUEUED,
+        error=reason[:2000],
+        lease_expires_at=_lease_from_now(wait + settings.AGENT_TURN_LEASE_SECONDS),
     )
 
 
-def agent_turn_fail(*, turn_id: str, error: str) -> None:
-    AgentTurn.objects.filter(pk=turn_id).exclude(status__in=(TurnStatus.SUCCEEDED, TurnStatus.CANCELLED)).update(
-        status=TurnStatus.FAILED, error=error[:2000], finished_at=timezone.now()
-    )
+def agent_turn_fail(*, turn_id: str, error: str, attempt: int | None = None) -> None:
+    """End an unfinished turn as failed; with `attempt`, only while that attempt still holds it."""
+    turns = AgentTurn.objects.filter(pk=turn_id, status__in=(TurnStatus.QUEUED, TurnStatus.RUNNING))
+    if attempt is not None:
+        turns = turns.filter(status=TurnStatus.RUNNING, attempts=attempt)
+    turns.update(status=TurnStatus.FAILED, error=error[:2000], finished_at=timezone.now())
 
 
-def agent_turn_finish(*, turn: AgentTurn, result: TurnResult) -> None:
-    """Store the outcome and the turn's usage events in one transaction (SPEC §8)."""
+def agent_turn_finish(*, turn: AgentTurn, result: TurnResult, trace: DatabaseTraceSink | None = None) -> bool:
+    """Store the outcome, the last trace events and the usage events in one transaction
+    (SPEC §8). False, and nothing written, when the attempt no longer holds the turn."""
     with transaction.atomic():
-        AgentTurn.objects.filter(pk=turn.pk).update(
+        if trace is not None:
+            try:
+                trace.hold()
+            except TurnLost:
+                return False
+            trace.flush()
+        finished = AgentTurn.objects.filter(pk=turn.pk, status=TurnStatus.RUNNING, attempts=turn.attempts).update(
             status=result.status,
             answer=result.answer,
             error=result.error or "",
@@ -228,30 +297,45 @@ def agent_turn_finish(*, turn: AgentTurn, result: TurnResult) -> None:
             cost=result.cost,
             finished_at=timezone.now(),
         )
-        UsageEvent.objects.bulk_create(_usage_events(turn, result), ignore_conflicts=True)
+        if not finished:
+            return False
+        usage_record(events=_usage_events(turn, result), source=UsageSource.RUNTIME, audit=False)
+        TurnCheckpoint.objects.filter(turn=turn).delete()  # a finished turn is never resumed
+    return True
 
 
-def _usage_events(turn: AgentTurn, result: TurnResult) -> list[UsageEvent]:
-    """Deterministic event ids: writing the same turn's events twice stores them once."""
+def _usage_events(turn: AgentTurn, result: TurnResult) -> list[UsageEventInput]:
+    """Deterministic event ids: writing the same turn's events twice stores them once.
+
+    The skills the prompt listed go into one compact `offered` event (a turn lists up to ~150);
+    each outcome event carries the trigger that loaded the skill and the turn's tokens, cost and
+    duration, so rates and costs can be broken down by trigger and model."""
     now = timezone.now()
-    events: list[UsageEvent] = []
+    started = turn.started_at or now
+    events: list[UsageEventInput] = []
 
-    def add(kind: str, key: str, name: str, version: int | None, trigger: str = "") -> None:
+    def add(kind: str, key: str, name: str, version: int | None, trigger: str = "", **extra: Any) -> None:
         events.append(
-            UsageEvent(
+            UsageEventInput(
                 event_id=f"{turn.pk}:{kind}:{key}"[:100],
                 kind=kind,
-                skill_name=name,
+                skill=name,
                 version=version,
                 trigger=trigger,
-                turn=turn,
+                model=turn.model,
+                turn_id=turn.pk,
                 at=now,
+                **extra,
             )
         )
 
     versions = {a.name: a.version for a in result.activations}
-    for name in dict.fromkeys(result.offered):
-        add(UsageKind.OFFERED, name, name, versions.get(name))
+    triggers: dict[str, str] = {}
+    for activation in result.activations:
+        triggers.setdefault(activation.name, activation.trigger)
+    offered = tuple((name, versions.get(name)) for name in dict.fromkeys(result.offered))
+    if offered:
+        add(UsageKind.OFFERED, "list", "", None, offered_skills=offered)
     for index, activation in enumerate(result.activations):
         add(UsageKind.LOADED, f"{activation.name}:{index}", activation.name, activation.version, activation.trigger)
     for index, execution in enumerate(result.executions):
@@ -260,21 +344,35 @@ def _usage_events(turn: AgentTurn, result: TurnResult) -> list[UsageEvent]:
             f"{execution.skill_name}:{index}",
             execution.skill_name,
             versions.get(execution.skill_name),
+            triggers.get(execution.skill_name, ""),
         )
     if result.status in ("succeeded", "failed"):
         outcome = UsageKind.SUCCEEDED if result.status == "succeeded" else UsageKind.FAILED
         for name, version in versions.items():
-            add(outcome, name, name, version)
+            add(
+                outcome,
+                name,
+                name,
+                version,
+                triggers.get(name, ""),
+                tokens=result.prompt_tokens + result.completion_tokens,
+                cost=result.cost,
+                duration_ms=max(0, int((now - started).total_seconds() * 1000)),
+            )
     return events
 
 
-def agent_turn_run(*, turn: AgentTurn) -> TurnResult:
-    """Run a claimed turn through the runtime. Raises TransientLLMError for the task to retry."""
+def agent_turn_run(*, claimed: ClaimedTurn) -> TurnResult:
+    """Run a claimed turn through the runtime, from its checkpoints when it was taken over.
+
+    Raises TransientLLMError for the task to retry, and TurnLost when another attempt or a cancel
+    took the turn meanwhile (this attempt then stops and writes nothing more).
+    """
     from agents.runtime.loop import run_turn
     from agents.store import RegistrySkillStore, resolution_for_turn
     from agents.tools import tool_registry
-    from agents.trace import DatabaseTraceSink
 
+    turn = claimed.turn
     workspace = settings.AGENT_WORKSPACE_ROOT / str(turn.conversation_id or turn.pk)
     workspace.mkdir(parents=True, exist_ok=True)
     request = TurnRequest(
@@ -287,21 +385,146 @@ def agent_turn_run(*, turn: AgentTurn) -> TurnResult:
         max_input_tokens=turn.max_input_tokens,
         max_total_tokens=settings.AGENT_MAX_TOTAL_TOKENS,
         max_seconds=settings.AGENT_MAX_SECONDS,
+        max_tool_calls_per_step=settings.AGENT_MAX_TOOL_CALLS_PER_STEP,
         llm_options=_llm_options(turn),
         memory_summary=turn.conversation.summary if turn.conversation else None,
     )
-    store = RegistrySkillStore()
-    sink = DatabaseTraceSink(turn)
-    result = run_turn(
-        request,
-        store=store,
-        resolution=resolution_for_turn(message=turn.message, forced_skill=request.forced_skill),
-        tools=tool_registry(),
-        trace=sink,
-        should_cancel=sink.should_cancel,
-    )
-    agent_turn_finish(turn=turn, result=result)
+    # The lease is kept past the time budget by one lease, for the run to finish and write.
+    keep_for = settings.AGENT_MAX_SECONDS + settings.AGENT_TURN_LEASE_SECONDS
+    with LeaseKeeper(turn_id=turn.pk, attempt=claimed.attempt, max_seconds=keep_for) as lease, _scratch_dir(turn):
+        sink = DatabaseTraceSink(turn, lease=lease)
+        result = run_turn(
+            request,
+            store=RegistrySkillStore(),
+            resolution=resolution_for_turn(message=turn.message, forced_skill=request.forced_skill),
+            tools=tool_registry(),
+            trace=sink,
+            should_cancel=sink.should_cancel,
+            checkpoint=sink.checkpoint,
+            resume=claimed.resume,
+        )
+        if not agent_turn_finish(turn=turn, result=result, trace=sink):
+            raise TurnLost(f"turn {turn.pk}: attempt {claimed.attempt} ended after it lost the turn")
     return result
+
+
+@contextmanager
+def _scratch_dir(turn: AgentTurn) -> Iterator[Path]:
+    """Everything the attempt creates through `tempfile` (run_skill's `skill-run-*` folders) goes
+    into one folder, removed when the attempt ends however it ends: here for a normal end or an
+    exception, by the reaper (scratch_dirs_sweep) when the process was killed. One turn runs per
+    worker process at a time, so pointing this process's tempfile at it is safe."""
+    scratch = settings.AGENT_SCRATCH_ROOT / f"{os.getpid()}-{turn.pk}"
+    scratch.mkdir(parents=True, exist_ok=True)
+    previous, tempfile.tempdir = tempfile.tempdir, str(scratch)
+    try:
+        yield scratch
+    finally:
+        tempfile.tempdir = previous
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def scratch_dirs_sweep() -> int:
+    """Remove the scratch folders of worker processes on this machine that no longer exist."""
+    removed = 0
+    root = settings.AGENT_SCRATCH_ROOT
+    for folder in root.iterdir() if root.is_dir() else ():
+        pid = folder.name.partition("-")[0]
+        if pid.isdigit() and not _process_exists(int(pid)):
+            shutil.rmtree(folder, ignore_errors=True)
+            removed += 1
+    return removed
+
+
+def _process_exists(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's process
+    return True
+
+
+@dataclass
+class ReapReport:
+    requeued: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
+    cancelled: list[str] = field(default_factory=list)
+    redispatched: list[str] = field(default_factory=list)
+
+
+def agent_turns_reap(*, limit: int = 200) -> ReapReport:
+    """Give every turn whose lease lapsed a way to end (run by each worker every
+    AGENT_TURN_REAPER_SECONDS; several reapers at once are safe).
+
+    - running, lease lapsed (its worker died): requeued with a fresh message, to be resumed from
+      its checkpoints; cancelled if a cancel was asked for; failed once it has been taken over
+      AGENT_TURN_MAX_TAKEOVERS times (a turn that kills its worker must not loop forever).
+    - queued, not claimed in time: its message is sent again, in case the first was lost with a
+      worker (the filesystem broker forgets a message its worker had fetched). Waiting longer
+      each time, so a long queue is not flooded; a duplicate message finds the turn claimed and
+      is dropped.
+
+    Each change is a conditional UPDATE on what this reaper saw, so of two reapers one acts.
+    """
+    report = ReapReport()
+    now = timezone.now()
+    lapsed = AgentTurn.objects.filter(
+        status__in=(TurnStatus.QUEUED, TurnStatus.RUNNING), lease_expires_at__lt=now
+    ).values_list("pk", "status", "attempts", "takeovers", "cancel_requested", "created_at")
+    for turn_id, status, attempts, takeovers, cancel_requested, created_at in lapsed[:limit]:
+        seen = AgentTurn.objects.filter(pk=turn_id, status=status, attempts=attempts, lease_expires_at__lt=now)
+        if status == TurnStatus.QUEUED:
+            if seen.update(lease_expires_at=_lease_from_now(max(0.0, (now - created_at).total_seconds()))):
+                _send(turn_id)
+                report.redispatched.append(str(turn_id))
+            continue
+        with transaction.atomic():
+            if cancel_requested:
+                outcome = "cancelled"
+                changed = seen.update(
+                    status=TurnStatus.CANCELLED, finished_at=now, error="Cancelled; its worker had stopped responding."
+                )
+            elif takeovers >= settings.AGENT_TURN_MAX_TAKEOVERS:
+                outcome = "failed"
+                changed = seen.update(
+                    status=TurnStatus.FAILED,
+                    finished_at=now,
+                    error=f"The worker running this turn stopped responding {takeovers + 1} times "
+                    f"(attempt {attempts}); giving up.",
+                )
+            else:
+                outcome = "requeued"
+                changed = seen.update(
+                    status=TurnStatus.QUEUED, takeovers=F("takeovers") + 1, lease_expires_at=_lease_from_now()
+                )
+            if not changed:
+                continue
+            trace_event_append(
+                turn_id=turn_id,
+                type="turn_" + outcome,
+                data={
+                    "attempt": attempts,
+                    "takeovers": takeovers + (outcome == "requeued"),
+                    "reason": "the worker running the turn stopped renewing its lease",
+                },
+            )
+            if outcome == "requeued":
+                transaction.on_commit(partial(_send, turn_id))
+        getattr(report, outcome).append(str(turn_id))
+    return report
+
+
+def _send(turn_id: Any) -> None:
+    """Queue a turn's message from the reaper. The broker may be down: the turn keeps its
+    deadline and the next round sends again."""
+    from agents.tasks import agent_turn_run_task
+
+    try:
+        agent_turn_run_task.delay(str(turn_id))
+    except kombu.exceptions.OperationalError:
+        logger.warning("could not queue turn %s; the reaper will try again", turn_id, exc_info=True)
 
 
 def _history(turn: AgentTurn) -> list[dict[str, str]]:

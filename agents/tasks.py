@@ -1,45 +1,108 @@
-"""Celery tasks. They take ids, claim the row, and call a service (STYLE.md)."""
+"""Celery tasks and the worker's reaper. They take ids, claim the row, and call a service (STYLE.md)."""
 
 from __future__ import annotations
 
 import logging
+import threading
 
-from celery import Task, shared_task
+from celery import shared_task
+from celery.signals import worker_init, worker_ready, worker_shutdown
+from django.conf import settings
+from django.db import connection
 
 from agents import services
-from agents.runtime.llm import TransientLLMError
+from agents.lease import TurnLost
+from agents.runtime.llm import TransientLLMError, litellm_module
+from agents.runtime.providers import register_providers
 
 logger = logging.getLogger(__name__)
 
 MAX_LLM_RETRIES = 4
 
 
-class TurnTask(Task):
-    def on_failure(self, exc, task_id, args, kwargs, einfo) -> None:
-        # Anything unexpected still ends the turn with a readable error, not "running" forever.
-        services.agent_turn_fail(turn_id=args[0], error=f"The turn failed: {type(exc).__name__}: {exc}")
-
-
-@shared_task(bind=True, base=TurnTask, acks_late=True, reject_on_worker_lost=True, max_retries=MAX_LLM_RETRIES)
+@shared_task(bind=True, acks_late=True, reject_on_worker_lost=True, max_retries=MAX_LLM_RETRIES)
 def agent_turn_run_task(self, turn_id: str) -> None:
-    turn = services.agent_turn_claim(turn_id=turn_id)
-    if turn is None:
-        wait = services.agent_turn_lease_remaining(turn_id=turn_id)
-        if wait is not None:
-            # Another worker holds the turn, and may have died holding it (this delivery is the
-            # broker giving its message back). Dropping the message could strand the turn, so
-            # look again once the lease could have lapsed; a fresh message, not a retry, so the
-            # model-error retry budget stays whole.
-            logger.info("turn %s is held by another worker; looking again in %.0f s", turn_id, wait + 1)
-            agent_turn_run_task.apply_async((turn_id,), countdown=wait + 1)
-        else:
-            logger.info("turn %s is finished or queued elsewhere; skipping this delivery", turn_id)
+    claimed = services.agent_turn_claim(turn_id=turn_id)
+    if claimed is None:
+        # Finished, or running under a live lease (this is a duplicate or a late redelivery).
+        # If its worker died, the reaper requeues it with a fresh message once the lease lapses.
+        logger.info("turn %s is not queued; dropping this delivery", turn_id)
         return
     try:
-        services.agent_turn_run(turn=turn)
+        services.agent_turn_run(claimed=claimed)
+    except TurnLost as lost:
+        logger.warning("%s; leaving it to the attempt that holds it", lost)
     except TransientLLMError as error:
         if self.request.retries >= self.max_retries:
-            services.agent_turn_fail(turn_id=turn_id, error=f"The model kept failing: {error}")
+            services.agent_turn_fail(turn_id=turn_id, attempt=claimed.attempt, error=f"The model kept failing: {error}")
             return
-        services.agent_turn_requeue(turn=turn, reason=f"Retrying after a transient model error: {error}")
-        raise self.retry(exc=error, countdown=min(2**self.request.retries, 30)) from error
+        wait = min(2**self.request.retries, 30)
+        reason = f"Retrying after a transient model error: {error}"
+        services.agent_turn_requeue(claimed=claimed, reason=reason, wait=wait)
+        raise self.retry(exc=error, countdown=wait) from error
+    except Exception as error:
+        # Anything unexpected still ends the turn with a readable error, not "running" forever.
+        services.agent_turn_fail(
+            turn_id=turn_id, attempt=claimed.attempt, error=f"The turn failed: {type(error).__name__}: {error}"
+        )
+        raise
+
+
+class TurnReaper:
+    """The worker's own timer: every AGENT_TURN_REAPER_SECONDS, requeue or end the turns whose
+    lease lapsed and remove dead processes' scratch folders.
+
+    A thread in the worker's main process rather than a periodic task: it needs no beat
+    process or schedule file, works with the filesystem broker of `make run`, and cannot wait
+    behind long turns for a free pool slot. Every worker runs one; the service's conditional
+    updates make that safe."""
+
+    def __init__(self) -> None:
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="turn-reaper", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+    def _run(self) -> None:
+        while True:
+            try:
+                report = services.agent_turns_reap()
+                if report.requeued or report.failed or report.cancelled:
+                    logger.warning("turn reaper: %s", report)
+                services.scratch_dirs_sweep()
+            except Exception:  # the database may be down for a moment; try again next round
+                logger.exception("turn reaper round failed")
+            finally:
+                connection.close()  # this thread's own connection; a fork must not inherit it open
+            if self._stop.wait(settings.AGENT_TURN_REAPER_SECONDS):
+                return
+
+
+_reaper: TurnReaper | None = None
+
+
+@worker_init.connect
+def _preload_litellm(**kwargs) -> None:
+    """Import litellm (~3 s, ~180 MB) once in the main process, before the pool forks: the pool
+    processes share it, and a turn's first model call does not pay for it. Its import also holds
+    the interpreter for long stretches, which would starve the lease thread of a running turn."""
+    litellm_module()
+    register_providers()
+
+
+@worker_ready.connect
+def _start_reaper(**kwargs) -> None:
+    global _reaper
+    _reaper = TurnReaper()
+    _reaper.start()
+
+
+@worker_shutdown.connect
+def _stop_reaper(**kwargs) -> None:
+    if _reaper is not None:
+        _reaper.stop()

@@ -13,6 +13,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.utils.module_loading import import_string
 
 from agents.runtime.builtin_tools import default_tool_registry
+from agents.runtime.sandbox import Isolation
 from agents.runtime.tools import Tool, ToolRegistry
 
 
@@ -32,4 +33,4 @@ def _extra_tools() -> tuple[Tool, ...]:
 
 
 def tool_registry() -> ToolRegistry:
-    return default_tool_registry(_extra_tools())
+    return default_tool_registry(_extra_tools(), isolation=Isolation(settings.RUN_SKILL_SANDBOX))

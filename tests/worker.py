@@ -92,6 +92,23 @@ class WorkerProcess:
     def output(self) -> str:
         return "".join(self.lines)
 
+    @property
+    def main_pid(self) -> int:
+        assert self.process is not None
+        return self.process.pid
+
+    def pool_pids(self) -> list[int]:
+        """The prefork pool's child processes (none with the solo pool)."""
+        children = Path(f"/proc/{self.main_pid}/task/{self.main_pid}/children")
+        return [int(pid) for pid in children.read_text().split()] if children.exists() else []
+
+    def kill_main(self) -> None:
+        """SIGKILL the main process only, as the OOM killer might; Celery gives pool children
+        PR_SET_PDEATHSIG, so they die with it."""
+        assert self.process is not None
+        os.kill(self.main_pid, signal.SIGKILL)
+        self.process.wait(10)
+
     def kill(self) -> None:
         """SIGKILL the whole worker (main process and pool children), as a crash would."""
         if self.process and self.process.poll() is None:

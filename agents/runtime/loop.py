@@ -6,7 +6,7 @@ import json
 import re
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -16,7 +16,8 @@ from agents.runtime.forcing import ForcedSkill, UnknownForcedSkill, detect_force
 from agents.runtime.llm import LLMError, LLMResponse, ToolCall, TransientLLMError
 from agents.runtime.prompt import SystemPrompt, build_system_prompt, skill_reminder_message
 from agents.runtime.recovery import MAX_TOOL_FAILURES, describe_problem, find_guidance, recovery_message
-from agents.runtime.tools import Tool, ToolContext, ToolRegistry, run_tool
+from agents.runtime.replay import Record, Replay, model_record, tool_record
+from agents.runtime.tools import Tool, ToolContext, ToolRegistry, ToolResult, run_tool
 from agents.runtime.triggers import triggered_skills
 from agents.runtime.types import (
     Resolution,
@@ -43,6 +44,9 @@ UNHELPFUL_PHRASES = re.compile(
 )
 
 Complete = Callable[..., LLMResponse]
+# checkpoint(index, record): persist `record` as the turn's checkpoint number `index`, together
+# with the trace events emitted since the previous one (see agents/runtime/replay.py).
+Checkpoint = Callable[[int, Record], None]
 
 
 def looks_unhelpful(answer: str) -> bool:
@@ -58,17 +62,23 @@ def run_turn(
     trace: TraceSink,
     should_cancel: Callable[[], bool] = lambda: False,
     complete: Complete = llm.complete,
+    checkpoint: Checkpoint | None = None,
+    resume: Sequence[Record] = (),
 ) -> TurnResult:
     """Run one turn and return how it ended; every step is reported to `trace` as it happens.
 
     Non-transient model errors, limits, `abort` and an unknown forced skill end the turn with
-    status "failed" and a readable error. A TransientLLMError is raised out of this function so
-    the caller can retry with backoff: nothing is returned then, the events already emitted
-    describe the abandoned attempt (its llm_call events carry its token usage and cost), and
-    side effects of tools that ran (workspace writes, scripts) are not undone. A retry runs the
-    whole turn again from the start.
+    status "failed" and a readable error. Budgets (time, tokens, tool calls per step) are checked
+    before every model call and every tool call. A TransientLLMError is raised out of this
+    function so the caller can retry with backoff; so is anything `trace`, `checkpoint` or
+    `should_cancel` raise (e.g. the caller lost the turn to another worker).
+
+    `checkpoint` is told of each completed unit (prepared, model response, tool call); a later
+    attempt passes those records back as `resume` and continues where they end: recorded model
+    responses and tool outcomes are replayed instead of being asked for again, and the events of
+    the replayed units are not emitted a second time.
     """
-    return _Turn(request, store, resolution, tools, trace, should_cancel, complete).run()
+    return _Turn(request, store, resolution, tools, trace, should_cancel, complete, checkpoint, resume).run()
 
 
 class _Turn:
@@ -81,6 +91,8 @@ class _Turn:
         trace: TraceSink,
         should_cancel: Callable[[], bool],
         complete: Complete,
+        checkpoint: Checkpoint | None,
+        resume: Sequence[Record],
     ) -> None:
         self.request = request
         self.store = store
@@ -89,9 +101,13 @@ class _Turn:
         self.trace = trace
         self.should_cancel = should_cancel
         self.complete = complete
-        self.started = time.monotonic()
+        self.checkpoint = checkpoint
+        self.replay = Replay(resume)
+        self.checkpoints = 0
         self.result = TurnResult(status="failed")
         self.tool_context = ToolContext(workspace=request.workspace, store=store)
+        self.started = 0.0
+        self._start_clock(0.0)
         self.failures: Counter[str] = Counter()
         self.auto_invoked: set[str] = set()
         self.forced: ForcedSkill | None = None
@@ -113,6 +129,7 @@ class _Turn:
         except UnknownForcedSkill as error:
             return self._finish("failed", error=str(error))
         self._prepare()
+        self._checkpoint({"kind": "prepared"})
         return self._loop()
 
     def _prepare(self) -> None:
@@ -120,7 +137,7 @@ class _Turn:
         if forced:
             self._activate(forced.document, "forced")
             if forced.fallback:
-                self.trace.emit(
+                self._emit(
                     "warning",
                     {
                         "message": (
@@ -133,7 +150,7 @@ class _Turn:
         self.offered = list(forced.tools) if forced else self.tools.names()
         self.result.offered = [] if forced else [skill.name for skill in self.resolution.skills]
         for rule in self.resolution.fired_rules:
-            self.trace.emit(
+            self._emit(
                 "rule_fired",
                 {  # "name" and "why" as in the API's fired_rules (SPEC §5)
                     "name": rule.name,
@@ -182,14 +199,14 @@ class _Turn:
 
     def _loop(self) -> TurnResult:
         for step in range(1, self.request.max_iterations + 1):
-            stopped = self._check_limits()
+            stopped = self._check_limits(step, "model call")
             if stopped:
                 return stopped
             self.result.steps = step
             try:
                 response = self._call_model(step)
             except TransientLLMError:
-                raise  # the caller retries the whole turn (see run_turn)
+                raise  # the caller retries; the turn resumes from its last checkpoint
             except LLMError as error:
                 return self._finish("failed", error=f"the model call failed: {error}")
             answer = (response.content or "").strip()
@@ -198,30 +215,67 @@ class _Turn:
                 if not answer:
                     return self._finish("failed", error="the model returned an empty answer")
                 return self._finish("succeeded", answer=answer)
+            calls, skipped = self._within_call_budget(step, calls)
+            self._checkpoint(model_record(step, response))
             self.conversation.append(_assistant_message(response.content if response.tool_calls else None, calls))
-            for call in calls:
+            for number, call in enumerate(calls, start=1):
+                stopped = self._check_limits(step, f"tool call {number} of {len(calls)}")
+                if stopped:
+                    return stopped
                 abort_reason = self._handle_tool_call(step, call)
                 if abort_reason is not None:
                     return self._finish("failed", error=f"aborted: {abort_reason}")
+            if skipped:
+                # Every call in the assistant message has its answer; the model learns from the
+                # last one that the rest were dropped and can ask again in its next step.
+                self.conversation[-1]["content"] += (
+                    f"\n\n[{skipped} more tool calls in this step were not run: at most "
+                    f"{len(calls)} tool calls per step. Call the ones you still need in your next step.]"
+                )
         return self._finish(
             "failed", error=f"stopped after {self.request.max_iterations} iterations without a final answer"
         )
 
-    def _check_limits(self) -> TurnResult | None:
+    def _within_call_budget(self, step: int, calls: list[ToolCall]) -> tuple[list[ToolCall], int]:
+        limit = self.request.max_tool_calls_per_step
+        if limit is None or len(calls) <= limit:
+            return calls, 0
+        self._emit(
+            "budget_exceeded",
+            {
+                "step": step,
+                "budget": "tool_calls_per_step",
+                "limit": limit,
+                "used": len(calls),
+                "message": f"the model asked for {len(calls)} tool calls in one step; the first {limit} run",
+            },
+        )
+        return calls[:limit], len(calls) - limit
+
+    def _check_limits(self, step: int, before: str) -> TurnResult | None:
         if self.should_cancel():
             return self._finish("cancelled", error="the turn was cancelled")
-        elapsed = time.monotonic() - self.started
+        elapsed = self._elapsed()
         if self.request.max_seconds is not None and elapsed >= self.request.max_seconds:
-            return self._finish(
-                "failed", error=f"stopped: the turn exceeded its time budget of {self.request.max_seconds:g} s"
-            )
+            error = f"stopped: the turn exceeded its time budget of {self.request.max_seconds:g} s"
+            return self._over_budget(step, before, "time", self.request.max_seconds, round(elapsed, 3), error)
         used = self.result.prompt_tokens + self.result.completion_tokens
         if self.request.max_total_tokens is not None and used >= self.request.max_total_tokens:
-            return self._finish(
-                "failed",
-                error=f"stopped: the turn used {used} tokens of its {self.request.max_total_tokens} token budget",
-            )
+            error = f"stopped: the turn used {used} tokens of its {self.request.max_total_tokens} token budget"
+            return self._over_budget(step, before, "tokens", self.request.max_total_tokens, used, error)
         return None
+
+    def _over_budget(self, step: int, before: str, budget: str, limit: float, used: float, error: str) -> TurnResult:
+        self._emit(
+            "budget_exceeded",
+            {"step": step, "budget": budget, "limit": limit, "used": used, "before": before, "message": error},
+        )
+        return self._finish("failed", error=f"{error} (step {step}, before {before})")
+
+    def _elapsed(self) -> float:
+        # While replaying, the clock stands where the recorded attempt's was, so the same checks
+        # pass or fail as they did then.
+        return self.replay.clock if self.replay.active else time.monotonic() - self.started
 
     def _call_model(self, step: int) -> LLMResponse:
         tail = []
@@ -229,7 +283,7 @@ class _Turn:
             # seed 000, fix 4: reinforce the forced skill before every later call; sent, not stored,
             # so reminders do not pile up in the conversation.
             tail.append(skill_reminder_message(self.forced.document.name, self.forced.reminder_tools))
-            self.trace.emit("skill_reminder", {"step": step, "skill": self.forced.document.name})
+            self._emit("skill_reminder", {"step": step, "skill": self.forced.document.name})
         specs = [tool.spec() for tool in self._offered_tools()]
 
         def count(messages: list[dict[str, Any]]) -> int:
@@ -245,7 +299,7 @@ class _Turn:
         )
         messages = fitted.messages
         if fitted.removed:
-            self.trace.emit(
+            self._emit(
                 "context_trimmed",
                 {
                     "step": step,
@@ -254,11 +308,13 @@ class _Turn:
                     "tokens_after": count(messages),
                 },
             )
-        response = self.complete(self.request.model, messages, specs, **self.request.llm_options)
+        response = self.replay.response(step) or self.complete(
+            self.request.model, messages, specs, **self.request.llm_options
+        )
         self.result.prompt_tokens += response.prompt_tokens
         self.result.completion_tokens += response.completion_tokens
         self.result.cost += response.cost
-        self.trace.emit(
+        self._emit(
             "llm_call",
             {
                 "step": step,
@@ -281,11 +337,17 @@ class _Turn:
 
     def _handle_tool_call(self, step: int, call: ToolCall) -> str | None:
         """Answer one tool call with a tool message; returns the abort reason if it aborts."""
+        outcome = self._answer_tool_call(step, call)
+        self._checkpoint(tool_record(step, call.id, outcome, list(self.tool_context.todos)))
+        return outcome.abort_reason if outcome and outcome.ok else None
+
+    def _answer_tool_call(self, step: int, call: ToolCall) -> ToolResult | None:
+        """The tool's outcome when it ran; None when the call was refused or its arguments failed."""
         name = call.name
         if self.forced and name not in self.offered:
             message = refusal_message(name, self.forced)
             self._record_call(step, call, ok=False, result=message, latency_ms=0)
-            self.trace.emit(
+            self._emit(
                 "tool_refused",
                 {"step": step, "tool": name, "skill": self.forced.document.name, "allowed": self.offered},
             )
@@ -307,7 +369,7 @@ class _Turn:
             self._recover(step, call, tool, describe_problem(missing=missing, errors=errors), missing)
             return None
         started = time.monotonic()
-        outcome = run_tool(tool, call.arguments, self.tool_context)
+        outcome = self._run_tool(step, call, tool)
         latency_ms = int((time.monotonic() - started) * 1000)
         if outcome.activation:
             self._activate_version(outcome.activation)
@@ -315,10 +377,20 @@ class _Turn:
             self.result.executions.append(outcome.execution)
         if not outcome.ok:
             self._recover(step, call, tool, outcome.content, [], latency_ms=latency_ms)
-            return None
+            return outcome
         self._record_call(step, call, ok=True, result=outcome.content, latency_ms=latency_ms)
         self._add_tool_message(call.id, outcome.content)
-        return outcome.abort_reason
+        return outcome
+
+    def _run_tool(self, step: int, call: ToolCall, tool: Tool) -> ToolResult:
+        recorded = self.replay.tool_outcome(step, call.id)
+        if recorded is None:
+            assert isinstance(call.arguments, dict)  # checked by the caller
+            return run_tool(tool, call.arguments, self.tool_context)
+        # Ran before this turn was taken over: its side effects happened once, and only once.
+        outcome, todos = recorded
+        self.tool_context.todos[:] = todos
+        return outcome
 
     def _recover(
         self, step: int, call: ToolCall, tool: Tool | None, problem: str, missing: list[str], latency_ms: int = 0
@@ -339,7 +411,7 @@ class _Turn:
             failures=self.failures[call.name],
         )
         self._record_call(step, call, ok=False, result=message, latency_ms=latency_ms)
-        self.trace.emit(
+        self._emit(
             "tool_error",
             {
                 "step": step,
@@ -352,7 +424,7 @@ class _Turn:
         self._add_tool_message(call.id, message)
 
     def _record_call(self, step: int, call: ToolCall, *, ok: bool, result: str, latency_ms: int) -> None:
-        self.trace.emit(
+        self._emit(
             "tool_call",
             {
                 "step": step,
@@ -381,12 +453,12 @@ class _Turn:
             tool_name = str(rule.auto_invoke.get("tool", ""))
             arguments = _substitute(rule.auto_invoke.get("arguments") or {}, self.message)
             if tool_name not in self.offered:
-                self.trace.emit(
+                self._emit(
                     "warning",
                     {"message": f"rule '{rule.name}' auto_invoke tool '{tool_name}' is not offered in this turn"},
                 )
                 continue
-            self.trace.emit(
+            self._emit(
                 "auto_invoke",
                 {
                     "step": step,
@@ -414,9 +486,52 @@ class _Turn:
         if activation in self.result.activations:
             return
         self.result.activations.append(activation)
-        self.trace.emit(
+        self._emit(
             "skill_activated", {"skill": activation.name, "version": activation.version, "trigger": activation.trigger}
         )
+
+    def _emit(self, type: str, data: dict[str, Any]) -> None:
+        if not self.replay.active:  # a replayed unit's events are stored already
+            self.trace.emit(type, data)
+
+    def _checkpoint(self, record: Record) -> None:
+        index = self.checkpoints
+        self.checkpoints += 1
+        if not self.replay.active:
+            self._save_checkpoint(index, record)
+            return
+        if not self.replay.consume(record):
+            self._start_clock(self.replay.clock)
+            self._emit(
+                "warning",
+                {
+                    "message": "the recorded steps of the earlier attempt no longer match (a skill or rule "
+                    "changed meanwhile); the turn runs on live from here"
+                },
+            )
+            self._save_checkpoint(index, record)
+        elif not self.replay.active:
+            self._start_clock(self.replay.clock)
+            self._emit(
+                "resumed",
+                {
+                    "step": record.get("step", 0),
+                    "replayed_model_calls": self.replay.model_calls,
+                    "replayed_tool_calls": self.replay.tool_calls,
+                    "elapsed_seconds": round(self.replay.clock, 3),
+                },
+            )
+
+    def _start_clock(self, elapsed: float) -> None:
+        """The turn's clock reads `elapsed` now; a resumed turn goes on from its earlier attempts' time."""
+        self.started = time.monotonic() - elapsed
+        # Tools that wait (run_skill) stop at the turn's deadline, not only at their own limit.
+        max_seconds = self.request.max_seconds
+        self.tool_context.deadline = None if max_seconds is None else self.started + max_seconds
+
+    def _save_checkpoint(self, index: int, record: Record) -> None:
+        if self.checkpoint is not None:
+            self.checkpoint(index, {**record, "elapsed": round(self._elapsed(), 3)})
 
     def _finish(self, status: TurnStatus, *, answer: str = "", error: str | None = None) -> TurnResult:
         self.result.status = status

@@ -1,21 +1,47 @@
-"""Run one script of a skill bundle in a subprocess (seed 004 run_skill, SPEC §6.2).
+"""Run one script of a skill bundle, confined (seed 004 run_skill, SPEC §6.2 and §10).
 
-Skill files are untrusted input (SPEC §10), so a run gets: no shell (an argument list only), a
-fresh temporary working directory holding a copy of the bundle, a scrubbed environment, a wall
-clock timeout that kills the whole process group, CPU and file-size rlimits, and capped output.
+Skill files are untrusted input: whoever can publish a skill chooses the code that runs here.
+Every run gets an argument list (no shell), a scrubbed environment, rlimits (processes, memory,
+CPU time, file size, open files), a wall-clock timeout and capped output. How far the script is
+confined depends on the isolation mode, `RUN_SKILL_SANDBOX` in the settings:
+
+- `bwrap` (the default): bubblewrap puts the script in new user, PID, network, mount, IPC and
+  UTS namespaces. It runs as uid/gid 65534 with no capabilities and no network at all (not even
+  loopback to PostgreSQL or Redis). It sees a read-only root made of /usr (with the /bin, /lib
+  links), the few /etc files the dynamic linker needs, a fresh /proc that shows only its own
+  processes and a minimal /dev: not the app's source, not var/, not /root, not the worker's
+  environment. Its working directory is a size-capped tmpfs, the only writable place, holding
+  the skill's files as read-only bind mounts; it vanishes with the namespace. The sandbox's
+  PID 1 is bubblewrap's init: when the script exits, is killed by the timeout, or the worker
+  dies (--die-with-parent), the kernel kills every process left in the namespace, detached
+  (setsid) grandchildren included. A worker running as root drops to uid 65534 before starting
+  bubblewrap, because the kernel does not enforce RLIMIT_NPROC on root's processes.
+- `none`: a plain subprocess as the worker's user in a temporary directory, only for machines
+  without bubblewrap. The script can read whatever the worker can (its files, the database over
+  the network) and can leave processes behind; the setting must be chosen explicitly.
+
+With `bwrap` and no working bubblewrap, runs fail closed with SandboxUnavailable.
 """
 
 from __future__ import annotations
 
 import os
 import resource
+import shutil
 import signal
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path, PurePosixPath
-from typing import IO
+from typing import IO, Any
+
+
+class Isolation(StrEnum):
+    BWRAP = "bwrap"
+    NONE = "none"
 
 
 @dataclass(frozen=True)
@@ -23,9 +49,21 @@ class SandboxLimits:
     timeout_seconds: float = 30.0
     output_chars: int = 20_000  # per stream, as shown to the model
     file_size_bytes: int = 32 * 1024 * 1024  # RLIMIT_FSIZE: bounds output files and anything written
+    memory_bytes: int = 1024 * 1024 * 1024  # RLIMIT_AS (address space) of each process
+    processes: int = 64  # RLIMIT_NPROC; with bwrap counted inside the sandbox's user namespace
+    open_files: int = 256  # RLIMIT_NOFILE
+    workdir_bytes: int = 64 * 1024 * 1024  # bwrap only: size of the writable working directory
 
 
 DEFAULT_LIMITS = SandboxLimits()
+
+SANDBOX_ID = 65534  # "nobody": the uid and gid inside the sandbox, and outside it for a root worker
+SANDBOX_PATH = "/usr/local/bin:/usr/bin:/bin"
+# Host paths the sandbox sees, read-only. /etc is limited to what the dynamic linker and a few
+# programs need to start; /etc/passwd, /etc/hosts and the rest are left out.
+SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+PRLIMIT = "/usr/bin/prlimit"  # util-linux: sets the rlimits inside the sandbox, then runs the script
+ETC_FILES = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/alternatives", "/etc/localtime")
 
 
 @dataclass(frozen=True)
@@ -52,6 +90,10 @@ class SandboxError(Exception):
     """The script cannot be run at all (bad path, not executable)."""
 
 
+class SandboxUnavailable(SandboxError):
+    """No sandbox can be set up on this machine, so nothing is run (fail closed)."""
+
+
 def safe_relative_path(path: str) -> PurePosixPath:
     """A bundle path that stays inside its folder: relative, no `..`, no empty parts."""
     candidate = PurePosixPath(path)
@@ -61,7 +103,12 @@ def safe_relative_path(path: str) -> PurePosixPath:
 
 
 def run_script(
-    files: list[BundleFile], entry: str, args: list[str], *, limits: SandboxLimits = DEFAULT_LIMITS
+    files: list[BundleFile],
+    entry: str,
+    args: list[str],
+    *,
+    limits: SandboxLimits = DEFAULT_LIMITS,
+    isolation: Isolation = Isolation.BWRAP,
 ) -> ScriptRun:
     entry_file = next((f for f in files if f.path == entry), None)
     if entry_file is None:
@@ -69,14 +116,31 @@ def run_script(
     is_python = entry.endswith(".py")
     if not is_python and not entry_file.executable:
         raise SandboxError(f"{entry!r} is not a Python file and is not marked executable")
+    bwrap = _bwrap_or_refuse() if isolation is Isolation.BWRAP else None
     with tempfile.TemporaryDirectory(prefix="skill-run-") as workdir:
         root = Path(workdir)
         for bundle_file in files:
             _write_file(root, bundle_file)
-        script = root / entry
-        # "-s": no user site-packages; the scrubbed environment already drops PYTHON* variables.
-        command = [sys.executable, "-s", str(script), *args] if is_python else [str(script), *args]
-        return _run(command, cwd=root, limits=limits)
+        script = str(root / entry)
+        if bwrap is None:
+            # "-s": no user site-packages; the scrubbed environment already drops PYTHON* variables.
+            command = [sys.executable, "-s", script, *args] if is_python else [script, *args]
+            env = _script_environment(root, os.environ.get("PATH", os.defpath))
+            return _run(command, cwd=root, env=env, limits=limits, preexec_fn=_rlimit_setter(limits))
+        command = [_sandbox_python(), "-s", script, *args] if is_python else [script, *args]
+        return _run_in_bwrap(bwrap, root, command, limits)
+
+
+def sandbox_problem(isolation: Isolation) -> str | None:
+    """Why run_skill cannot run scripts in this mode, or None when it can (for start-up checks)."""
+    if isolation is Isolation.NONE:
+        return None
+    try:
+        _bwrap_or_refuse()
+        _sandbox_python()
+    except SandboxUnavailable as error:
+        return str(error)
+    return None
 
 
 def _write_file(root: Path, bundle_file: BundleFile) -> None:
@@ -86,19 +150,170 @@ def _write_file(root: Path, bundle_file: BundleFile) -> None:
     target.chmod(0o700 if bundle_file.executable else 0o600)
 
 
-def _run(command: list[str], *, cwd: Path, limits: SandboxLimits) -> ScriptRun:
+def _script_environment(workdir: Path, path: str) -> dict[str, str]:
+    # No secrets from the worker's environment (API keys, DATABASE_URL) reach skill code. HOME
+    # and TMPDIR point at the working directory: the one place a script may write.
+    return {"PATH": path, "LANG": "C.UTF-8", "HOME": str(workdir), "TMPDIR": str(workdir)}
+
+
+# --- bubblewrap -------------------------------------------------------------------------------
+
+
+# bwrap paths that have set up a sandbox in this process. A failure is not remembered: once an
+# administrator installs bubblewrap or enables user namespaces, the next run checks again.
+_working_bwraps: set[str] = set()
+
+
+def _bwrap_or_refuse() -> str:
+    bwrap = shutil.which("bwrap")
+    if bwrap is None:
+        raise SandboxUnavailable(
+            "run_skill is disabled: no sandbox is available (bubblewrap's `bwrap` is not on PATH). "
+            "Install bubblewrap (Debian: apt-get install bubblewrap), or set RUN_SKILL_SANDBOX=none "
+            "to run skill scripts without isolation (see README)."
+        )
+    if not os.access(PRLIMIT, os.X_OK):
+        raise SandboxUnavailable(f"run_skill is disabled: {PRLIMIT} (util-linux) is missing")
+    if bwrap not in _working_bwraps:
+        _check_bwrap(bwrap)
+        _working_bwraps.add(bwrap)
+    return bwrap
+
+
+def _check_bwrap(bwrap: str) -> None:
+    """Start an empty sandbox once: bwrap fails the same way for every script when, for example,
+    user namespaces are disabled, and that must read as "no sandbox", not as a script's error."""
+    with tempfile.TemporaryDirectory(prefix="skill-run-") as workdir:
+        try:
+            probe = _run_in_bwrap(bwrap, Path(workdir), ["true"], DEFAULT_LIMITS)
+            detail = "" if probe.ok else probe.stderr.strip()[:500] or f"exit code {probe.exit_code}"
+        except OSError as error:  # e.g. bwrap not executable by the sandbox user
+            detail = f"{bwrap}: {error.strerror}"
+    if detail:
+        raise SandboxUnavailable(
+            f"run_skill is disabled: bubblewrap cannot create a sandbox on this machine ({detail}). "
+            "It needs unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1, "
+            "user.max_user_namespaces > 0); or set RUN_SKILL_SANDBOX=none to run skill scripts "
+            "without isolation (see README)."
+        )
+
+
+def _sandbox_python() -> str:
+    # The worker's own interpreter may live anywhere (a virtualenv, pyenv under /root) that the
+    # sandbox does not show, so Python scripts run with the system's python3 from /usr.
+    python = shutil.which("python3", path=SANDBOX_PATH)
+    if python is None:
+        raise SandboxUnavailable(f"run_skill is disabled: no python3 in {SANDBOX_PATH} to run scripts in the sandbox")
+    return python
+
+
+def _bwrap_argv(bwrap: str, workdir: Path, limits: SandboxLimits, command: list[str]) -> list[str]:
+    work = str(workdir)
+    argv = [
+        bwrap,
+        "--unshare-all",  # user, pid, net, mount, ipc, uts (+ cgroup where it can)
+        "--unshare-user",
+        "--disable-userns",  # no nested user namespaces: no way back to capabilities
+        "--uid", str(SANDBOX_ID),
+        "--gid", str(SANDBOX_ID),
+        "--die-with-parent",
+        "--new-session",  # no controlling terminal to inject keystrokes into (TIOCSTI)
+        "--hostname", "sandbox",
+    ]  # fmt: skip
+    for directory in SYSTEM_DIRS:
+        if os.path.islink(directory):  # merged /usr: /bin -> usr/bin
+            argv += ["--symlink", os.readlink(directory), directory]
+        elif os.path.isdir(directory):
+            argv += ["--ro-bind", directory, directory]
+    for path in ETC_FILES:
+        argv += ["--ro-bind-try", path, path]
+    argv += ["--proc", "/proc", "--dev", "/dev"]
+    # The working directory: a fresh tmpfs at the temp dir's path, the skill's files bound
+    # read-only into it from the host copy.
+    argv += ["--size", str(limits.workdir_bytes), "--perms", "0700", "--tmpfs", work]
+    for entry in sorted(os.listdir(workdir)):
+        argv += ["--ro-bind", str(workdir / entry), str(workdir / entry)]
+    argv += ["--remount-ro", "/", "--chdir", work, "--clearenv"]
+    for name, value in _script_environment(workdir, SANDBOX_PATH).items():
+        argv += ["--setenv", name, value]
+    # The rlimits are set inside: RLIMIT_NPROC then counts the sandbox's processes only.
+    return [*argv, "--", PRLIMIT, *_prlimit_options(limits), "--", *command]
+
+
+def _run_in_bwrap(bwrap: str, workdir: Path, command: list[str], limits: SandboxLimits) -> ScriptRun:
+    return _run(
+        _bwrap_argv(bwrap, workdir, limits, command),
+        cwd=workdir,
+        env={"PATH": SANDBOX_PATH},  # bwrap's own: its init's /proc/1/environ can be read inside
+        limits=limits,
+        **_sandbox_user_options(workdir),
+    )
+
+
+def _sandbox_user_options(workdir: Path) -> dict[str, Any]:
+    """Popen options that start bwrap as uid/gid 65534 when the worker is root (RLIMIT_NPROC is
+    not enforced for root's processes), after giving that user the run's copy of the skill."""
+    if os.geteuid() != 0:
+        return {}
+    for path in [workdir, *workdir.rglob("*")]:
+        os.chown(path, SANDBOX_ID, SANDBOX_ID, follow_symlinks=False)
+    return {"user": SANDBOX_ID, "group": SANDBOX_ID, "extra_groups": []}
+
+
+# --- limits and the process itself ------------------------------------------------------------
+
+
+def _rlimits(limits: SandboxLimits) -> dict[int, int]:
+    return {
+        resource.RLIMIT_CPU: int(limits.timeout_seconds) + 1,
+        resource.RLIMIT_FSIZE: limits.file_size_bytes,
+        resource.RLIMIT_AS: limits.memory_bytes,
+        resource.RLIMIT_NPROC: limits.processes,
+        resource.RLIMIT_NOFILE: limits.open_files,
+        resource.RLIMIT_CORE: 0,
+    }
+
+
+PRLIMIT_OPTIONS = {
+    resource.RLIMIT_CPU: "--cpu",
+    resource.RLIMIT_FSIZE: "--fsize",
+    resource.RLIMIT_AS: "--as",
+    resource.RLIMIT_NPROC: "--nproc",
+    resource.RLIMIT_NOFILE: "--nofile",
+    resource.RLIMIT_CORE: "--core",
+}
+
+
+def _prlimit_options(limits: SandboxLimits) -> list[str]:
+    return [f"{PRLIMIT_OPTIONS[kind]}={value}:{value}" for kind, value in _rlimits(limits).items()]
+
+
+def _rlimit_setter(limits: SandboxLimits) -> Callable[[], None]:
+    """The rlimits for an unconfined run (`none`), but for RLIMIT_NPROC: outside a user namespace
+    it counts every process and thread of the worker's user, so it would stop a script's first
+    subprocess in a busy worker (and root is exempt anyway)."""
+    unconfined = {kind: value for kind, value in _rlimits(limits).items() if kind != resource.RLIMIT_NPROC}
+
+    def apply() -> None:
+        for kind, value in unconfined.items():
+            resource.setrlimit(kind, (value, value))
+
+    return apply
+
+
+def _run(command: list[str], *, cwd: Path, env: dict[str, str], limits: SandboxLimits, **options: Any) -> ScriptRun:
     # Output goes to unnamed temp files, not pipes: a chatty script cannot fill memory, and
     # RLIMIT_FSIZE bounds the files.
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         process = subprocess.Popen(
             command,
             cwd=cwd,
-            env=_scrubbed_environment(),
+            env=env,
             stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=err,
-            start_new_session=True,  # its own process group, so a timeout kills the children too
-            preexec_fn=lambda: _apply_rlimits(limits),
+            start_new_session=True,  # its own process group, so the kill reaches its children too
+            **options,
         )
         timed_out = False
         try:
@@ -106,28 +321,21 @@ def _run(command: list[str], *, cwd: Path, limits: SandboxLimits) -> ScriptRun:
         except subprocess.TimeoutExpired:
             timed_out = True
             exit_code = None
+        finally:
+            # However the wait ends (exit, timeout, or an exception such as Celery's soft time
+            # limit), nothing the script started in its group may outlive the run. Killing
+            # bwrap kills its init (--die-with-parent), and with it the whole PID namespace.
             _kill_group(process)
         stdout, stdout_cut = _read_capped(out, limits.output_chars)
         stderr, stderr_cut = _read_capped(err, limits.output_chars)
     return ScriptRun(exit_code, stdout, stderr, timed_out, stdout_cut or stderr_cut)
 
 
-def _scrubbed_environment() -> dict[str, str]:
-    # No secrets from the worker's environment (API keys, DATABASE_URL) reach skill code.
-    return {"PATH": os.environ.get("PATH", os.defpath), "LANG": "C.UTF-8"}
-
-
-def _apply_rlimits(limits: SandboxLimits) -> None:
-    cpu_seconds = int(limits.timeout_seconds) + 1
-    resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds))
-    resource.setrlimit(resource.RLIMIT_FSIZE, (limits.file_size_bytes, limits.file_size_bytes))
-
-
 def _kill_group(process: subprocess.Popen[bytes]) -> None:
     try:
         os.killpg(process.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass  # it finished between the timeout and the kill
+    except (ProcessLookupError, PermissionError):
+        pass  # the group is already gone (PermissionError: macOS reports a reaped group so)
     process.wait()
 
 

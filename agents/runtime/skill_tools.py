@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from agents.runtime.sandbox import (
     DEFAULT_LIMITS,
     BundleFile,
+    Isolation,
     SandboxError,
     SandboxLimits,
     run_script,
@@ -83,10 +85,19 @@ def _bundle(store: SkillStore, document: SkillDocument) -> list[BundleFile]:
 
 
 def _execute(
-    context: ToolContext, document: SkillDocument, entry: str, args: list[str], limits: SandboxLimits
+    context: ToolContext,
+    document: SkillDocument,
+    entry: str,
+    args: list[str],
+    limits: SandboxLimits,
+    isolation: Isolation,
 ) -> ToolResult:
+    seconds_left = context.seconds_left()
+    if seconds_left is not None and seconds_left < limits.timeout_seconds:
+        # The turn's time budget is nearly spent: the script gets what is left, not its full limit.
+        limits = replace(limits, timeout_seconds=max(seconds_left, 0.1))
     try:
-        run = run_script(_bundle(context.store, document), entry, args, limits=limits)
+        run = run_script(_bundle(context.store, document), entry, args, limits=limits, isolation=isolation)
     except SandboxError as error:
         raise ToolFailure(str(error)) from error
     status = "timed out and was killed" if run.timed_out else f"exited with code {run.exit_code}"
@@ -106,11 +117,11 @@ def _script_entry(document: SkillDocument, script: str) -> str:
     return entry
 
 
-def use_skill_tool(limits: SandboxLimits = DEFAULT_LIMITS) -> Tool:
+def use_skill_tool(limits: SandboxLimits = DEFAULT_LIMITS, isolation: Isolation = Isolation.BWRAP) -> Tool:
     def use_skill(arguments: dict[str, Any], context: ToolContext) -> ToolResult:
         document = _load(context.store, arguments["skill_name"])
         if CODE_SKILL_ENTRY in document.files:
-            return _execute(context, document, CODE_SKILL_ENTRY, [], limits)
+            return _execute(context, document, CODE_SKILL_ENTRY, [], limits, isolation)
         # A prompt skill: its instructions are the result, and the model follows them. Analytics
         # count it as a load on the model's initiative, like read_skill.
         activation = SkillActivation(document.name, document.version, "read_skill")
@@ -129,12 +140,11 @@ def use_skill_tool(limits: SandboxLimits = DEFAULT_LIMITS) -> Tool:
     )
 
 
-def run_skill_tool(limits: SandboxLimits = DEFAULT_LIMITS) -> Tool:
+def run_skill_tool(limits: SandboxLimits = DEFAULT_LIMITS, isolation: Isolation = Isolation.BWRAP) -> Tool:
     def run_skill(arguments: dict[str, Any], context: ToolContext) -> ToolResult:
         document = _load(context.store, arguments["skill_name"])
-        return _execute(
-            context, document, _script_entry(document, arguments["script"]), arguments.get("args", []), limits
-        )
+        entry = _script_entry(document, arguments["script"])
+        return _execute(context, document, entry, arguments.get("args", []), limits, isolation)
 
     return Tool(
         "run_skill",
@@ -163,7 +173,8 @@ def run_skill_tool(limits: SandboxLimits = DEFAULT_LIMITS) -> Tool:
     )
 
 
-def skill_tools(limits: SandboxLimits = DEFAULT_LIMITS) -> list[Tool]:
+def skill_tools(limits: SandboxLimits = DEFAULT_LIMITS, isolation: Isolation = Isolation.BWRAP) -> list[Tool]:
+    """The skill tools; scripts run with `isolation` (the RUN_SKILL_SANDBOX setting, see sandbox.py)."""
     return [
         Tool(
             "read_skill",
@@ -195,6 +206,6 @@ def skill_tools(limits: SandboxLimits = DEFAULT_LIMITS) -> list[Tool]:
             },
             _read_skill_file,
         ),
-        use_skill_tool(limits),
-        run_skill_tool(limits),
+        use_skill_tool(limits, isolation),
+        run_skill_tool(limits, isolation),
     ]

@@ -6,6 +6,7 @@ function can trust the shape of what it receives.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -30,6 +31,10 @@ class ToolContext:
     workspace: Path
     store: SkillStore
     todos: list[dict[str, Any]] = field(default_factory=list)
+    deadline: float | None = None  # time.monotonic() by which the turn must end (its time budget)
+
+    def seconds_left(self) -> float | None:
+        return None if self.deadline is None else max(0.0, self.deadline - time.monotonic())
 
 
 @dataclass(frozen=True)

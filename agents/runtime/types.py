@@ -98,6 +98,7 @@ class TurnRequest:
     max_input_tokens: int | None = None
     max_total_tokens: int | None = None
     max_seconds: float | None = None
+    max_tool_calls_per_step: int | None = None  # calls beyond it in one model response are not run
     llm_options: dict[str, Any] = field(default_factory=dict)  # passed through to litellm
     base_prompt: str | None = None
     memory_summary: str | None = None

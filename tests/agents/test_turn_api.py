@@ -8,7 +8,8 @@ from rest_framework.test import APIClient
 from agents import services
 from agents.models import AgentTurn, TurnStatus
 from registry.models import UsageEvent
-from tests.factories import UserFactory
+from registry.roles import AUTHOR
+from tests.factories import UserFactory, user_with_role
 
 pytestmark = pytest.mark.django_db
 
@@ -87,7 +88,7 @@ def test_missing_message_is_a_400_naming_the_field(make_token):
 
 
 def test_another_users_turn_is_a_404(make_token):
-    owner = UserFactory()
+    owner = user_with_role(AUTHOR)
     turn = services.agent_turn_create(user=owner, message="mine", model="scripted", script=SCRIPT)
     response = client_for(make_token, ["agent:run"]).get(f"/api/v1/agent/turns/{turn.pk}")
     assert response.status_code == 404
@@ -100,21 +101,8 @@ def test_only_one_of_two_deliveries_claims_a_turn():
     assert services.agent_turn_claim(turn_id=str(turn.pk)) is None
 
 
-def test_a_running_turn_whose_lease_lapsed_can_be_taken_over():
-    from datetime import timedelta
-
-    from django.utils import timezone
-
-    turn = services.agent_turn_create(user=UserFactory(), message="x", model="scripted", script=SCRIPT)
-    services.agent_turn_claim(turn_id=str(turn.pk))
-    AgentTurn.objects.filter(pk=turn.pk).update(lease_expires_at=timezone.now() - timedelta(seconds=1))
-
-    again = services.agent_turn_claim(turn_id=str(turn.pk))
-    assert again is not None and again.attempts == 2
-
-
 def test_cancelling_a_queued_turn_ends_it_at_once(make_token):
-    user = UserFactory()
+    user = user_with_role(AUTHOR)
     turn = services.agent_turn_create(user=user, message="x", model="scripted", script=SCRIPT)
     response = client_for(make_token, ["agent:run"], user=user).post(f"/api/v1/agent/turns/{turn.pk}/cancel")
     assert response.status_code == 202
@@ -123,7 +111,7 @@ def test_cancelling_a_queued_turn_ends_it_at_once(make_token):
 
 
 def test_feedback_is_recorded_once_per_loaded_skill_and_can_be_changed(make_token):
-    user = UserFactory()
+    user = user_with_role(AUTHOR)
     turn = services.agent_turn_create(user=user, message="x", model="scripted", script=SCRIPT)
     AgentTurn.objects.filter(pk=turn.pk).update(status=TurnStatus.SUCCEEDED)
     UsageEvent.objects.create(
@@ -147,10 +135,90 @@ def test_feedback_is_recorded_once_per_loaded_skill_and_can_be_changed(make_toke
 
 
 def test_feedback_on_an_unfinished_turn_is_a_409_conflict(make_token):
-    user = UserFactory()
+    user = user_with_role(AUTHOR)
     turn = services.agent_turn_create(user=user, message="x", model="scripted", script=SCRIPT)
     response = client_for(make_token, ["agent:run"], user=user).post(
         f"/api/v1/agent/turns/{turn.pk}/feedback", {"rating": "up"}, format="json"
     )
     assert response.status_code == 409
     assert response.json()["fields"] == {"turn": "queued"}
+
+
+# --- an unknown forced skill is refused at submission (issue 13, item 6) ----------------------
+
+
+@pytest.fixture
+def review_skills(db):
+    from tests.factories import publish
+
+    publish("code-review", description="Reviews code.")
+    publish("code-explain", description="Explains code.")
+    publish("retired-review", description="Old.")
+    from registry import selectors
+    from registry.services.skills import skill_set_enabled
+
+    skill_set_enabled(skill=selectors.skill_get(name="retired-review"), enabled=False)
+
+
+def post_turn(make_token, body):
+    return client_for(make_token, ["agent:run"]).post("/api/v1/agent/turns", body, format="json")
+
+
+def test_an_unknown_forced_skill_is_a_400_naming_it_and_the_closest_names(make_token, review_skills):
+    response = post_turn(make_token, {"message": "check app.py", "forced_skill": "code-reveiw"})
+
+    assert response.status_code == 400
+    body = response.json()
+    assert "'code-reveiw'" in body["detail"] and "code-review" in body["detail"]
+    assert body["fields"] == {"forced_skill": "unknown skill 'code-reveiw'"}
+    assert body["suggestions"][0] == "code-review"
+    assert not AgentTurn.objects.exists()
+
+
+def test_an_unknown_slash_command_is_a_400_on_the_message(make_token, review_skills):
+    response = post_turn(make_token, {"message": "/code-reviw check app.py"})
+
+    assert response.status_code == 400
+    body = response.json()
+    assert "'/code-reviw'" in body["detail"]
+    assert body["fields"] == {"message": "unknown skill 'code-reviw'"}
+    assert body["suggestions"][0] == "code-review"
+    assert not AgentTurn.objects.exists()
+
+
+def test_a_disabled_skill_cannot_be_forced(make_token, review_skills):
+    response = post_turn(make_token, {"message": "/retired-review now"})
+    assert response.status_code == 400
+    assert "retired-review" not in response.json()["suggestions"]
+
+
+def test_an_unknown_name_with_nothing_close_says_so_without_suggestions(make_token, review_skills):
+    response = post_turn(make_token, {"message": "hi", "forced_skill": "zzzz"})
+    assert response.status_code == 400
+    assert response.json()["suggestions"] == []
+    assert "Did you mean" not in response.json()["detail"]
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "/tmp/foo is broken",  # a path: the runtime's parser reads no command here
+        "please run /code-reviw later",  # a slash word that is not the first word
+        "see https://example.com/x",
+    ],
+)
+def test_a_message_that_is_not_a_slash_command_is_queued(make_token, review_skills, message):
+    assert post_turn(make_token, {"message": message}).status_code == 202
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"message": "/code-review check app.py"},
+        {"message": "/CODE-REVIEW x"},
+        {"message": "x", "forced_skill": "code-review"},
+    ],
+)
+def test_a_known_forced_skill_is_queued(make_token, review_skills, body):
+    response = post_turn(make_token, body)
+    assert response.status_code == 202, response.json()

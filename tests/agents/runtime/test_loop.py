@@ -140,14 +140,17 @@ def test_token_budget_stops_the_turn(harness):
     result = harness.run("x", model, max_total_tokens=200)
 
     assert result.status == "failed"
-    assert result.error == "stopped: the turn used 240 tokens of its 200 token budget"
+    assert result.error == "stopped: the turn used 240 tokens of its 200 token budget (step 2, before tool call 1 of 1)"
     assert len(model.calls) == 2
 
 
 def test_time_budget_stops_the_turn(harness):
     result = harness.run("x", FakeModel([answer(HELPFUL)]), max_seconds=0)
 
-    assert (result.status, result.error) == ("failed", "stopped: the turn exceeded its time budget of 0 s")
+    assert (result.status, result.error) == (
+        "failed",
+        "stopped: the turn exceeded its time budget of 0 s (step 1, before model call)",
+    )
 
 
 def test_an_empty_answer_is_a_failure_not_a_success(harness):

@@ -1,0 +1,414 @@
+"""The run_skill sandbox (agents/runtime/sandbox.py): a hostile skill's every escape fails, the
+limits hold, the whole process tree dies however a run ends, and without bubblewrap run_skill
+refuses to run (fails closed) unless RUN_SKILL_SANDBOX=none says otherwise.
+
+Each claim in docs/reliability.md points at a test here or in test_sandbox_worker.py.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import textwrap
+import uuid
+from pathlib import Path
+
+import pytest
+
+from agents.runtime.sandbox import BundleFile, Isolation, SandboxLimits, run_script
+from agents.runtime.skill_tools import skill_tools
+from agents.runtime.tools import ToolContext, ToolRegistry, ToolResult, run_tool
+from tests.agents.runtime.hostile import ATTEMPTS, ROOT, hostile_skill
+from tests.agents.runtime.processes import processes_with, wait_until_gone
+from tests.worker import wait_for
+
+# The hostile script makes 19 attempts, the fork bomb included; on two shared cores it needs a
+# few seconds at most.
+HOSTILE_LIMITS = SandboxLimits(timeout_seconds=60)
+FAST = SandboxLimits(timeout_seconds=10)
+CANARY = f"canary-{uuid.uuid4().hex}"
+SECRETS = [CANARY, "DATABASE_URL", "REDIS_URL", "SECRET_KEY", "DJANGO_SUPERUSER_PASSWORD"]
+
+
+@pytest.fixture
+def context(store, workspace) -> ToolContext:
+    return ToolContext(workspace=workspace, store=store)
+
+
+def run(
+    tool_name: str,
+    arguments: dict,
+    context: ToolContext,
+    limits: SandboxLimits = FAST,
+    isolation: Isolation = Isolation.BWRAP,
+) -> ToolResult:
+    tool = ToolRegistry(skill_tools(limits, isolation)).get(tool_name)
+    assert tool.validation_errors(arguments) == []
+    return run_tool(tool, arguments, context)
+
+
+@pytest.fixture
+def canary_in_environment(monkeypatch):
+    monkeypatch.setenv("SANDBOX_CANARY", CANARY)
+
+
+def describe(escaped: dict[str, str]) -> str:
+    return "these escapes got through the sandbox:\n" + "\n".join(f"- {name}: {how}" for name, how in escaped.items())
+
+
+# Attempts that `none` still stops (a scrubbed environment, the rlimits), did not make (the
+# fork bomb), or whose success unconfined depends on the machine: internet access, PostgreSQL's
+# Unix socket, what other processes' environments hold.
+NOT_ESCAPING_UNCONFINED = {
+    "own_environment",
+    "memory_2gib",
+    "fork_bomb",
+    "tcp_internet",
+    "unix_socket_postgres",
+    "parent_environ",
+    "any_environ",
+}
+
+
+# --- the hostile skill --------------------------------------------------------------------
+
+
+def test_a_hostile_run_skill_script_is_blocked_in_every_attempt(store, context, tmp_path, canary_in_environment):
+    with hostile_skill(os.getpid(), var_dir=ROOT / "var", secrets=SECRETS) as hostile:
+        store.add("hostile", files=hostile.files())
+
+        result = run("run_skill", {"skill_name": "hostile", "script": "escape.py"}, context, HOSTILE_LIMITS)
+
+        assert result.ok, result.content
+        escaped = hostile.escapes(result.content)
+        assert escaped == {}, describe(escaped)
+        verdict = hostile.verdict(result.content)
+        assert verdict["fork_bomb"][1].startswith("stopped after"), verdict["fork_bomb"]
+        assert "Network is unreachable" in verdict["tcp_postgres"][1] or "refused" in verdict["tcp_postgres"][1]
+
+
+def test_a_hostile_code_skill_run_by_use_skill_is_blocked_in_every_attempt(store, context, canary_in_environment):
+    with hostile_skill(os.getpid(), var_dir=ROOT / "var", secrets=SECRETS) as hostile:
+        store.add("hostile-code", files=hostile.files(entry="skill.py"))
+
+        result = run("use_skill", {"skill_name": "hostile-code"}, context, HOSTILE_LIMITS)
+
+        assert result.ok, result.content
+        escaped = hostile.escapes(result.content)
+        assert escaped == {}, describe(escaped)
+
+
+def test_without_a_sandbox_the_same_probes_report_the_escapes(store, context, canary_in_environment):
+    """The control: RUN_SKILL_SANDBOX=none lets the hostile script through, so each probe above
+    can fail. (No fork bomb here: unconfined, it would load a shared machine.)"""
+    with hostile_skill(os.getpid(), var_dir=ROOT / "var", secrets=SECRETS, forks=0) as hostile:
+        store.add("hostile", files=hostile.files())
+
+        result = run(
+            "run_skill", {"skill_name": "hostile", "script": "escape.py"}, context, HOSTILE_LIMITS, Isolation.NONE
+        )
+
+        escaped = hostile.escapes(result.content)
+    assert ATTEMPTS - NOT_ESCAPING_UNCONFINED <= set(escaped), escaped
+    # What `none` still does: a scrubbed environment and the rlimits.
+    assert "own_environment" not in escaped and "memory_2gib" not in escaped
+
+
+# --- limits -------------------------------------------------------------------------------
+
+
+def test_the_script_runs_as_an_unprivileged_user_with_no_capabilities(store, context):
+    script = "import os\nprint(os.getuid(), os.getgid())\nprint(open('/proc/self/status').read())\n"
+    store.add("demo", files={"scripts/who.py": script})
+
+    result = run("run_skill", {"skill_name": "demo", "script": "who.py"}, context)
+
+    assert result.ok, result.content
+    assert "65534 65534" in result.content
+    for capabilities in ("CapEff", "CapPrm", "CapBnd", "CapAmb"):
+        assert f"{capabilities}:\t0000000000000000" in result.content
+    assert "NoNewPrivs:\t1" in result.content  # setuid binaries cannot raise privileges either
+
+
+def test_the_system_is_read_only_and_the_app_is_not_there(store, context):
+    script = textwrap.dedent(
+        f"""
+        import os
+        print(sorted(os.listdir('/')))
+        print(os.path.exists({str(ROOT)!r}), os.path.exists('/root/.bashrc'), os.path.exists('/etc/passwd'))
+        for target in ('/usr/pwned', '/etc/pwned', '/pwned'):
+            try:
+                open(target, 'w')
+                print('wrote', target)
+            except OSError as error:
+                print('refused', target, error.strerror)
+        """
+    )
+    store.add("demo", files={"scripts/look.py": script})
+
+    result = run("run_skill", {"skill_name": "demo", "script": "look.py"}, context)
+
+    assert result.ok, result.content
+    assert "False False False" in result.content
+    assert "wrote" not in result.content
+    assert result.content.count("Read-only file system") == 3
+    top = set(ast.literal_eval(result.content.split("--- stdout ---\n")[1].splitlines()[0]))
+    assert top <= {"bin", "dev", "etc", "lib", "lib32", "lib64", "libx32", "proc", "sbin", "tmp", "usr"}, top
+
+
+def test_the_working_directory_is_writable_capped_and_gone_afterwards(store, context):
+    script = textwrap.dedent(
+        """
+        import os
+        print(os.getcwd())
+        open('result.txt', 'w').write('kept for the run')
+        print(open('result.txt').read())
+        try:
+            for index in range(100):
+                with open(f'big-{index}', 'wb') as handle:
+                    handle.write(b'x' * 1024 * 1024)
+            print('filled 100 MiB')
+        except OSError as error:
+            print('stopped at', index, 'MiB:', error.strerror)
+        """
+    )
+    store.add("demo", files={"scripts/write.py": script})
+
+    result = run(
+        "run_skill", {"skill_name": "demo", "script": "write.py"}, context, SandboxLimits(workdir_bytes=8 * 1024 * 1024)
+    )
+
+    assert result.ok, result.content
+    workdir = Path(result.content.split("--- stdout ---\n")[1].splitlines()[0])
+    assert "kept for the run" in result.content
+    assert "No space left on device" in result.content and "filled" not in result.content
+    assert not workdir.exists()
+
+
+def test_file_size_memory_and_process_limits_apply(store, context):
+    script = textwrap.dedent(
+        """
+        import os
+        try:
+            open('big', 'wb').write(b'x' * 2 * 1024 * 1024)
+            print('fsize: wrote 2 MiB')
+        except OSError as error:
+            print('fsize:', error.strerror)
+        try:
+            bytearray(512 * 1024 * 1024)
+            print('memory: got 512 MiB')
+        except MemoryError:
+            print('memory: refused')
+        print('nproc:', open('/proc/self/limits').read().split('Max processes')[1].split()[0])
+        """
+    )
+    store.add("demo", files={"scripts/limits.py": script})
+    limits = SandboxLimits(file_size_bytes=1024 * 1024, memory_bytes=256 * 1024 * 1024, processes=20)
+
+    result = run("run_skill", {"skill_name": "demo", "script": "limits.py"}, context, limits)
+
+    assert result.ok, result.content
+    assert "fsize: File too large" in result.content
+    assert "memory: refused" in result.content
+    assert "nproc: 20" in result.content
+
+
+# --- the process tree ends with the run, however it ends -----------------------------------
+
+
+def test_a_detached_grandchild_dies_when_the_script_exits_normally(store, context):
+    marker = f"lingering-{uuid.uuid4().hex}"
+    script = textwrap.dedent(
+        """
+        import os, sys
+        if os.fork() == 0:
+            os.setsid()
+            if os.fork() == 0:
+                os.execv(sys.executable, [sys.executable, '-c', 'import time; time.sleep(60)', sys.argv[1]])
+            os._exit(0)
+        os.wait()
+        print('left a grandchild behind')
+        """
+    )
+    store.add("demo", files={"scripts/linger.py": script})
+
+    result = run("run_skill", {"skill_name": "demo", "script": "linger.py", "args": [marker]}, context)
+
+    assert result.ok and "left a grandchild behind" in result.content, result.content
+    assert wait_until_gone(marker), "the detached grandchild outlived the run"
+
+
+# A stand-in for a worker: runs a script through run_script that starts a sleeping `<marker>-child`
+# and sleeps. With an alarm, the alarm's exception interrupts the wait (as Celery's soft time
+# limit does), the worker prints "interrupted" and lives on. The marker comes through the
+# environment, so that the worker's own argv does not carry it.
+FAKE_WORKER = """
+import os, signal, sys, time
+from agents.runtime.sandbox import BundleFile, SandboxLimits, run_script
+
+class SoftTimeLimit(Exception):
+    pass
+
+def expire(signum, frame):
+    raise SoftTimeLimit()
+
+script = (
+    b"import subprocess, sys, time\\n"
+    b"subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)', sys.argv[1] + '-child'])\\n"
+    b"time.sleep(60)\\n"
+)
+signal.signal(signal.SIGALRM, expire)
+signal.alarm(int(sys.argv[1]))
+try:
+    run_script([BundleFile('scripts/s.py', script, False)], 'scripts/s.py', [os.environ['MARKER']],
+               limits=SandboxLimits(timeout_seconds=120))
+except SoftTimeLimit:
+    print('interrupted', flush=True)
+time.sleep(60)
+"""
+
+
+def start_fake_worker(marker: str, *, alarm_seconds: int = 0) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-c", FAKE_WORKER, str(alarm_seconds)],
+        cwd=ROOT,
+        env={**os.environ, "MARKER": marker},
+        stdout=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+
+
+def test_the_sandbox_dies_with_the_worker():
+    """SIGKILL the process that called run_script (a worker crash): bubblewrap's
+    --die-with-parent takes the sandbox, and with its PID namespace every process in it, down."""
+    marker = f"orphan-{uuid.uuid4().hex}"
+    worker = start_fake_worker(marker)
+    try:
+        wait_for(lambda: processes_with(f"{marker}-child"), timeout=30, message="the sandboxed script's child")
+    finally:
+        worker.kill()
+        worker.wait()
+
+    assert wait_until_gone(marker), "sandboxed processes outlived the worker that started them"
+
+
+def test_the_sandbox_dies_when_the_wait_is_interrupted():
+    """An exception while waiting for the script (Celery's soft time limit, a signal handler)
+    kills the sandbox before it propagates; the worker itself lives on."""
+    marker = f"interrupted-{uuid.uuid4().hex}"
+    worker = start_fake_worker(marker, alarm_seconds=3)
+    try:
+        wait_for(lambda: processes_with(f"{marker}-child"), timeout=30, message="the sandboxed script's child")
+        assert worker.stdout is not None and worker.stdout.readline() == "interrupted\n"
+        assert wait_until_gone(marker), "sandboxed processes outlived the interrupted run"
+        assert worker.poll() is None
+    finally:
+        worker.kill()
+        worker.wait()
+
+
+# --- fail closed --------------------------------------------------------------------------
+
+
+def test_without_bubblewrap_run_skill_refuses_and_says_how_to_fix_it(store, context, monkeypatch, tmp_path):
+    monkeypatch.setenv("PATH", str(tmp_path))  # no bwrap on PATH
+    store.add("demo", files={"scripts/hello.py": "print('ran')\n", "skill.py": "print('ran')\n"})
+
+    for tool, arguments in [
+        ("run_skill", {"skill_name": "demo", "script": "hello.py"}),
+        ("use_skill", {"skill_name": "demo"}),
+    ]:
+        result = run(tool, arguments, context)
+
+        assert not result.ok
+        assert "no sandbox is available" in result.content and "RUN_SKILL_SANDBOX=none" in result.content
+        assert "--- stdout ---" not in result.content
+        assert result.execution is None
+
+
+@pytest.fixture
+def public_dir():
+    """A directory the sandbox user (uid 65534 when the tests run as root) can enter."""
+    path = Path(tempfile.mkdtemp(prefix="sandbox-test-"))
+    path.chmod(0o755)
+    yield path
+    shutil.rmtree(path)
+
+
+def test_a_bubblewrap_that_cannot_create_namespaces_is_no_sandbox(store, context, monkeypatch, public_dir):
+    # What Debian's bwrap prints when unprivileged user namespaces are switched off.
+    fake = public_dir / "bwrap"
+    fake.write_text("#!/bin/sh\necho 'bwrap: No permissions to create new namespace' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{public_dir}:{os.environ['PATH']}")
+    store.add("demo", files={"scripts/hello.py": "print('ran')\n"})
+
+    result = run("run_skill", {"skill_name": "demo", "script": "hello.py"}, context)
+
+    assert not result.ok
+    assert "cannot create a sandbox" in result.content
+    assert "No permissions to create new namespace" in result.content
+    assert result.execution is None
+
+
+def test_none_runs_scripts_unconfined_as_the_worker(store, context):
+    store.add("demo", files={"scripts/who.py": "import os\nprint('uid', os.getuid())\n"})
+
+    confined = run("run_skill", {"skill_name": "demo", "script": "who.py"}, context)
+    unconfined = run("run_skill", {"skill_name": "demo", "script": "who.py"}, context, isolation=Isolation.NONE)
+
+    assert "uid 65534" in confined.content
+    assert f"uid {os.getuid()}" in unconfined.content
+
+
+def test_the_setting_reaches_the_tool_registry(settings, store, context):
+    from agents.tools import tool_registry
+
+    store.add("demo", files={"scripts/who.py": "import os\nprint('uid', os.getuid())\n"})
+    arguments = {"skill_name": "demo", "script": "who.py"}
+
+    settings.RUN_SKILL_SANDBOX = "none"
+    unconfined = run_tool(tool_registry().get("run_skill"), arguments, context)
+    settings.RUN_SKILL_SANDBOX = "bwrap"
+    confined = run_tool(tool_registry().get("run_skill"), arguments, context)
+
+    assert f"uid {os.getuid()}" in unconfined.content
+    assert "uid 65534" in confined.content
+
+
+@pytest.mark.parametrize("value", ["off", "docker", ""])
+def test_an_unknown_setting_stops_the_start_up(value):
+    env = {**os.environ, "RUN_SKILL_SANDBOX": value, "DJANGO_SETTINGS_MODULE": "config.test_settings"}
+    started = subprocess.run(
+        [sys.executable, "-c", "import django; django.setup()"], cwd=ROOT, env=env, capture_output=True, text=True
+    )
+
+    assert started.returncode != 0
+    assert "RUN_SKILL_SANDBOX must be 'bwrap' or 'none'" in started.stderr
+
+
+def test_a_script_still_gets_its_bundle_its_arguments_and_a_clean_exit_code(store, context):
+    files = [BundleFile("scripts/s.sh", b'#!/bin/sh\ncat references/r.txt; echo "$1"; exit 3\n', True)]
+    files.append(BundleFile("references/r.txt", b"bundled\n", False))
+
+    run_ = run_script(files, "scripts/s.sh", ["a b; rm -rf /"])
+
+    assert run_.exit_code == 3 and not run_.ok
+    assert run_.stdout == "bundled\na b; rm -rf /\n"
+
+
+def test_the_start_up_check_warns_when_scripts_cannot_run_or_run_unconfined(settings, monkeypatch, tmp_path):
+    from agents.checks import run_skill_sandbox_check
+
+    assert run_skill_sandbox_check(None) == []
+    settings.RUN_SKILL_SANDBOX = "none"
+    assert [warning.id for warning in run_skill_sandbox_check(None)] == ["agents.W002"]
+    settings.RUN_SKILL_SANDBOX = "bwrap"
+    monkeypatch.setenv("PATH", str(tmp_path))
+    [warning] = run_skill_sandbox_check(None)
+    assert warning.id == "agents.W001" and "no sandbox is available" in warning.msg

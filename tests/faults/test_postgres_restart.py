@@ -1,0 +1,125 @@
+"""PostgreSQL restarted under traffic: requests recover without restarting the app.
+
+A private PostgreSQL cluster (initdb into a temporary folder as the `postgres` user, on a free
+port) serves gunicorn with persistent connections (CONN_MAX_AGE) and its LISTEN connection;
+the test restarts that cluster while it keeps sending reads and publishes. The shared server
+on 5432 is never touched."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+import pytest
+
+from bench._services import ROOT, Gunicorn, PrivatePostgres
+from tests.faults.support import Http, need_postgres_server
+
+pytestmark = pytest.mark.integration
+
+need_postgres_server()
+
+SETUP = "import json; from bench.load_mixed import setup_registry; print(json.dumps(setup_registry({}, 2)))"
+
+
+@pytest.fixture
+def postgres():
+    server = PrivatePostgres().start()
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def app(postgres):
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "config.settings",
+        "DATABASE_URL": postgres.create_database("registry"),
+        "REDIS_URL": "",  # the database is the fault here; the cache is in-process
+        "VAR_DIR": tempfile.mkdtemp(prefix="pg-restart-var-"),
+        "SECRET_KEY": "fault-test-only-secret",
+        "CONN_MAX_AGE": "600",  # a connection that outlives the restart must be noticed and replaced
+        "API_THROTTLE_RATE": "off",
+    }
+    done = subprocess.run([sys.executable, "-c", SETUP], env=env, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    token, names = json.loads(done.stdout.strip().splitlines()[-1])
+    server = Gunicorn(env=env, workers=2).start()
+    yield server, Http(server.port, token), names[0]
+    server.stop()
+    shutil.rmtree(env["VAR_DIR"], ignore_errors=True)
+
+
+def publish(api: Http, name: str, text: str) -> tuple[int, dict]:
+    skill_md = f"---\nname: {name}\ndescription: Restart test skill.\n---\n\n{text}\n"
+    status, _, content = api.call("POST", "/api/v1/skills", {"skill_md": skill_md})
+    return status, json.loads(content)
+
+
+def traffic(api: Http, name: str) -> list[int]:
+    return [
+        api.call("GET", f"/api/v1/skills/{name}/SKILL.md")[0],
+        api.call("GET", f"/api/v1/skills/{name}")[0],
+        api.call("POST", "/api/v1/resolve", {"query": name})[0],
+    ]
+
+
+def test_requests_recover_after_a_postgres_restart_without_restarting_the_app(postgres, app):
+    server, api, name = app
+    workers_before = _worker_pids(server)
+    seen: list[tuple[float, int]] = []  # (when, status) of every request
+    stop = threading.Event()
+
+    def send() -> None:
+        while not stop.is_set():
+            for status in traffic(api, name):
+                seen.append((time.monotonic(), status))
+
+    sender = threading.Thread(target=send)
+    sender.start()
+    try:
+        _wait(lambda: len(seen) >= 30)  # every gunicorn worker holds a connection by now
+        postgres.restart()  # a fast shutdown closes every client connection, mid-traffic
+        restarted = time.monotonic()
+        _wait(lambda: len([1 for when, _ in seen if when > restarted + 2]) >= 30, timeout=60)
+    finally:
+        stop.set()
+        sender.join(60)
+
+    statuses = [status for _, status in seen]
+    # The requests that met the restart answered 503 (retry), never a 500,
+    assert set(statuses) <= {200, 503}, statuses
+    assert "Internal Server Error" not in server.output()
+    # and two seconds after it, everything answers again, from the same gunicorn workers.
+    after = [status for when, status in seen if when > restarted + 2]
+    assert len(after) >= 30 and set(after) == {200}, after
+    assert _worker_pids(server) == workers_before, "gunicorn restarted a worker"
+
+    # Writes work again, and every worker sees them: its LISTEN connection came back too (or
+    # the once-a-second re-read of the generation covers for it).
+    status, body = publish(api, name, "Published after the restart.")
+    assert status == 201, body
+    latest = f"/api/v1/skills/{name}/SKILL.md?label=latest"
+    assert _wait(lambda: all(b"after the restart" in api.call("GET", latest)[2] for _ in range(8))), (
+        "a worker kept serving the version from before the restart"
+    )
+
+
+def _wait(predicate, timeout: float = 10) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.2)
+    return False
+
+
+def _worker_pids(server: Gunicorn) -> set[int]:
+    listed = subprocess.run(["pgrep", "-P", str(server.process.pid)], capture_output=True, text=True)
+    return {int(pid) for pid in listed.stdout.split()}
