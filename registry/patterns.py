@@ -5,11 +5,22 @@ catastrophic-backtracking pattern such as `(a+)+$` must not be able to stall a t
 (google-re2) guarantees time linear in the query length and refuses the features that would
 need backtracking (backreferences, lookaround), which we turn into messages a rule author can act
 on. Queries are cut to a bounded length before matching, and compiled programs are memory-capped.
+
+Linear is not the same as cheap, though. RE2 runs a lazily built DFA whose state cache is
+bounded by the program's memory; patterns with large counted repetitions inside alternations,
+such as `(?s)(?:a{0,999}b0|a{0,999}b1|...)`, need more states than fit, so RE2 falls back to
+simulating the NFA — time proportional to query length *times* program size. One such rule made
+a 10,000-character resolve take 13 s (issue 14). No static rule separates those patterns from
+useful ones, so `pattern_check` measures instead: before a rule is saved its pattern is run
+against worst-case queries of the full matching length built from its own characters (the DFA
+blows up on long runs of what the repetitions accept), and refused if one takes longer than
+RULE_PATTERN_PROBE_MS of CPU time. Resolve keeps a total time budget on top (services/resolve.py).
 """
 
 from __future__ import annotations
 
 import functools
+import time
 from dataclasses import dataclass
 
 import re2
@@ -19,7 +30,6 @@ from registry.errors import InvalidPattern
 
 # RE2's own default is 8 MiB; a rule has no business needing more than a couple.
 _MAX_PROGRAM_MEMORY = 2 * 1024 * 1024
-DEFAULT_QUERY_MAX_CHARS = 10_000
 
 # RE2 error text -> what a person should do about it. Checked in order, first hit wins.
 _EXPLANATIONS: tuple[tuple[str, str], ...] = (
@@ -69,7 +79,7 @@ class RuleMatch:
 
 
 def query_max_chars() -> int:
-    return int(getattr(settings, "RULE_QUERY_MAX_CHARS", DEFAULT_QUERY_MAX_CHARS))
+    return int(settings.RULE_QUERY_MAX_CHARS)
 
 
 def _options() -> re2.Options:
@@ -127,3 +137,57 @@ def pattern_search(compiled, query: str) -> RuleMatch | None:
         return None
     start, end = found.span()
     return RuleMatch(start=start, end=end, text=bounded[start:end])
+
+
+# --- the cost probe ------------------------------------------------------------------------
+
+_REGEX_SYNTAX = set("()[]{}|\\?*+^$.-,:=!<>")
+_PROBE_ALPHABET_MAX = 48  # distinct characters of a pattern used to build probe queries
+_ALWAYS_PROBED = "a0 é\n"
+# Short runs first, their cost scaled to the full length: a hopeless pattern shows it within a
+# few milliseconds instead of spending seconds on the full-length query.
+_PROBE_STEPS = (100, 1000)
+
+
+def _probe_queries(pattern: str, length: int) -> list[tuple[str, str]]:
+    """(description, query) pairs: long runs of each character the pattern names (and a few
+    common ones), the pattern's characters in turn, and its literal text repeated."""
+    literal = "".join(char for char in pattern if char not in _REGEX_SYNTAX) or "a"
+    alphabet = list(dict.fromkeys(literal.lower() + _ALWAYS_PROBED))[:_PROBE_ALPHABET_MAX]
+    queries = [(f"{char!r} repeated", char) for char in alphabet]
+    queries.append(("its characters in turn", "".join(alphabet)))
+    queries.append(("its literal text repeated", literal))
+    return [(what, (unit * (length // len(unit) + 1))[:length]) for what, unit in queries]
+
+
+def _cpu_ms(compiled, query: str) -> float:
+    # CPU time of this thread, not wall time: on a busy machine a cheap pattern stays cheap.
+    started = time.thread_time()
+    compiled.search(query)
+    return (time.thread_time() - started) * 1000
+
+
+def pattern_check(pattern: str):
+    """Compile a rule pattern *and* refuse it when matching is too slow: the check rules run
+    before they are saved (the rule services call it; resolve only compiles)."""
+    compiled = compile_pattern(pattern)
+    budget = float(settings.RULE_PATTERN_PROBE_MS)
+    length = query_max_chars()
+    for what, query in _probe_queries(pattern, length):
+        for size in [*(size for size in _PROBE_STEPS if size < length), length]:
+            projected = _cpu_ms(compiled, query[:size]) * length / size
+            if projected > budget:
+                # The first search on a new kind of input also builds DFA states, once: a cheap
+                # pattern is fast the second time; a hopeless one (its state cache thrashing) is not.
+                projected = min(projected, _cpu_ms(compiled, query[:size]) * length / size)
+            if projected > budget:
+                break
+        if projected > budget:
+            message = (
+                f"The pattern is too slow to match: on a {length:,}-character query made of {what} it needs "
+                f"about {projected:,.0f} ms of CPU time (the limit is {budget:,.0f} ms per rule and query). "
+                "Large counted repetitions such as {0,999}, especially inside alternatives, are the usual "
+                "cause: use + or * or a much smaller count."
+            )
+            raise InvalidPattern(message, fields={"pattern": "too slow on a worst-case query"})
+    return compiled

@@ -1,6 +1,12 @@
-"""Roles (SPEC §3) as Django groups, and the scopes each role grants in the console."""
+"""Roles (SPEC §3) as Django groups, and the scopes each role grants.
+
+A role bounds everything its user does: console pages, and every API token the user owns (a
+token's scopes are cut to its owner's role when it is created and again on every request, so a
+user who loses a role loses it over the API at once)."""
 
 from __future__ import annotations
+
+from collections.abc import Iterable
 
 from registry.models import TokenScope
 
@@ -20,13 +26,34 @@ ROLE_SCOPES: dict[str, set[str]] = {
 }
 
 
+def roles_of(*, is_superuser: bool, group_names: Iterable[str]) -> set[str]:
+    """The roles an active account holds: a superuser is an admin; otherwise its role groups."""
+    if is_superuser:
+        return {ADMIN}
+    return set(group_names) & set(ROLE_SCOPES)
+
+
+def scopes_of(roles: Iterable[str]) -> set[str]:
+    return {str(scope) for role in roles for scope in ROLE_SCOPES[role]}
+
+
 def user_roles(user) -> set[str]:
     if not (user and user.is_authenticated and user.is_active):
         return set()
     if user.is_superuser:
         return {ADMIN}
-    return set(user.groups.values_list("name", flat=True)) & set(ROLE_SCOPES)
+    # Kept on the user object, which lives for one request: the access check and the template
+    # context both ask, and each asking was a query.
+    cached = getattr(user, "_registry_roles", None)
+    if cached is None:
+        cached = roles_of(is_superuser=False, group_names=user.groups.values_list("name", flat=True))
+        user._registry_roles = cached
+    return set(cached)
+
+
+def user_scopes(user) -> set[str]:
+    return scopes_of(user_roles(user))
 
 
 def user_has_scope(user, scope: str) -> bool:
-    return any(scope in ROLE_SCOPES[role] for role in user_roles(user))
+    return scope in user_scopes(user)

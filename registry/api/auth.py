@@ -6,6 +6,7 @@ from django.utils import timezone
 from rest_framework import authentication, exceptions, permissions
 
 from registry.models import ApiToken
+from registry.roles import user_has_scope
 
 
 class BearerTokenAuthentication(authentication.BaseAuthentication):
@@ -45,19 +46,18 @@ def touch_token(token_id: int, last_used_at) -> bool:
 
 
 def has_scope(request, scope: str) -> bool:
-    """A token needs the scope; a console session falls back to the user's role."""
-    if isinstance(request.auth, ApiToken):
-        return request.auth.has_scope(scope)
-    from registry.roles import user_has_scope
-
+    """A console session has its user's role's scopes; a token has those of its scopes that its
+    owner's role still grants, checked on every request (a demoted owner's token shrinks too)."""
+    if isinstance(request.auth, ApiToken) and not request.auth.has_scope(scope):
+        return False
     return user_has_scope(request.user, scope)
 
 
 class ScopeRequired(exceptions.PermissionDenied):
     """403 that names the missing scope (the error body carries it as `scope`)."""
 
-    def __init__(self, scope: str) -> None:
-        super().__init__(f"Requires the '{scope}' scope.", code="forbidden")
+    def __init__(self, scope: str, *, why: str = "") -> None:
+        super().__init__(f"Requires the '{scope}' scope{why}.", code="forbidden")
         self.scope = scope
 
 
@@ -75,5 +75,8 @@ class ScopePermission(permissions.BasePermission):
         if scope is None:
             return True
         if not has_scope(request, scope):
-            raise ScopeRequired(scope)
+            why = ""
+            if isinstance(request.auth, ApiToken) and request.auth.has_scope(scope):
+                why = " (the token has it, but its owner's role does not grant it)"
+            raise ScopeRequired(scope, why=why)
         return True

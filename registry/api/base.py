@@ -24,12 +24,27 @@ def _shown(where: str) -> str:
     return where.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
+# No request body needs more nesting than this (a rule's tool arguments, a usage event's metadata);
+# deeper JSON is refused before anything recurses over it (serializers, json.dumps, the ORM).
+JSON_MAX_DEPTH = 64
+
+
+def _too_deep(where: str) -> exceptions.ParseError:
+    return exceptions.ParseError(
+        f"The JSON body is nested too deeply at {_shown(where)[:200]}: at most {JSON_MAX_DEPTH} levels of "
+        "arrays and objects are accepted."
+    )
+
+
 def _check_strings(value, path: str = "body") -> None:
     """Refuse NUL and lone surrogates anywhere in parsed JSON: PostgreSQL cannot store either, and
-    a 500 from the database is not an answer to bad input."""
-    stack = [(value, path)]
+    a 500 from the database is not an answer to bad input. Refuse nesting past JSON_MAX_DEPTH.
+    Iterative, so hostile nesting cannot exhaust the stack here."""
+    stack = [(value, path, 0)]
     while stack:
-        item, where = stack.pop()
+        item, where, depth = stack.pop()
+        if isinstance(item, dict | list) and depth >= JSON_MAX_DEPTH:
+            raise _too_deep(where)
         if isinstance(item, str):
             if "\x00" in item:
                 raise exceptions.ParseError(f"{_shown(where)} contains a NUL (\\u0000) character.")
@@ -41,10 +56,10 @@ def _check_strings(value, path: str = "body") -> None:
                 ) from None
         elif isinstance(item, dict):
             for key, child in item.items():
-                stack.append((key, where))
-                stack.append((child, f"{where}.{key}"[:200]))
+                stack.append((key, where, depth + 1))
+                stack.append((child, f"{where}.{key}"[:200], depth + 1))
         elif isinstance(item, list):
-            stack.extend((child, f"{where}[{i}]") for i, child in enumerate(item))
+            stack.extend((child, f"{where}[{i}]"[:200], depth + 1) for i, child in enumerate(item))
 
 
 class SafeJSONParser(parsers.JSONParser):
@@ -56,6 +71,9 @@ class SafeJSONParser(parsers.JSONParser):
         try:
             decoded = codecs.getreader(encoding)(stream)
             data = json.load(decoded, parse_constant=_reject_constant)
+        except RecursionError:
+            # The decoder guards its own recursion; nesting this deep is past JSON_MAX_DEPTH anyway.
+            raise _too_deep("body") from None
         except (ValueError, UnicodeDecodeError, LookupError) as exc:
             raise exceptions.ParseError(f"The JSON body could not be read: {exc}") from None
         _check_strings(data)

@@ -42,7 +42,31 @@ class RequestTooLarge(exceptions.APIException):
     default_code = "too_large"
 
 
+# An error may quote what it refuses (DRF's "'...' is not a valid choice", a service naming a bad
+# value); quoting a 1.9 MB input back whole helps nobody, so every text in an error body is cut.
+QUOTE_MAX_CHARS = 300
+
+
+def _cut(value):
+    if isinstance(value, str):
+        if len(value) <= QUOTE_MAX_CHARS:
+            return value
+        return f"{value[:QUOTE_MAX_CHARS]}… ({len(value) - QUOTE_MAX_CHARS:,} more characters)"
+    if isinstance(value, dict):
+        return {_cut(str(key)): _cut(child) for key, child in value.items()}
+    if isinstance(value, list | tuple):
+        return [_cut(child) for child in value]
+    return value
+
+
 def exception_handler(exc, context):
+    response = _exception_response(exc, context)
+    if response is not None:
+        response.data = _cut(response.data)
+    return response
+
+
+def _exception_response(exc, context):
     if isinstance(exc, ApplicationError):
         return Response(exc.as_dict(), status=exc.status)
     extra: dict = {}

@@ -1,4 +1,5 @@
-"""API tokens: the secret is generated here, shown once, and only its sha256 is stored."""
+"""API tokens: the secret is generated here, shown once, and only its sha256 is stored. A token's
+scopes never exceed its owner's role (registry/roles.py)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from django.utils import timezone
 
 from registry.errors import ApplicationError, NotFound
 from registry.models import ApiToken, TokenScope
+from registry.roles import user_roles, user_scopes
 from registry.services.audit import SYSTEM, Actor, audit_record
 
 SECRET_PREFIX = "skr_"
@@ -25,6 +27,16 @@ def api_token_create(*, name: str, username: str, scopes: list[str], actor: Acto
     user = get_user_model().objects.filter(username=username).first()
     if user is None:
         raise NotFound(f"No user named '{username}'.", fields={"user": "unknown user"})
+    beyond = sorted(set(scopes) - user_scopes(user))
+    if beyond:
+        # A token acts for its owner, so it may do no more than the owner's role allows
+        # (registry/api/auth.py cuts it again on every request, should the role later shrink).
+        roles = ", ".join(sorted(user_roles(user))) or "no role"
+        raise ApplicationError(
+            f"'{username}' ({roles}) cannot grant {', '.join(beyond)}: a token's scopes are limited to its "
+            "owner's role. Give the user a role that has them, or leave them out.",
+            fields={"scopes": f"beyond the owner's role: {', '.join(beyond)}"},
+        )
     secret = SECRET_PREFIX + secrets.token_urlsafe(32)
     try:
         with transaction.atomic():

@@ -1,0 +1,115 @@
+"""Login throttling (issue 14): 10 failures in 15 minutes for a username or from an IP lock it
+(429 with Retry-After, the right password refused too) until the window lapses; audited; counted
+in the shared cache so every process sees the same counts."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from django.test import Client
+
+from registry.models import AuditLog
+from registry.services import logins
+from tests.factories import UserFactory
+
+pytestmark = pytest.mark.django_db
+
+PASSWORD = "pw-for-tests"
+
+
+def attempt(username: str, password: str, ip: str = "203.0.113.7"):
+    return Client(REMOTE_ADDR=ip).post("/login/", {"username": username, "password": password})
+
+
+def test_ten_failures_lock_the_username_even_for_the_right_password(settings):
+    UserFactory(username="ada")
+    answers = [attempt("ada", "wrong").status_code for _ in range(settings.LOGIN_FAILURE_LIMIT)]
+    assert answers == [200] * (settings.LOGIN_FAILURE_LIMIT - 1) + [429]
+
+    response = attempt("ada", PASSWORD)
+    assert response.status_code == 429
+    assert 0 < int(response["Retry-After"]) <= settings.LOGIN_FAILURE_WINDOW_SECONDS
+    assert b"Too many failed logins" in response.content
+    assert "_auth_user_id" not in response.client.session
+
+
+def test_the_lock_is_per_username_from_any_address():
+    UserFactory(username="ada")
+    for n in range(10):
+        attempt("ada", "wrong", ip=f"198.51.100.{n}")
+    assert attempt("ada", PASSWORD, ip="192.0.2.99").status_code == 429
+    assert attempt("ADA", PASSWORD, ip="192.0.2.98").status_code == 429  # usernames count case-insensitively
+
+
+def test_the_lock_is_per_address_across_usernames():
+    UserFactory(username="bob")
+    for n in range(10):
+        attempt(f"guess{n}", "wrong", ip="203.0.113.50")
+    assert attempt("bob", PASSWORD, ip="203.0.113.50").status_code == 429
+    assert attempt("bob", PASSWORD, ip="203.0.113.51").status_code == 302  # bob himself was not targeted
+
+
+def test_the_lock_lapses_after_the_window(settings):
+    settings.LOGIN_FAILURE_WINDOW_SECONDS = 1
+    UserFactory(username="ada")
+    for _ in range(10):
+        attempt("ada", "wrong")
+    assert attempt("ada", PASSWORD).status_code == 429
+    time.sleep(1.2)
+    assert attempt("ada", PASSWORD).status_code == 302
+
+
+def test_a_success_clears_the_username_count_below_the_limit():
+    UserFactory(username="ada")
+    for _ in range(9):
+        attempt("ada", "wrong")
+    assert attempt("ada", PASSWORD, ip="192.0.2.1").status_code == 302
+    for _ in range(9):
+        attempt("ada", "wrong", ip="192.0.2.2")
+    assert attempt("ada", PASSWORD, ip="192.0.2.3").status_code == 302
+
+
+def test_failures_and_the_lockout_are_audited():
+    UserFactory(username="ada")
+    for _ in range(10):
+        attempt("ada", "wrong", ip="203.0.113.9")
+    attempt("ada", PASSWORD, ip="203.0.113.9")
+    assert AuditLog.objects.filter(action="login.failure", object_repr="ada").count() == 10
+    lockout = AuditLog.objects.get(action="login.lockout")
+    assert lockout.after["ip"] == "203.0.113.9" and set(lockout.after["locked"]) == {"username", "ip"}
+    assert lockout.via == "login from 203.0.113.9"
+
+
+def test_the_admin_login_is_the_throttled_page():
+    response = Client().get("/admin/login/?next=/admin/")
+    assert response.status_code == 302 and response["Location"] == "/login/?next=/admin/"
+
+
+def test_any_authenticate_call_is_refused_while_locked():
+    """The backend, not only the page: `Client.login()` calls authenticate() directly."""
+    UserFactory(username="ada")
+    for _ in range(10):
+        attempt("ada", "wrong")
+    assert Client().login(username="ada", password=PASSWORD) is False
+
+
+def test_counts_live_in_the_shared_redis(settings):
+    """Another web process sees the lock: it is in Redis itself, not in this process's memory."""
+    if not settings.REDIS_URL:
+        pytest.skip("needs Redis (set REDIS_URL)")
+    import redis
+
+    UserFactory(username="ada")
+    for _ in range(10):
+        attempt("ada", "wrong")
+    what, part = logins.LoginAttempt(username="ada", ip="").keys()[0]
+    raw = redis.Redis.from_url(settings.REDIS_URL)
+    assert raw.keys(f"*{logins._lock_key(what, part)}")
+
+
+def test_a_hostile_username_is_counted_and_audited_without_a_500():
+    username = "x" * 100_000 + "\u202e"
+    response = attempt(username, "wrong")
+    assert response.status_code == 200
+    assert len(AuditLog.objects.get(action="login.failure").object_repr) <= 255
