@@ -7,7 +7,13 @@ and writers re-check before touching the disk, so a bad upload never leaves half
 Rules shared by every reader:
 - Paths are relative POSIX paths: no `..` or `.` parts, no absolute paths, drive letters,
   backslashes, NUL or other control characters, no empty parts, valid UTF-8.
-- Only regular files: symlinks, hardlinks, devices and pipes are refused, never followed.
+- Regular files, and relative symbolic links that stay inside the skill (`CLAUDE.md ->
+  AGENTS.md`, as real skill repositories have). A link is kept as a link: its target text is
+  stored, written back as a link and zipped with the link mode; readers of the bundle see the
+  target's bytes. A link that is absolute, leaves the folder (`..` past the top, or a chain of
+  links that ends outside), loops, dangles or names a folder is refused with its path. Links
+  are resolved by name inside the bundle, never on the disk, so nothing outside is ever read.
+  SKILL.md itself must be a regular file. Hardlinks, devices and pipes are refused.
 - `.git`, `__pycache__`, `.DS_Store` and `__MACOSX` (as any part of a path) are dropped as
   tooling debris by every reader alike; other hidden files such as `.meta/` are part of real
   skills and kept.
@@ -32,7 +38,7 @@ import zipfile
 import zlib
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
 from typing import BinaryIO
@@ -77,9 +83,14 @@ DEFAULT_LIMITS = Limits()
 
 @dataclass(frozen=True)
 class BundleFile:
+    """A file of the skill. For a link, `link` is its target text as written (`AGENTS.md`,
+    `../shared/x.md`) and `content`/`executable` are those of the regular file it resolves to,
+    so every reader that only wants bytes needs no special case."""
+
     path: str  # relative POSIX path inside the skill folder
     content: bytes
     executable: bool = False
+    link: str | None = None
 
     @cached_property
     def sha256(self) -> str:
@@ -103,19 +114,20 @@ class Bundle:
     def fingerprint(self) -> str:
         """sha256 hex of the lines `f"{path}:{sha256 hex of content}"`, one per file, SKILL.md
         included, sorted by path (Python string order, i.e. code points), joined with "\\n"
-        (no trailing newline) and encoded as UTF-8.
+        (no trailing newline) and encoded as UTF-8. A link's line is `f"{path}\\t{target}"`.
 
-        Paths cannot contain control characters, so the "\\n" join is unambiguous. Executable
-        bits are not part of it (SPEC §3 defines it over path and content only).
+        Paths and link targets cannot contain control characters, so the "\\n" join is
+        unambiguous and the tab tells a link from a copy of its target (a bundle without links
+        has the fingerprint SPEC §3 defines). Executable bits are not part of it (SPEC §3
+        defines it over path and content only).
         """
-        entries = [(SKILL_MD, hashlib.sha256(self.skill_md).hexdigest())]
-        entries += [(f.path, f.sha256) for f in self.files]
-        lines = [f"{path}:{digest}" for path, digest in sorted(entries)]
-        return hashlib.sha256("\n".join(lines).encode("utf-8")).hexdigest()
+        lines = [(SKILL_MD, f"{SKILL_MD}:{hashlib.sha256(self.skill_md).hexdigest()}")]
+        lines += [(f.path, f"{f.path}\t{f.link}" if f.link is not None else f"{f.path}:{f.sha256}") for f in self.files]
+        return hashlib.sha256("\n".join(line for _, line in sorted(lines)).encode("utf-8")).hexdigest()
 
     @property
     def total_bytes(self) -> int:
-        return len(self.skill_md) + sum(f.size for f in self.files)
+        return len(self.skill_md) + sum(f.size for f in self.files if f.link is None)
 
     @property
     def file_count(self) -> int:
@@ -168,6 +180,102 @@ def check_path(path: str) -> str:
                 f"The path {shown} has a name longer than {MAX_NAME_BYTES} bytes.", fields={"path": path}
             )
     return path
+
+
+def check_link_target(path: str, target: str) -> str:
+    """Return the link `path`'s target text if it is a plain relative path, else raise.
+
+    Where it leads is judged once the whole bundle is known (`_resolve_links`).
+    """
+    if path == SKILL_MD:
+        raise InvalidBundle(
+            f"{SKILL_MD} is a symbolic link; {SKILL_MD} itself must be a regular file (links to other files are kept).",
+            fields={"path": path},
+        )
+    problem = None
+    if not target:
+        problem = "an empty target"
+    elif _CONTROL.search(target):
+        problem = "a control character in its target"
+    elif "\\" in target:
+        problem = "a backslash in its target; use '/' between folders"
+    elif target.startswith("/") or _DRIVE.match(target):
+        problem = f"an absolute target ({target!r}); only relative links that stay inside the skill are kept"
+    elif len(target) > MAX_PATH_CHARS:
+        problem = f"a target longer than {MAX_PATH_CHARS} characters"
+    else:
+        try:
+            target.encode("utf-8")
+        except UnicodeEncodeError:
+            problem = "a target that is not valid UTF-8"
+    if problem:
+        raise InvalidBundle(f"{path} is a symbolic link with {problem}.", fields={"path": path})
+    return target
+
+
+# Links followed from one link before giving up: the kernel's own limit (Linux ELOOP is 40).
+_MAX_LINK_HOPS = 40
+
+
+def _resolve_links(regular: dict[str, BundleFile], links: dict[str, str]) -> dict[str, str]:
+    """{link path: the regular file it leads to}, following chains, by name only.
+
+    Walks each target one part at a time as the kernel would (a `..` or a name is only looked
+    up inside a folder, so `missing/../x` does not resolve), which makes the answer the same
+    as the filesystem's once the bundle is written out, without touching any disk.
+    """
+    folders = {path.rsplit("/", 1)[0] for path in [*regular, *links] if "/" in path}
+    folders |= {folder.rsplit("/", i)[0] for folder in list(folders) for i in range(folder.count("/") + 1)}
+    resolved: dict[str, str] = {}
+    for path in links:
+        current, chain = path, [path]
+        while current in links:
+            target = links[current]
+            parts = current.split("/")[:-1]
+            for part in target.split("/"):
+                if part in ("", "."):
+                    continue
+                if parts and "/".join(parts) not in folders:
+                    raise InvalidBundle(
+                        f"{path} is a link to {links[path]!r}, but {'/'.join(parts)!r} is not a folder in the skill.",
+                        fields={"path": path},
+                    )
+                if part == "..":
+                    if not parts:
+                        via = f" (through {' -> '.join(chain)})" if len(chain) > 1 else ""
+                        raise InvalidBundle(
+                            f"{path} is a link to {links[path]!r}, which leads outside the skill folder{via}; "
+                            "only links that stay inside the skill are kept.",
+                            fields={"path": path},
+                        )
+                    parts.pop()
+                else:
+                    parts.append(part)
+            current = "/".join(parts)
+            if target.endswith(("/", "/.")) and current in regular:
+                # `notes.md/` names a folder to the kernel: it would not open the file.
+                raise InvalidBundle(
+                    f"{path} is a link to {links[path]!r}, but {current!r} is a file, not a folder.",
+                    fields={"path": path},
+                )
+            if current in chain or len(chain) > _MAX_LINK_HOPS:
+                raise InvalidBundle(
+                    f"{path} is a link that loops ({' -> '.join([*chain, current])}).", fields={"path": path}
+                )
+            chain.append(current)
+        if current in regular:
+            resolved[path] = current
+        elif current in folders or current == "":
+            raise InvalidBundle(
+                f"{path} is a link to the folder {current or '.'!r}; only links to files are kept "
+                "(link each file, or copy the folder).",
+                fields={"path": path},
+            )
+        else:
+            raise InvalidBundle(
+                f"{path} is a link to {links[path]!r}, which is not a file in the skill.", fields={"path": path}
+            )
+    return resolved
 
 
 def _is_skipped(path: str) -> bool:
@@ -243,9 +351,20 @@ def _human(size: int) -> str:
 
 
 def _assemble(skill_md: bytes | None, files: list[BundleFile], *, where: str) -> Bundle:
+    """The checked bundle; each link's content and executable bit become its target's."""
     if skill_md is None:
         raise InvalidBundle(f"There is no {SKILL_MD} at the top of {where}.", fields={"path": SKILL_MD})
     _check_layout([SKILL_MD] + [f.path for f in files])
+    regular = {f.path: f for f in files if f.link is None}
+    regular[SKILL_MD] = BundleFile(path=SKILL_MD, content=skill_md)
+    links = {f.path: f.link for f in files if f.link is not None}
+    resolved = _resolve_links(regular, links)
+    files = [
+        replace(f, content=regular[resolved[f.path]].content, executable=regular[resolved[f.path]].executable)
+        if f.link is not None
+        else f
+        for f in files
+    ]
     return Bundle(skill_md=skill_md, files=tuple(sorted(files, key=lambda f: f.path)))
 
 
@@ -253,9 +372,14 @@ def _assemble(skill_md: bytes | None, files: list[BundleFile], *, where: str) ->
 
 
 def bundle_from_parts(
-    skill_md: bytes, files: Iterable[tuple[str, bytes, bool]], *, limits: Limits = DEFAULT_LIMITS
+    skill_md: bytes,
+    files: Iterable[tuple[str, bytes, bool]],
+    *,
+    links: Iterable[tuple[str, str]] = (),
+    limits: Limits = DEFAULT_LIMITS,
 ) -> Bundle:
-    """A bundle from already-loaded parts (API uploads): same path and limit checks as the readers.
+    """A bundle from already-loaded parts (API uploads): same path, link and limit checks as the
+    readers. `links` are (path, target text) pairs.
 
     Debris paths (`.git/...`, `__pycache__/...`, `.DS_Store`) are dropped, as the readers do.
     """
@@ -272,6 +396,13 @@ def bundle_from_parts(
             )
         budget.add(path, len(content))
         loaded.append(BundleFile(path=path, content=bytes(content), executable=bool(executable)))
+    for path, target in links:
+        check_path(path)
+        if _is_skipped(path):
+            continue
+        check_link_target(path, target)
+        budget.add(path, len(target.encode("utf-8")))
+        loaded.append(BundleFile(path=path, content=b"", link=target))
     return _assemble(bytes(skill_md), loaded, where="the upload")
 
 
@@ -279,7 +410,8 @@ def bundle_from_parts(
 
 
 def read_folder(path: Path, *, limits: Limits = DEFAULT_LIMITS) -> Bundle:
-    """Read a skill folder without following any symlink inside it.
+    """Read a skill folder without following any symlink inside it (a link's target text is
+    read with readlink and resolved by name inside the bundle).
 
     Every folder and file is opened relative to its parent's descriptor with O_NOFOLLOW, so a
     folder swapped for a symlink while we read cannot lead outside the skill (no check-then-use
@@ -301,10 +433,8 @@ def read_folder(path: Path, *, limits: Limits = DEFAULT_LIMITS) -> Bundle:
                 if entry.name in SKIPPED_NAMES:
                     continue
                 if entry.is_symlink():
-                    raise InvalidBundle(
-                        f"{relative} is a symbolic link; skills may only contain regular files.",
-                        fields={"path": relative},
-                    )
+                    loaded.append(_read_link(folder_fd, entry.name, relative, budget))
+                    continue
                 if entry.is_dir(follow_symlinks=False):
                     pending.append(relative + "/")
                     continue
@@ -317,6 +447,16 @@ def read_folder(path: Path, *, limits: Limits = DEFAULT_LIMITS) -> Bundle:
 
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+
+
+def _read_link(folder_fd: int, name: str, relative: str, budget: _Budget) -> BundleFile:
+    try:
+        target = os.readlink(name, dir_fd=folder_fd)
+    except OSError as exc:
+        raise InvalidBundle(f"{relative} cannot be read ({exc.strerror or exc}).", fields={"path": relative}) from None
+    check_link_target(relative, target)
+    budget.add(relative, len(target.encode("utf-8")))
+    return BundleFile(path=relative, content=b"", link=target)
 
 
 @contextmanager
@@ -368,14 +508,25 @@ def _read_regular_file(folder_fd: int, name: str, relative: str, budget: _Budget
         return content, bool(info.st_mode & stat.S_IXUSR)
 
 
+def _check_written(bundle: Bundle) -> None:
+    """The readers' checks again before writing: a Bundle built by hand is not trusted."""
+    _check_layout([SKILL_MD] + [check_path(f.path) for f in bundle.files])
+    links = {f.path: check_link_target(f.path, f.link) for f in bundle.files if f.link is not None}
+    if links:
+        regular = {f.path: f for f in bundle.files if f.link is None}
+        regular[SKILL_MD] = BundleFile(path=SKILL_MD, content=bundle.skill_md)
+        _resolve_links(regular, links)
+
+
 def write_folder(bundle: Bundle, dest: Path) -> None:
     """Write the bundle as a folder at `dest` (which must not exist, or be an empty folder).
 
     Everything is written into a temporary sibling folder that is renamed into place at the
-    end, so a failure part-way never leaves a half-written skill at `dest`.
+    end, so a failure part-way never leaves a half-written skill at `dest`. Links are written
+    as links with their target text (checked again: a Bundle built by hand is not trusted).
     """
     dest = Path(dest)
-    _check_layout([SKILL_MD] + [check_path(f.path) for f in bundle.files])
+    _check_written(bundle)
     if dest.is_symlink() or (dest.exists() and (not dest.is_dir() or any(dest.iterdir()))):
         raise FileExistsError(f"{dest} already exists and is not an empty folder.")
     dest.parent.mkdir(parents=True, exist_ok=True)
@@ -385,7 +536,10 @@ def write_folder(bundle: Bundle, dest: Path) -> None:
         for item in bundle.files:
             target = staging.joinpath(*item.path.split("/"))
             target.parent.mkdir(parents=True, exist_ok=True)
-            _write_file(target, item.content, mode=item.mode)
+            if item.link is not None:
+                os.symlink(item.link, target)
+            else:
+                _write_file(target, item.content, mode=item.mode)
         # mkdtemp makes the folder 0o700; a skill folder is an ordinary readable folder.
         staging.chmod(0o755)
         if dest.exists():
@@ -514,7 +668,7 @@ def _check_central_directory(stream: BinaryIO, *, limits: Limits) -> None:
 
 
 def _read_archive(archive: zipfile.ZipFile, *, limits: Limits) -> Bundle:
-    members: list[tuple[str, zipfile.ZipInfo, bool]] = []
+    members: list[tuple[str, zipfile.ZipInfo, bool, bool]] = []  # name, info, executable, link
     for info in archive.infolist():
         # orig_filename keeps what zipfile's ZipInfo silently cuts off at a NUL.
         name = info.orig_filename
@@ -526,32 +680,31 @@ def _read_archive(archive: zipfile.ZipFile, *, limits: Limits) -> Bundle:
             continue
         mode = info.external_attr >> 16
         file_type = stat.S_IFMT(mode)
-        if stat.S_ISLNK(mode):
-            raise InvalidBundle(
-                f"{name} is a symbolic link; skills may only contain regular files.", fields={"path": name}
-            )
         if stat.S_ISDIR(mode):
             continue
-        if file_type and not stat.S_ISREG(mode):
+        if file_type and not stat.S_ISREG(mode) and not stat.S_ISLNK(mode):
             raise InvalidBundle(
                 f"{name} is not a regular file; skills may only contain regular files.", fields={"path": name}
             )
         if info.flag_bits & 0x1:
             raise InvalidBundle(f"{name} is encrypted; upload a zip without a password.", fields={"path": name})
-        members.append((name, info, bool(mode & stat.S_IXUSR)))
+        is_link = stat.S_ISLNK(mode)
+        if is_link and info.file_size > 4 * MAX_PATH_CHARS:
+            raise InvalidBundle(f"{name} is a symbolic link with an over-long target.", fields={"path": name})
+        members.append((name, info, bool(mode & stat.S_IXUSR) and not is_link, is_link))
 
-    prefix = _zip_prefix([name for name, _, _ in members])
-    _check_layout([name for name, _, _ in members])
+    prefix = _zip_prefix([name for name, _, _, _ in members])
+    _check_layout([name for name, _, _, _ in members])
 
     # Declared sizes first: refuse an oversized archive before decompressing anything.
     declared = _Budget(limits)
-    for name, info, _ in members:
+    for name, info, _, _ in members:
         declared.add(name[len(prefix) :], info.file_size)
 
     budget = _Budget(limits)
     skill_md: bytes | None = None
     loaded: list[BundleFile] = []
-    for name, info, executable in members:
+    for name, info, executable, is_link in members:
         relative = name[len(prefix) :]
         with archive.open(info) as handle:
             content = handle.read(budget.cap_for(relative) + 1)
@@ -562,7 +715,14 @@ def _read_archive(archive: zipfile.ZipFile, *, limits: Limits) -> Bundle:
             raise InvalidBundle(
                 f"{name} does not match its declared size; the archive is damaged or forged.", fields={"path": name}
             )
-        if relative == SKILL_MD:
+        if is_link:
+            # Info-ZIP's convention (zip -y): the entry's data is the link's target text.
+            try:
+                target = content.decode("utf-8")
+            except UnicodeDecodeError:
+                target = "\udcff"  # any lone surrogate: check_link_target names it as not UTF-8
+            loaded.append(BundleFile(path=relative, content=b"", link=check_link_target(relative, target)))
+        elif relative == SKILL_MD:
             skill_md = content
         else:
             loaded.append(BundleFile(path=relative, content=content, executable=executable))
@@ -590,22 +750,27 @@ def write_zip(bundle: Bundle, *, prefix: str = "") -> bytes:
     """The bundle as a zip, deterministic: same bundle, same bytes.
 
     SKILL.md comes first and the other files follow in path order, all with the zip epoch as
-    timestamp and Unix permissions (0o755 / 0o644) in external_attr. `prefix` puts everything
-    inside a top folder (`prefix="my-skill"` gives `my-skill/SKILL.md`).
+    timestamp and Unix permissions (0o755 / 0o644) in external_attr; a link is an entry with
+    the link mode whose data is its target text, as `zip -y` writes it and `unzip` restores it.
+    `prefix` puts everything inside a top folder (`prefix="my-skill"` gives `my-skill/SKILL.md`).
     """
     prefix = prefix.strip("/")
     if prefix:
         check_path(prefix)
         prefix += "/"
-    _check_layout([SKILL_MD] + [check_path(f.path) for f in bundle.files])
-    entries = [(SKILL_MD, bundle.skill_md, 0o644)]
-    entries += [(f.path, f.content, f.mode) for f in sorted(bundle.files, key=lambda f: f.path)]
+    _check_written(bundle)
+    entries = [(SKILL_MD, bundle.skill_md, stat.S_IFREG | 0o644)]
+    for f in sorted(bundle.files, key=lambda f: f.path):
+        if f.link is not None:
+            entries.append((f.path, f.link.encode("utf-8"), stat.S_IFLNK | 0o777))
+        else:
+            entries.append((f.path, f.content, stat.S_IFREG | f.mode))
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
         for path, content, mode in entries:
             info = zipfile.ZipInfo(prefix + path, date_time=_ZIP_EPOCH)
             info.compress_type = zipfile.ZIP_DEFLATED
             info.create_system = _ZIP_UNIX
-            info.external_attr = (stat.S_IFREG | mode) << 16
+            info.external_attr = mode << 16
             archive.writestr(info, content, compresslevel=6)
     return buffer.getvalue()

@@ -102,6 +102,26 @@ KNOWN_FIELDS = frozenset(
     }
 )
 
+# The Agent Skills spec's top-level fields: the only ones its reference validator accepts.
+SPEC_FIELDS = ("name", "description", "license", "compatibility", "metadata", "allowed-tools")
+STRICT_CLIENTS = "strict clients such as the reference validator `agentskills validate` (skills-ref)"
+# Fields outside the spec that change what this registry or Claude Code does with a skill, so
+# moving them under `metadata` has a cost: the warning says which.
+FIELDS_WITH_EFFECT = {
+    "triggers": "This registry fires the skill by its triggers",
+    "tags": "This registry matches requests to the skill by its tags",
+    "enabled": "This registry reads it to switch the skill off",
+    "disable-model-invocation": "Claude Code and this registry read it",
+    "disable_model_invocation": "This registry reads it",
+    "user-invocable": "Claude Code and this registry read it",
+    "user_invocable": "This registry reads it",
+    "model": "Claude Code reads it",
+    "argument-hint": "Claude Code reads it",
+    "context": "Claude Code reads it",
+    "agent": "Claude Code reads it",
+    "hooks": "Claude Code reads it",
+}
+
 _NAME_CHARS = re.compile(r"^[a-z0-9-]+$")
 _NUMERIC_SAFE = 2**53  # larger integers lose precision in JSON consumers (and in SQLite's JSON)
 
@@ -246,7 +266,9 @@ def _analyse(data: bytes | str, *, folder_name: str | None, limits: Limits) -> t
     fm_first_line = opening + 2  # 1-based file line of the first frontmatter line
     fm_text = "\n".join(lines[opening + 1 : closing])
     try:
-        frontmatter, key_lines, raw_scalars = _load_frontmatter(fm_text, first_line=fm_first_line, report=report)
+        frontmatter, key_lines, raw_scalars, flow_lines = _load_frontmatter(
+            fm_text, first_line=fm_first_line, report=report
+        )
     except _Rejected as exc:
         report.error(exc.line, exc.message)
         return None, report.sorted()
@@ -274,7 +296,13 @@ def _analyse(data: bytes | str, *, folder_name: str | None, limits: Limits) -> t
     user_invocable = fields.flag("user-invocable", "user_invocable", default=True)
     created = fields.text("created", quiet=True)
     last_updated = fields.text("last_updated", "last-updated", quiet=True)
-    fields.unknown_keys()
+    fields.portability(flow_lines)
+    if raw.startswith("\ufeff"):
+        report.warn(
+            1,
+            f"The file starts with a UTF-8 byte order mark (BOM): {STRICT_CLIENTS} expect `---` as the first bytes "
+            "and reject it. To load everywhere, save it as UTF-8 without a BOM.",
+        )
     issues = report.sorted()
     if name is None or description is None or report.has_errors:
         return None, issues
@@ -408,6 +436,7 @@ class _FrontmatterLoader(Composer, *_PARSER_BASES, SafeConstructor, Resolver):  
         self._depth = 0
         self.root: Node | None = None
         self.refused_tags: list[tuple[str, int]] = []  # (tag, index in the text)
+        self.flow_indexes: list[int] = []  # where each `[...]` / `{...}` collection starts
         self.duplicates: list[tuple[str, int, int]] = []  # (key, first index, repeated index)
 
     def compose_node(self, parent: Node | None, index: Any) -> Node | None:
@@ -419,9 +448,12 @@ class _FrontmatterLoader(Composer, *_PARSER_BASES, SafeConstructor, Resolver):  
                     f"The frontmatter is nested more than {MAX_YAML_DEPTH} levels deep.",
                     self.peek_event().start_mark.index,
                 )
-            return super().compose_node(parent, index)
+            node = super().compose_node(parent, index)
         finally:
             self._depth -= 1
+        if isinstance(node, MappingNode | SequenceNode) and node.flow_style:
+            self.flow_indexes.append(node.start_mark.index)
+        return node
 
     def construct_document(self, node: Node) -> Any:
         _check_expansion(node, self.duplicates)
@@ -518,6 +550,7 @@ class _Loaded:
     root: Node | None
     lines: _LineMap
     issues: list[Issue]
+    flow_lines: list[int]  # file lines where a flow-style collection starts
 
 
 def _yaml_load(text: str, *, first_line: int) -> _Loaded:
@@ -554,7 +587,8 @@ def _yaml_load(text: str, *, first_line: int) -> _Loaded:
                 key,
             )
         )
-    return _Loaded(data=data, root=loader.root, lines=lines, issues=issues)
+    flow_lines = sorted({lines.line(index) for index in loader.flow_indexes})
+    return _Loaded(data=data, root=loader.root, lines=lines, issues=issues, flow_lines=flow_lines)
 
 
 def _yaml_problem(exc: BaseException, text: str, first_line: int) -> tuple[str, int]:
@@ -573,12 +607,15 @@ def _yaml_problem(exc: BaseException, text: str, first_line: int) -> tuple[str, 
     return problem, _LineMap(text, first_line).line(mark.index)
 
 
-_Frontmatter = tuple[dict[str, Any] | None, dict[str, int], dict[str, str]]
+# (fields, each key's line, the source text of plain scalars, the first flow-style line under
+# each key; the key None when the whole frontmatter is one flow mapping)
+_Frontmatter = tuple[dict[str, Any] | None, dict[str, int], dict[str, str], dict[str | None, int]]
 
 
 def _load_frontmatter(fm_text: str, *, first_line: int, report: _Report) -> _Frontmatter:
-    """The frontmatter as a JSON-ready dict, each key's line, and the source text of plain
-    scalar values (so `version: 1.10` can be read as "1.10", not the float 1.1)."""
+    """The frontmatter as a JSON-ready dict, each key's line, the source text of plain scalar
+    values (so `version: 1.10` can be read as "1.10", not the float 1.1), and where flow style
+    (`[a, b]`, `{k: v}`) is used, which strict clients refuse."""
     try:
         loaded = _yaml_load(fm_text, first_line=first_line)
     except _Rejected:
@@ -590,7 +627,7 @@ def _load_frontmatter(fm_text: str, *, first_line: int, report: _Report) -> _Fro
     for issue in loaded.issues:
         report.issues.append(issue)
     if loaded.data is None:
-        return {}, {}, {}
+        return {}, {}, {}, {}
     if not isinstance(loaded.data, dict):
         kind = "a list" if isinstance(loaded.data, list) else "plain text"
         return _fallback(
@@ -606,7 +643,22 @@ def _load_frontmatter(fm_text: str, *, first_line: int, report: _Report) -> _Fro
             # Plain scalars have style None (PyYAML) or "" (libyaml).
             if isinstance(value_node, ScalarNode) and not value_node.style:
                 raw_scalars[key_node.value] = value_node.value
-    return _to_json_mapping(loaded.data), key_lines, raw_scalars
+    return _to_json_mapping(loaded.data), key_lines, raw_scalars, _flow_owners(loaded, key_lines)
+
+
+def _flow_owners(loaded: _Loaded, key_lines: dict[str, int]) -> dict[str | None, int]:
+    """The first flow-style line under each top-level key (block-style keys each start a line,
+    so a flow collection belongs to the last key at or above it)."""
+    if isinstance(loaded.root, MappingNode) and loaded.root.flow_style:
+        return {None: loaded.lines.line(loaded.root.start_mark.index)}
+    starts = sorted((line, key) for key, line in key_lines.items())
+    lines = [line for line, _ in starts]
+    owners: dict[str | None, int] = {}
+    for flow_line in loaded.flow_lines:
+        at = bisect.bisect_right(lines, flow_line) - 1
+        if at >= 0:
+            owners.setdefault(starts[at][1], flow_line)
+    return owners
 
 
 # A top-level `key:` line: the key, then a colon followed by whitespace or the end of the line.
@@ -637,11 +689,12 @@ def _fallback(fm_text: str, *, first_line: int, report: _Report, reason: tuple[s
     problem, problem_line = reason
     if not blocks:
         report.error(problem_line, f"The frontmatter is not readable as `key: value` fields ({problem}).")
-        return None, {}, {}
+        return None, {}, {}, {}
 
     frontmatter: dict[str, Any] = {}
     key_lines: dict[str, int] = {}
     raw_scalars: dict[str, str] = {}
+    flow_lines: dict[str | None, int] = {}
     specific_warnings = False
     if len(blocks) > MAX_FALLBACK_FIELDS:
         report.warn(
@@ -665,11 +718,14 @@ def _fallback(fm_text: str, *, first_line: int, report: _Report, reason: tuple[s
         else:
             key_lines[key] = line
         frontmatter[key] = value
+        opening = _KEY_LINE.match(block[0])
+        if opening and opening.group("rest").lstrip()[:1] in ("[", "{"):
+            flow_lines.setdefault(key, line)
         if len(block) == 1 and isinstance(value, bool | int | float):
             raw_scalars[key] = re.split(r"\s+#", _plain_value(block) or "")[0]
     if not specific_warnings:
         report.warn(problem_line, f"The frontmatter is not valid YAML ({problem}); it was read field by field instead.")
-    return _to_json_mapping(frontmatter), key_lines, raw_scalars
+    return _to_json_mapping(frontmatter), key_lines, raw_scalars, flow_lines
 
 
 def _bracket_balance(text: str) -> int:
@@ -1020,10 +1076,52 @@ class _Fields:
             key: item if isinstance(item, str) else json.dumps(item, ensure_ascii=False) for key, item in value.items()
         }
 
-    def unknown_keys(self) -> None:
+    def portability(self, flow_lines: dict[str | None, int]) -> None:
+        """One warning per top-level field that strict clients refuse: a field outside the Agent
+        Skills spec, or a spec field written in flow style. The skill is accepted either way."""
+        if None in flow_lines:
+            self.report.warn(
+                flow_lines[None],
+                f"The frontmatter is one YAML flow-style mapping (`{{...}}`): {STRICT_CLIENTS} reject it. "
+                "To load everywhere, write one `key: value` per line.",
+            )
         for key in self.frontmatter:
-            if key not in KNOWN_FIELDS:
-                self.report.warn(self.line(key), f"`{key}` is not a field this registry uses; it is kept as is.", key)
+            if key not in SPEC_FIELDS:
+                self.report.warn(self.line(key), _outside_spec(key), key)
+            elif key in flow_lines and None not in flow_lines:
+                how = (
+                    "write it as space-separated text (`allowed-tools: Read Grep`)"
+                    if key == "allowed-tools"
+                    else "write one `key: value` or `- item` per line"
+                )
+                self.report.warn(
+                    flow_lines[key],
+                    f"`{key}` uses YAML flow style (`[...]` or `{{...}}`): {STRICT_CLIENTS} reject it. "
+                    f"To load everywhere, {how}.",
+                    key,
+                )
+
+
+def _outside_spec(key: str) -> str:
+    """Why a top-level field outside the Agent Skills spec may not load elsewhere, and what to
+    do. Never the words "YAML" or "tab": these notes are not parse problems."""
+    rejected = f"{STRICT_CLIENTS} reject a skill with it"
+    if key not in KNOWN_FIELDS:
+        return (
+            f"`{key}` is not a field this registry uses, nor an Agent Skills field; it is kept as is, but "
+            f"{rejected}. To load everywhere, move it under `metadata` as text."
+        )
+    spec = f"`{key}` is not an Agent Skills field: {rejected}."
+    if key in ("tools", "tools_required", "tools-required"):
+        return f"{spec} To load everywhere, list the tools in `allowed-tools` (space-separated), read here too."
+    if key == "allowed_tools":
+        return f"{spec} Spell it `allowed-tools` (with a hyphen) to load everywhere."
+    if key in FIELDS_WITH_EFFECT:
+        return (
+            f"{spec} {FIELDS_WITH_EFFECT[key]}; for a copy that loads everywhere, move it under `metadata` "
+            "as text, where it is not read."
+        )
+    return f"{spec} To load everywhere, move it under `metadata` as text."
 
 
 def _split_tools(text: str) -> list[str]:
