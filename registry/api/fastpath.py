@@ -3,7 +3,7 @@
 Agents fetch SKILL.md on every turn, mostly getting 304s. Going through DRF costs an ORM query
 for the token (with the user), another for the registry generation, content negotiation and
 Request wrapping — several times the cost of the bytes themselves. Here the token is checked
-(not revoked, user active, scopes) against a per-process cache and the generation comes from
+(not revoked, user active, scopes cut to the owner's role) against a per-process cache and the generation comes from
 what this process has heard (services/generation.py); both are dropped the moment a
 notification says they changed. Where the process cannot listen (SQLite, inside a transaction,
 REGISTRY_LISTEN off) one raw query checks the token *and* reads the generation. The bytes and
@@ -20,6 +20,7 @@ import datetime as dt
 import json
 import re
 import threading
+from typing import Any
 
 from django.db import connection
 from django.utils import timezone
@@ -28,6 +29,7 @@ from django.utils.dateparse import parse_datetime
 from registry.api import throttle
 from registry.api.auth import touch_token
 from registry.models import ApiToken, SkillSource
+from registry.roles import roles_of, scopes_of
 from registry.services.generation import heard_changes
 
 _LABEL = re.compile(r"^[a-z0-9_.-]{1,36}$")
@@ -46,12 +48,24 @@ def _sql(*, with_generation: bool) -> str:
     from registry.models import RegistryState
 
     token = ApiToken._meta.db_table
-    user_model = ApiToken._meta.get_field("user").related_model
+    user_model: Any = ApiToken._meta.get_field("user").related_model
     user = user_model._meta.db_table
-    active = getattr(user_model._meta.get_field("is_active"), "column", "is_active")
+    active = user_model._meta.get_field("is_active").column
+    superuser = user_model._meta.get_field("is_superuser").column
+    # The owner's role bounds the token on every request (registry/roles.py): its group names ride
+    # along in the same query, joined with commas (role names have none).
+    groups = user_model._meta.get_field("groups")
+    membership = groups.remote_field.through._meta.db_table
+    group = groups.related_model._meta.db_table
+    join = "STRING_AGG(g.name, ',')" if connection.vendor == "postgresql" else "GROUP_CONCAT(g.name, ',')"
+    group_names = (
+        f"(SELECT {join} FROM {membership} m INNER JOIN {group} g ON g.id = m.{groups.m2m_reverse_name()} "
+        f"WHERE m.{groups.m2m_column_name()} = u.id)"
+    )
     generation = f", (SELECT s.generation FROM {RegistryState._meta.db_table} s WHERE s.id = 1)"
     return (
-        f"SELECT t.id, t.scopes, t.last_used_at, u.{active}{generation if with_generation else ''} "
+        f"SELECT t.id, t.scopes, t.last_used_at, u.{active}, u.{superuser}, {group_names}"
+        f"{generation if with_generation else ''} "
         f"FROM {token} t INNER JOIN {user} u ON u.id = t.user_id "
         f"WHERE t.secret_hash = %s AND t.revoked_at IS NULL"
     )
@@ -68,19 +82,21 @@ def _query(secret_hash: str, *, with_generation: bool) -> tuple[_TokenRow, int |
         row = cursor.fetchone()
     if row is None:
         return None
-    token_id, scopes, last_used_at, is_active = row[:4]
+    token_id, scopes, last_used_at, is_active, is_superuser, group_names = row[:6]
     if isinstance(scopes, str):  # SQLite, and PostgreSQL jsonb through a raw cursor
         scopes = json.loads(scopes)
+    roles = roles_of(is_superuser=bool(is_superuser), group_names=(group_names or "").split(","))
+    scopes = set(scopes or ()) & scopes_of(roles)
     if isinstance(last_used_at, str):  # SQLite returns naive UTC text from a raw cursor
         last_used_at = parse_datetime(last_used_at)
     if last_used_at is not None and timezone.is_naive(last_used_at):
         last_used_at = timezone.make_aware(last_used_at, dt.UTC)
-    token = _TokenRow(token_id, frozenset(scopes or ()), bool(is_active), last_used_at)
-    return token, (row[4] if with_generation else None)
+    token = _TokenRow(token_id, frozenset(scopes), bool(is_active), last_used_at)
+    return token, (row[6] if with_generation else None)
 
 
 class _TokenCache:
-    """Valid token rows by secret hash, for as long as no token or user change has been heard."""
+    """Valid token rows by secret hash, for as long as no token, user or role change has been heard."""
 
     _MAX = 10_000
 

@@ -1,21 +1,33 @@
-"""Skill analytics (SPEC §8): counts per skill (or per version) and the success rate.
+"""Skill analytics (SPEC §8), read from the rollups, never from raw events.
 
-Success rate = succeeded / (succeeded + failed), always shown with its sample size n and a 95%
-Wilson score interval: with few outcomes a raw rate is noise, and the interval says how much.
-The counts are one GROUP BY over UsageEvent's (skill_name, kind, at) index.
+Success rate = succeeded / (succeeded + failed), always with its sample size n and a 95% Wilson
+score interval: with few outcomes a raw rate is noise, and the interval says how much. Two
+versions are compared by the difference of their rates with Newcombe's hybrid score interval
+(method 10) and by the posterior probability that the second is better.
+
+Queries without a trigger, model or event-label dimension read the daily rollups (skill and
+version only); the others read the hourly rollups, which carry every dimension.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import math
-from dataclasses import dataclass
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
 
-from django.db.models import Count, Q
+from django.db.models import Q, QuerySet, Sum
 
-from registry.models import Label, UsageEvent, UsageKind
+from registry.errors import ApplicationError, NotFound
+from registry.models import Label, RollupGrain, UsageRollup
+from registry.services.usage import COUNT_COLUMNS
 
 Z_95 = 1.959963984540054
+SUM_FIELDS = COUNT_COLUMNS  # every counter a rollup row keeps
+GROUP_DIMENSIONS = ("trigger", "model", "label")
+INTERVALS = ("hour", "day", "week")
+MAX_POINTS = 5000  # an hourly series of ~7 months; more is not a chart, it is an export
 
 
 def wilson_interval(successes: int, n: int, z: float = Z_95) -> tuple[float, float] | None:
@@ -28,10 +40,120 @@ def wilson_interval(successes: int, n: int, z: float = Z_95) -> tuple[float, flo
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
+def newcombe_difference(s_a: int, n_a: int, s_b: int, n_b: int) -> tuple[float, float, float] | None:
+    """p_b − p_a with Newcombe's hybrid score interval (1998, method 10), built from the two
+    95% Wilson intervals: (estimate, low, high), or None when a side has no outcomes."""
+    wilson_a, wilson_b = wilson_interval(s_a, n_a), wilson_interval(s_b, n_b)
+    if wilson_a is None or wilson_b is None:
+        return None
+    p_a, p_b = s_a / n_a, s_b / n_b
+    (l_a, u_a), (l_b, u_b) = wilson_a, wilson_b
+    estimate = p_b - p_a
+    low = estimate - math.sqrt((p_b - l_b) ** 2 + (u_a - p_a) ** 2)
+    high = estimate + math.sqrt((u_b - p_b) ** 2 + (p_a - l_a) ** 2)
+    return estimate, max(-1.0, low), min(1.0, high)
+
+
+def probability_b_better(s_a: int, f_a: int, s_b: int, f_b: int) -> float:
+    """P(p_b > p_a) for independent Beta(1 + s, 1 + f) posteriors, exactly.
+
+    The closed form for integer parameters (Evan Miller, "Formulas for Bayesian A/B testing")
+    sums over one parameter of one side; by the symmetries P(B > A) = 1 − P(A > B) and
+    p ↔ 1 − p the sum can run over whichever of the four parameters is smallest."""
+    alpha_a, beta_a, alpha_b, beta_b = 1 + s_a, 1 + f_a, 1 + s_b, 1 + f_b
+    smallest = min(alpha_a, beta_a, alpha_b, beta_b)
+    if smallest == alpha_b:
+        return _b_beats_a(alpha_a, beta_a, alpha_b, beta_b)
+    if smallest == alpha_a:
+        return 1.0 - _b_beats_a(alpha_b, beta_b, alpha_a, beta_a)
+    # p_b > p_a  ⇔  (1 − p_a) > (1 − p_b), and 1 − p ~ Beta(β, α).
+    if smallest == beta_a:
+        return _b_beats_a(beta_b, alpha_b, beta_a, alpha_a)
+    return 1.0 - _b_beats_a(beta_a, alpha_a, beta_b, alpha_b)
+
+
+def _b_beats_a(alpha_a: int, beta_a: int, alpha_b: int, beta_b: int) -> float:
+    # Σ_{i=0}^{α_B−1} B(α_A+i, β_A+β_B) / ((β_B+i) · B(1+i, β_B) · B(α_A, β_A)), in logs.
+    constant = _log_beta(alpha_a, beta_a)
+    total = 0.0
+    for i in range(alpha_b):
+        total += math.exp(
+            _log_beta(alpha_a + i, beta_a + beta_b) - math.log(beta_b + i) - _log_beta(1 + i, beta_b) - constant
+        )
+    return min(1.0, max(0.0, total))
+
+
+def _log_beta(a: float, b: float) -> float:
+    return math.lgamma(a) + math.lgamma(b) - math.lgamma(a + b)
+
+
+# --- filters ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AnalyticsFilter:
+    """What every analytics answer can be narrowed by. Dates are whole UTC days, inclusive.
+
+    `label` keeps, per skill, the version the label points to now; `event_label` keeps events
+    recorded under that label (what `by=label` groups by)."""
+
+    date_from: dt.date | None = None
+    date_to: dt.date | None = None
+    skill: str | None = None
+    version: int | None = None
+    label: str | None = None
+    trigger: str | None = None
+    model: str | None = None
+    event_label: str | None = None
+
+    @property
+    def needs_dimensions(self) -> bool:
+        return any(v is not None for v in (self.trigger, self.model, self.event_label))
+
+
+def _day_start(day: dt.date) -> dt.datetime:
+    return dt.datetime.combine(day, dt.time.min, tzinfo=dt.UTC)
+
+
+def _rollups(filters: AnalyticsFilter, *, grain: str | None = None) -> tuple[QuerySet, set[tuple[str, int]] | None]:
+    """The rollup rows the filter selects, and (for `label`) the (skill, version) pairs allowed."""
+    if grain is None:
+        grain = RollupGrain.HOUR if filters.needs_dimensions else RollupGrain.DAY
+    rows = UsageRollup.objects.filter(grain=grain).order_by()
+    if filters.date_from:
+        rows = rows.filter(bucket__gte=_day_start(filters.date_from))
+    if filters.date_to:
+        rows = rows.filter(bucket__lt=_day_start(filters.date_to) + dt.timedelta(days=1))
+    if filters.skill:
+        rows = rows.filter(skill_name=filters.skill)
+    if filters.version is not None:
+        rows = rows.filter(version=filters.version)
+    for name in ("trigger", "model"):
+        if getattr(filters, name) is not None:
+            rows = rows.filter(**{name: getattr(filters, name)})
+    if filters.event_label is not None:
+        rows = rows.filter(label=filters.event_label)
+    allowed: set[tuple[str, int]] | None = None
+    if filters.label:
+        pointers = Label.objects.filter(name=filters.label)
+        if filters.skill:
+            pointers = pointers.filter(skill__name=filters.skill)
+        allowed = set(pointers.values_list("skill__name", "version__number"))
+        query = Q()
+        for name, number in allowed:
+            query |= Q(skill_name=name, version=number)
+        rows = rows.filter(query) if allowed else rows.none()
+    return rows, allowed
+
+
+# --- per-skill table -------------------------------------------------------------------
+
+
 @dataclass
 class SkillStats:
     skill: str
     version: int | None  # None: all versions together
+    group: dict[str, str] = field(default_factory=dict)  # e.g. {"trigger": "read_skill"} with `by`
     offered: int = 0
     loaded: int = 0
     executed: int = 0
@@ -39,6 +161,10 @@ class SkillStats:
     failed: int = 0
     feedback_up: int = 0
     feedback_down: int = 0
+    metered: int = 0
+    tokens: int = 0
+    duration_ms: int = 0
+    cost: float = 0.0
 
     @property
     def n(self) -> int:
@@ -52,11 +178,17 @@ class SkillStats:
     def interval(self) -> tuple[float, float] | None:
         return wilson_interval(self.succeeded, self.n)
 
+    def add(self, sums: dict) -> None:
+        for name in SUM_FIELDS:
+            setattr(self, name, getattr(self, name) + (sums[name] or 0))
+
     def as_dict(self) -> dict:
         interval = self.interval
+        per_event = (lambda total: round(total / self.metered, 6)) if self.metered else (lambda total: None)
         return {
             "skill": self.skill,
             "version": self.version,
+            **self.group,
             "offered": self.offered,
             "loaded": self.loaded,
             "executed": self.executed,
@@ -65,60 +197,247 @@ class SkillStats:
             "feedback_up": self.feedback_up,
             "feedback_down": self.feedback_down,
             "n": self.n,
-            "success_rate": None if self.success_rate is None else round(self.success_rate, 4),
+            "success_rate": _rounded(self.success_rate),
+            "ci_low": None if interval is None else round(interval[0], 4),
+            "ci_high": None if interval is None else round(interval[1], 4),
+            "tokens": self.tokens,
+            "duration_ms": self.duration_ms,
+            "cost": round(self.cost, 6),
+            "avg_tokens": per_event(self.tokens),
+            "avg_duration_ms": per_event(self.duration_ms),
+            "avg_cost": per_event(self.cost),
+        }
+
+
+def _rounded(value: float | None) -> float | None:
+    return None if value is None else round(value, 4)
+
+
+def skill_analytics(
+    *,
+    filters: AnalyticsFilter = AnalyticsFilter(),
+    by_version: bool = False,
+    by: str | None = None,
+) -> list[SkillStats]:
+    """One row per skill (or per skill and version, and per value of `by`: trigger, model or
+    the label events were recorded under), sorted by skill, version and group."""
+    if by is not None and by not in GROUP_DIMENSIONS:
+        raise ApplicationError(f"by must be one of {', '.join(GROUP_DIMENSIONS)}.", fields={"by": "unknown"})
+    grain = RollupGrain.HOUR if by else None
+    rows, _ = _rollups(filters, grain=grain)
+    keep_version = by_version or filters.version is not None or bool(filters.label)
+    group_columns = ["skill_name", "version", *([by] if by else [])]
+    grouped = rows.values(*group_columns).annotate(**{name: Sum(name) for name in SUM_FIELDS})
+    table: dict[tuple, SkillStats] = {}
+    for sums in grouped:
+        version = (sums["version"] or None) if keep_version else None
+        group = {by: sums[by]} if by else {}
+        key = (sums["skill_name"], version, tuple(group.values()))
+        stats = table.get(key)
+        if stats is None:
+            stats = table[key] = SkillStats(skill=sums["skill_name"], version=version, group=group)
+        stats.add(sums)
+    return sorted(table.values(), key=lambda s: (s.skill, s.version or 0, tuple(s.group.values())))
+
+
+def skills_failing(
+    *, filters: AnalyticsFilter = AnalyticsFilter(), min_n: int = 10, limit: int = 10
+) -> list[SkillStats]:
+    """Skills most surely failing: ranked by the Wilson upper bound, lowest first (a skill with a
+    low upper bound fails often even in the most favourable reading), among those with n ≥ min_n."""
+    rows = [s for s in skill_analytics(filters=filters) if s.n >= min_n]
+    return sorted(rows, key=lambda s: (s.interval or (0.0, 1.0))[1])[:limit]
+
+
+def skills_best(*, filters: AnalyticsFilter = AnalyticsFilter(), min_n: int = 10, limit: int = 10) -> list[SkillStats]:
+    """Skills most surely working: ranked by the Wilson lower bound, highest first."""
+    rows = [s for s in skill_analytics(filters=filters) if s.n >= min_n]
+    return sorted(rows, key=lambda s: -(s.interval or (0.0, 1.0))[0])[:limit]
+
+
+def usage_totals(*, filters: AnalyticsFilter = AnalyticsFilter()) -> dict[str, int]:
+    """Event counts over everything the filter selects (the funnel, the dashboard's totals)."""
+    rows, _ = _rollups(filters)
+    sums = rows.aggregate(**{name: Sum(name) for name in SUM_FIELDS})
+    return {name: sums[name] or 0 for name in SUM_FIELDS}
+
+
+def usage_event_count(*, filters: AnalyticsFilter = AnalyticsFilter()) -> int:
+    """Events counted per skill (a turn's one offer row counts once per skill it listed)."""
+    totals = usage_totals(filters=filters)
+    return int(sum(totals[name] for name in SUM_FIELDS[: SUM_FIELDS.index("feedback_down") + 1]))
+
+
+def usage_funnel(*, filters: AnalyticsFilter = AnalyticsFilter()) -> dict[str, int]:
+    """offered → loaded → executed → succeeded / failed, in event counts."""
+    totals = usage_totals(filters=filters)
+    return {name: int(totals[name]) for name in ("offered", "loaded", "executed", "succeeded", "failed")}
+
+
+# --- time series -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SeriesPoint:
+    bucket: dt.datetime
+    succeeded: int
+    failed: int
+
+    @property
+    def n(self) -> int:
+        return self.succeeded + self.failed
+
+    def as_dict(self) -> dict:
+        interval = wilson_interval(self.succeeded, self.n)
+        return {
+            "bucket": self.bucket.isoformat().replace("+00:00", "Z"),
+            "succeeded": self.succeeded,
+            "failed": self.failed,
+            "n": self.n,
+            "success_rate": _rounded(self.succeeded / self.n if self.n else None),
             "ci_low": None if interval is None else round(interval[0], 4),
             "ci_high": None if interval is None else round(interval[1], 4),
         }
 
 
-def skill_analytics(
-    *,
-    date_from: dt.date | None = None,
-    date_to: dt.date | None = None,
-    label: str | None = None,
-    version: int | None = None,
-    skill: str | None = None,
-    by_version: bool = False,
-) -> list[SkillStats]:
-    """Per-skill counts for events in [date_from, date_to] (whole UTC days, both inclusive).
+def bucket_start(at: dt.datetime, interval: str) -> dt.datetime:
+    at = at.astimezone(dt.UTC).replace(minute=0, second=0, microsecond=0)
+    if interval == "hour":
+        return at
+    day = at.replace(hour=0)
+    return day if interval == "day" else day - dt.timedelta(days=day.weekday())  # ISO weeks start on Monday
 
-    `version` keeps only events of that version number; `label` keeps, per skill, only events of
-    the version the label points to now (skills without the label drop out). `by_version` gives
-    one row per (skill, version) instead of one per skill.
-    """
-    events = UsageEvent.objects.all()
-    if date_from:
-        events = events.filter(at__gte=dt.datetime.combine(date_from, dt.time.min, tzinfo=dt.UTC))
-    if date_to:
-        events = events.filter(at__lt=dt.datetime.combine(date_to + dt.timedelta(days=1), dt.time.min, tzinfo=dt.UTC))
-    if skill:
-        events = events.filter(skill_name=skill)
-    if version is not None:
-        events = events.filter(version=version)
-    allowed: set[tuple[str, int]] | None = None
-    if label:
-        allowed = set(Label.objects.filter(name=label).values_list("skill__name", "version__number"))
-        if not allowed:
-            return []
-        events = events.filter(skill_name__in={name for name, _ in allowed})
-    grouped = (
-        events.values("skill_name", "version", "kind")
-        .annotate(count=Count("id"), up=Count("id", filter=Q(rating__gt=0)), down=Count("id", filter=Q(rating__lt=0)))
-        .order_by()
+
+def _step(interval: str) -> dt.timedelta:
+    return {"hour": dt.timedelta(hours=1), "day": dt.timedelta(days=1), "week": dt.timedelta(weeks=1)}[interval]
+
+
+def _series_by_skill(filters: AnalyticsFilter, interval: str) -> dict[str, dict[dt.datetime, list[int]]]:
+    if interval not in INTERVALS:
+        raise ApplicationError(f"interval must be one of {', '.join(INTERVALS)}.", fields={"interval": "unknown"})
+    grain = RollupGrain.HOUR if interval == "hour" else None
+    rows, _ = _rollups(filters, grain=grain)
+    series: dict[str, dict[dt.datetime, list[int]]] = defaultdict(lambda: defaultdict(lambda: [0, 0]))
+    for name, bucket, succeeded, failed in (
+        rows.filter(Q(succeeded__gt=0) | Q(failed__gt=0))
+        .values("skill_name", "bucket")
+        .annotate(s=Sum("succeeded"), f=Sum("failed"))
+        .values_list("skill_name", "bucket", "s", "f")
+    ):
+        # Naive UTC keys: hashing an aware datetime costs ~10x more, on 45,000 look-ups a page.
+        point = series[name][bucket_start(bucket, interval).replace(tzinfo=None)]
+        point[0] += succeeded
+        point[1] += failed
+    return series
+
+
+def _filled(counts: dict[dt.datetime, list[int]], filters: AnalyticsFilter, interval: str) -> list[SeriesPoint]:
+    """Points for every bucket from the start of the range (or the first data) to its end, empty
+    ones too, so a chart's x axis is time and a gap shows as a gap. `counts` is keyed by the
+    buckets' naive UTC starts."""
+    first: dt.datetime | None = min(counts, default=None)
+    last: dt.datetime | None = max(counts, default=None)
+    if filters.date_from:
+        first = bucket_start(_day_start(filters.date_from), interval).replace(tzinfo=None)
+    if filters.date_to:
+        end = _day_start(filters.date_to) + dt.timedelta(days=1) - dt.timedelta(hours=1)
+        last = bucket_start(end, interval).replace(tzinfo=None)
+    if first is None or last is None:
+        return []
+    step = _step(interval)
+    if (last - first) / step >= MAX_POINTS:
+        raise ApplicationError(
+            f"That range has more than {MAX_POINTS} {interval}s; choose a longer interval or a shorter range.",
+            fields={"interval": "too many buckets for this range"},
+        )
+    points, at = [], first
+    while at <= last:
+        succeeded, failed = counts.get(at, (0, 0))
+        points.append(SeriesPoint(bucket=at.replace(tzinfo=dt.UTC), succeeded=succeeded, failed=failed))
+        at += step
+    return points
+
+
+def skill_timeseries(
+    *, name: str, filters: AnalyticsFilter = AnalyticsFilter(), interval: str = "day"
+) -> list[SeriesPoint]:
+    """Outcomes of one skill per UTC bucket (hour, day or ISO week), with empty buckets."""
+    filters = replace(filters, skill=name)
+    return _filled(_series_by_skill(filters, interval).get(name, {}), filters, interval)
+
+
+def skills_sparklines(*, filters: AnalyticsFilter, interval: str = "day") -> dict[str, list[SeriesPoint]]:
+    """A series for every skill the filter selects, in one query (the overview's trend column)."""
+    return {name: _filled(counts, filters, interval) for name, counts in _series_by_skill(filters, interval).items()}
+
+
+# --- version comparison ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class VersionComparison:
+    skill: str
+    a: SkillStats
+    b: SkillStats
+    difference: tuple[float, float, float] | None  # p_b − p_a, low, high
+    probability_b_better: float
+
+    def as_dict(self) -> dict:
+        estimate = None if self.difference is None else [round(x, 4) for x in self.difference]
+        return {
+            "skill": self.skill,
+            "a": self.a.as_dict(),
+            "b": self.b.as_dict(),
+            "difference": {
+                "estimate": None if estimate is None else estimate[0],
+                "ci_low": None if estimate is None else estimate[1],
+                "ci_high": None if estimate is None else estimate[2],
+            },
+            "probability_b_better": round(self.probability_b_better, 4),
+            "summary": self.summary(),
+        }
+
+    def summary(self) -> str:
+        """In words: "v3 beats v2 with 94% probability; +12 points [−3, +25], n = 41 and 57"."""
+        a, b = f"v{self.a.version}", f"v{self.b.version}"
+        if self.difference is None:
+            return f"Not enough outcomes to compare {b} with {a} (n = {self.a.n} and {self.b.n})."
+        p = self.probability_b_better
+        verb = f"{b} beats {a}" if p >= 0.5 else f"{a} beats {b}"
+        sure = max(p, 1 - p)
+        # Rounding 99.7% up to "100%" would claim certainty that a posterior never gives.
+        certainty = ">99%" if sure > 0.99 else f"{round(100 * sure)}%"
+        estimate, low, high = (round(100 * x) for x in self.difference)
+        sign = lambda x: f"+{x}" if x > 0 else f"−{-x}" if x < 0 else "0"  # noqa: E731
+        return (
+            f"{verb} with {certainty} probability; "
+            f"{sign(estimate)} points [{sign(low)}, {sign(high)}], n = {self.a.n} and {self.b.n}"
+        )
+
+
+def skill_versions_compare(
+    *, name: str, a: int, b: int, filters: AnalyticsFilter = AnalyticsFilter()
+) -> VersionComparison:
+    """Version b against version a of one skill over the filter's range."""
+    filters = replace(filters, skill=name, version=None, label=None)
+    rows = {s.version: s for s in skill_analytics(filters=filters, by_version=True)}
+    if not rows and not _rollups(replace(filters, date_from=None, date_to=None))[0].exists():
+        raise NotFound(f"No usage recorded for skill '{name}'.")
+    stats_a = rows.get(a) or SkillStats(skill=name, version=a)
+    stats_b = rows.get(b) or SkillStats(skill=name, version=b)
+    return VersionComparison(
+        skill=name,
+        a=stats_a,
+        b=stats_b,
+        difference=newcombe_difference(stats_a.succeeded, stats_a.n, stats_b.succeeded, stats_b.n),
+        probability_b_better=probability_b_better(stats_a.succeeded, stats_a.failed, stats_b.succeeded, stats_b.failed),
     )
-    rows: dict[tuple[str, int | None], SkillStats] = {}
-    for item in grouped:
-        if allowed is not None and (item["skill_name"], item["version"]) not in allowed:
-            continue
-        key = (item["skill_name"], item["version"] if (by_version or version is not None or label) else None)
-        stats = rows.setdefault(key, SkillStats(skill=key[0], version=key[1]))
-        kind = item["kind"]
-        if kind == UsageKind.FEEDBACK:
-            stats.feedback_up += item["up"]
-            stats.feedback_down += item["down"]
-        elif kind in (UsageKind.OFFERED, UsageKind.LOADED, UsageKind.EXECUTED, UsageKind.SUCCEEDED, UsageKind.FAILED):
-            setattr(stats, kind, getattr(stats, kind) + item["count"])
-    return sorted(rows.values(), key=lambda s: (s.skill, s.version or 0))
+
+
+def skill_versions_seen(*, name: str, filters: AnalyticsFilter = AnalyticsFilter()) -> list[SkillStats]:
+    """Per-version rows of one skill, newest version first."""
+    rows = skill_analytics(filters=replace(filters, skill=name), by_version=True)
+    return sorted(rows, key=lambda s: -(s.version or 0))
 
 
 CSV_COLUMNS = (
@@ -135,4 +454,14 @@ CSV_COLUMNS = (
     "success_rate",
     "ci_low",
     "ci_high",
+    "tokens",
+    "duration_ms",
+    "cost",
+    "avg_tokens",
+    "avg_duration_ms",
+    "avg_cost",
 )
+
+
+def rows_as_dicts(rows: Iterable[SkillStats]) -> list[dict]:
+    return [row.as_dict() for row in rows]
