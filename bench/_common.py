@@ -11,6 +11,13 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
+# Topic words the scripts build synthetic skills, rules and queries from.
+WORDS = (
+    "pdf csv json yaml sql query database image chart report summary review commit deploy test debug "
+    "search translate email calendar meeting invoice refactor migrate docker kubernetes api schema "
+    "security audit backup restore cache queue metrics logs alert billing"
+).split()
+
 
 def prepare_environment(name: str) -> Path:
     """Point Django at the bench settings and, unless DATABASE_URL is set, a fresh SQLite file.

@@ -51,7 +51,7 @@ def main() -> None:
 
     from registry.services.tokens import api_token_create
 
-    get_user_model().objects.get_or_create(username="bench")
+    get_user_model().objects.update_or_create(username="bench", defaults={"is_superuser": True})  # tokens need a role
     _, secret = api_token_create(
         name=f"bench-{uuid.uuid4().hex[:8]}", username="bench", scopes=["skills:read", "skills:write"]
     )

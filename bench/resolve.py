@@ -18,13 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench._common import describe, prepare_environment, setup_django, timed  # noqa: E402
-
-WORDS = (
-    "pdf csv json yaml sql query database image chart report summary review commit deploy test debug "
-    "search translate email calendar meeting invoice refactor migrate docker kubernetes api schema "
-    "security audit backup restore cache queue metrics logs alert billing"
-).split()
+from bench._common import WORDS, describe, prepare_environment, setup_django, timed  # noqa: E402
 
 
 def main() -> None:

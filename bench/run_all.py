@@ -16,6 +16,9 @@ SCRIPTS = (
     "enqueue_latency.py",
     "prompt_tokens.py",
     "invalidation.py",
+    "sandbox_overhead.py",
+    "load_mixed.py",
+    "console_pages.py",
 )
 
 for script in SCRIPTS:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 
+from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse
 from django.urls import path
 
@@ -30,5 +31,15 @@ def bare_skill_md(request, name: str):
     return response
 
 
-# Last, so resolving it walks the same production patterns the API's URL does.
-urlpatterns = [*production_urlpatterns, path("bench/bare/<str:name>", bare_skill_md)]
+@login_required
+def bare_console_page(request):
+    """The console's yardstick: a logged-in request through the same middleware, no work."""
+    return HttpResponse(b"<!doctype html><title>bare</title><p>ok</p>")
+
+
+# Last, so resolving them walks the same production patterns the console's and API's URLs do.
+urlpatterns = [
+    *production_urlpatterns,
+    path("bench/bare/<str:name>", bare_skill_md),
+    path("bench/bare-page/", bare_console_page),
+]

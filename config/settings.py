@@ -88,6 +88,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "registry.console.access.console_context",
             ],
         },
     },
@@ -104,7 +105,15 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = env.str("REDIS_URL", default="")
 if REDIS_URL:
-    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
+    # A cache outage degrades to database reads instead of failing requests (registry/cache.py);
+    # a cache slower than these timeouts is no faster than the database behind it.
+    CACHES = {
+        "default": {
+            "BACKEND": "registry.cache.ResilientRedisCache",
+            "LOCATION": REDIS_URL,
+            "OPTIONS": {"socket_connect_timeout": 0.5, "socket_timeout": 1.0},
+        }
+    }
 else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 
@@ -112,6 +121,14 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
+# Login throttle (registry/services/logins.py): this many failed logins for one username, or from
+# one IP address, within the window lock further attempts (the right password too) until it lapses.
+LOGIN_FAILURE_LIMIT = env.int("LOGIN_FAILURE_LIMIT", default=10)
+LOGIN_FAILURE_WINDOW_SECONDS = env.int("LOGIN_FAILURE_WINDOW_SECONDS", default=15 * 60)
+if LOGIN_FAILURE_LIMIT < 1 or LOGIN_FAILURE_WINDOW_SECONDS < 1:
+    raise ImproperlyConfigured("LOGIN_FAILURE_LIMIT and LOGIN_FAILURE_WINDOW_SECONDS must be at least 1.")
+# The throttle's backend in place of Django's ModelBackend (same checks, plus the lockout).
+AUTHENTICATION_BACKENDS = ["registry.login.ThrottledModelBackend"]
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
@@ -135,8 +152,9 @@ SECURE_CONTENT_TYPE_NOSNIFF = True
 # --- Celery -----------------------------------------------------------------------------
 if REDIS_URL:
     CELERY_BROKER_URL = REDIS_URL
-    # An unacknowledged message (its worker died) is delivered again after this many seconds;
-    # the turn's lease (AGENT_TURN_LEASE_SECONDS) decides whether the new delivery may run it.
+    # An unacknowledged message (its worker's main process died) comes back after this many
+    # seconds. Turns do not wait for it: the reaper requeues a turn once its lease lapsed, and a
+    # late copy of the message finds the turn taken or finished and is dropped.
     _visibility = env.int("CELERY_VISIBILITY_TIMEOUT", default=3600)
     CELERY_BROKER_TRANSPORT_OPTIONS: dict = {
         "visibility_timeout": _visibility,
@@ -186,12 +204,15 @@ REST_FRAMEWORK = {
 # The default guards against a runaway client (1,000 a second for a whole minute); it is not a
 # quota. Lower it to share a registry fairly between clients.
 API_THROTTLE_RATE = env.str("API_THROTTLE_RATE", default="60000/min")
+# The OpenAPI schema and Swagger UI need a console login or a bearer token unless this is true.
+API_DOCS_PUBLIC = env.bool("API_DOCS_PUBLIC", default=False)
 SPECTACULAR_SETTINGS = {
     "TITLE": "Skill Registry API",
     "DESCRIPTION": "The system of record for agent skills, force-include rules and usage analytics.",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
-    "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
+    # Unused: config/urls.py serves the schema and docs through registry/api/docs.py (API_DOCS_PUBLIC).
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
@@ -208,6 +229,17 @@ FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 MAX_SKILLS_IN_PROMPT = env.int("MAX_SKILLS_IN_PROMPT", default=150)
 MAX_PROMPT_CHARS = env.int("MAX_PROMPT_CHARS", default=18000)
 RULE_PATTERN_MAX_LENGTH = env.int("RULE_PATTERN_MAX_LENGTH", default=1000)
+# Rule patterns are matched against at most this many characters of the query (registry/patterns.py),
+# so the cost of one match is bounded whatever the agent was sent.
+RULE_QUERY_MAX_CHARS = env.int("RULE_QUERY_MAX_CHARS", default=10_000)
+# A pattern whose worst-case probe (a query of RULE_QUERY_MAX_CHARS built from its own characters)
+# takes longer than this much CPU time is refused when the rule is saved.
+RULE_PATTERN_PROBE_MS = env.int("RULE_PATTERN_PROBE_MS", default=50)
+# One resolve stops matching rules past this many seconds and says which rules it skipped.
+RESOLVE_MAX_SECONDS = env.float("RESOLVE_MAX_SECONDS", default=2.0)
+for _name in ("RULE_QUERY_MAX_CHARS", "RULE_PATTERN_PROBE_MS", "RESOLVE_MAX_SECONDS"):
+    if globals()[_name] <= 0:
+        raise ImproperlyConfigured(f"{_name} must be greater than 0.")
 # On PostgreSQL each process LISTENs for registry changes (one extra idle connection) so cached
 # reads skip a query per request; off, every read asks the database (registry/services/generation.py).
 REGISTRY_LISTEN = env.bool("REGISTRY_LISTEN", default=True)
@@ -221,8 +253,28 @@ AGENT_MAX_ITERATIONS = env.int("AGENT_MAX_ITERATIONS", default=10)
 AGENT_MAX_TOTAL_TOKENS = env.int("AGENT_MAX_TOTAL_TOKENS", default=200_000)
 AGENT_MAX_SECONDS = env.float("AGENT_MAX_SECONDS", default=300.0)
 AGENT_EXTRA_TOOLS = env.list("AGENT_EXTRA_TOOLS", default=[])
-AGENT_TURN_LEASE_SECONDS = env.int("AGENT_TURN_LEASE_SECONDS", default=60)
+AGENT_MAX_TOOL_CALLS_PER_STEP = env.int("AGENT_MAX_TOOL_CALLS_PER_STEP", default=50)
+# A running turn's lease, renewed by its worker every third of it; a worker that dies stops
+# renewing, and every worker's reaper (every AGENT_TURN_REAPER_SECONDS) requeues the turn once
+# the lease lapsed — at most AGENT_TURN_MAX_TAKEOVERS times, then it fails with a readable error.
+AGENT_TURN_LEASE_SECONDS = env.float("AGENT_TURN_LEASE_SECONDS", default=30.0)
+AGENT_TURN_REAPER_SECONDS = env.float("AGENT_TURN_REAPER_SECONDS", default=10.0)
+AGENT_TURN_MAX_TAKEOVERS = env.int("AGENT_TURN_MAX_TAKEOVERS", default=3)
+# Each turn's temporary files (run_skill's folders) live under one folder per turn, removed when
+# the turn's attempt ends; the reaper removes those of processes that died.
+AGENT_SCRATCH_ROOT = Path(env.str("AGENT_SCRATCH_ROOT", default=str(VAR_DIR / "scratch")))
+# The longest message a turn accepts (a pasted log or document); what does not fit the model's
+# input is trimmed per call by the runtime (agents/runtime/context.py), never refused.
+AGENT_MAX_MESSAGE_CHARS = env.int("AGENT_MAX_MESSAGE_CHARS", default=200_000)
+if AGENT_MAX_MESSAGE_CHARS < 1:
+    raise ImproperlyConfigured("AGENT_MAX_MESSAGE_CHARS must be at least 1.")
 AGENT_WORKSPACE_ROOT = Path(env.str("AGENT_WORKSPACE_ROOT", default=str(VAR_DIR / "workspaces")))
+# How run_skill and code skills confine a skill's script (agents/runtime/sandbox.py, README
+# "Skill scripts"): `bwrap`, or `none` to run scripts unconfined as the worker's user. There is
+# no silent fallback: with `bwrap` and no working bubblewrap, run_skill refuses to run scripts.
+RUN_SKILL_SANDBOX = env.str("RUN_SKILL_SANDBOX", default="bwrap").strip().lower()
+if RUN_SKILL_SANDBOX not in ("bwrap", "none"):
+    raise ImproperlyConfigured(f"RUN_SKILL_SANDBOX must be 'bwrap' or 'none', not {RUN_SKILL_SANDBOX!r}.")
 
 if AGENT_ALLOW_SCRIPTED and not (DEBUG or TESTING) and env.bool("PRODUCTION", default=False):
     raise ImproperlyConfigured("AGENT_ALLOW_SCRIPTED must be false when PRODUCTION is set.")

@@ -1,11 +1,12 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from django.views.generic import RedirectView
 
-from registry import console
 from registry.api import errors
+from registry.api.docs import ApiSchemaView, api_docs
 from registry.health import healthz
+from registry.login import ThrottledLoginView
 
 # JSON `{"error", "detail"}` under /api/, Django's HTML pages elsewhere.
 handler400 = errors.bad_request
@@ -15,12 +16,14 @@ handler500 = errors.server_error
 
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
-    path("login/", auth_views.LoginView.as_view(template_name="registration/login.html"), name="login"),
+    path("login/", ThrottledLoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    # One login page for the console and the admin: the throttled one, with its 429 and Retry-After.
+    path("admin/login/", RedirectView.as_view(pattern_name="login", query_string=True)),
     path("admin/", admin.site.urls),
-    path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
-    path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    path("api/schema/", ApiSchemaView.as_view(), name="api-schema"),
+    path("api/docs/", api_docs, name="api-docs"),
     path("api/v1/agent/", include("agents.urls")),
     path("api/v1/", include("registry.api.urls")),
-    path("", console.home, name="home"),
+    path("", include("registry.console.urls")),
 ]

@@ -1,6 +1,7 @@
 from django.apps import AppConfig
 from django.conf import settings
-from django.db.models.signals import post_delete, post_save
+from django.contrib.auth import get_user_model
+from django.db.models.signals import m2m_changed, post_delete, post_save
 
 
 class RegistryConfig(AppConfig):
@@ -13,6 +14,9 @@ class RegistryConfig(AppConfig):
 
         # Whoever revokes a token or deactivates an account here is refused on their next request
         # at once, without waiting for the change notification (registry/services/generation.py).
-        for model in (ApiToken, settings.AUTH_USER_MODEL):
+        for model in (ApiToken, settings.AUTH_USER_MODEL, "auth.Group"):
             post_save.connect(tokens_changed, sender=model, dispatch_uid=f"tokens_changed_save_{model}")
             post_delete.connect(tokens_changed, sender=model, dispatch_uid=f"tokens_changed_delete_{model}")
+        # A token is cut to its owner's role on every request: a role (group) given or taken counts too.
+        membership = get_user_model().groups.through
+        m2m_changed.connect(tokens_changed, sender=membership, dispatch_uid="tokens_changed_membership")

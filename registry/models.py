@@ -97,11 +97,16 @@ class SkillVersion(models.Model):
 
 
 class SkillFile(models.Model):
+    """A file of a version. A symbolic link inside the skill (`CLAUDE.md -> AGENTS.md`) is a row
+    with its target text in `link_target` and the blob, size and executable bit of the file it
+    resolves to, so readers that want bytes read every row alike and export writes a link."""
+
     version = models.ForeignKey(SkillVersion, on_delete=models.CASCADE, related_name="files")
     path = models.CharField(max_length=1024)
     blob = models.ForeignKey(Blob, on_delete=models.PROTECT, related_name="+")
     size = models.PositiveBigIntegerField()
     executable = models.BooleanField(default=False)
+    link_target = models.CharField(max_length=1024, blank=True, default="")
 
     class Meta:
         ordering = ["path"]
@@ -117,6 +122,10 @@ class SkillFile(models.Model):
     @property
     def mode(self) -> int:
         return 0o755 if self.executable else 0o644
+
+    @property
+    def link(self) -> str | None:
+        return self.link_target or None
 
 
 class Label(models.Model):
@@ -192,6 +201,11 @@ class UsageKind(models.TextChoices):
     FEEDBACK = "feedback"
 
 
+class UsageSource(models.TextChoices):
+    RUNTIME = "runtime"  # turns of the built-in agent runtime (API and playground alike)
+    API = "api"  # external agents through POST /usage
+
+
 class UsageEvent(models.Model):
     # Idempotency key: a client re-sending a batch (or a redelivered task) never double-counts.
     event_id = models.CharField(max_length=100, unique=True, default=uuid.uuid4)
@@ -199,6 +213,9 @@ class UsageEvent(models.Model):
     skill_name = models.CharField(max_length=128)
     version = models.PositiveIntegerField(null=True, blank=True)
     trigger = models.CharField(max_length=32, blank=True)
+    label = models.CharField(max_length=36, blank=True)  # the label the agent resolved skills through
+    model = models.CharField(max_length=200, blank=True)
+    source = models.CharField(max_length=16, choices=UsageSource.choices, default=UsageSource.API)
     turn = models.ForeignKey(
         "agents.AgentTurn", null=True, blank=True, on_delete=models.CASCADE, related_name="usage_events"
     )
@@ -207,6 +224,9 @@ class UsageEvent(models.Model):
     tokens = models.PositiveIntegerField(null=True, blank=True)
     cost = models.FloatField(null=True, blank=True)
     rating = models.SmallIntegerField(null=True, blank=True)  # feedback: +1 / -1
+    # A turn lists up to ~150 skills: it stores one `offered` row whose `offered_skills` holds
+    # every [name, version] it listed (skill_name is then empty), not one row per skill.
+    offered_skills = models.JSONField(null=True, blank=True)
     at = models.DateTimeField(db_index=True)
 
     class Meta:
@@ -214,7 +234,55 @@ class UsageEvent(models.Model):
         indexes = [models.Index(fields=["skill_name", "kind", "at"], name="usage_skill_kind_at")]
 
     def __str__(self) -> str:
-        return f"{self.kind} {self.skill_name} v{self.version}"
+        return f"{self.kind} {self.skill_name or 'offer list'} v{self.version}"
+
+
+class RollupGrain(models.TextChoices):
+    HOUR = "hour"  # every dimension: skill, version, label, trigger, model, source
+    DAY = "day"  # skill and version only: what the overview and daily series read
+
+
+class UsageRollup(models.Model):
+    """Event counts per bucket, kept current in the transaction that stores the events.
+
+    Hourly rows carry every dimension an analyst filters by. Daily rows keep only skill and
+    version (the other dimensions are empty): with events spread thinly over dimensions an
+    hourly row holds ~1 event, so the overview reads the daily rows, ~24x fewer. Version 0
+    stands for "version not reported" (a NULL would defeat the unique key).
+    """
+
+    grain = models.CharField(max_length=4, choices=RollupGrain.choices)
+    bucket = models.DateTimeField()  # start of the hour or UTC day
+    skill_name = models.CharField(max_length=128)
+    version = models.PositiveIntegerField(default=0)
+    label = models.CharField(max_length=36, blank=True)
+    trigger = models.CharField(max_length=32, blank=True)
+    model = models.CharField(max_length=200, blank=True)
+    source = models.CharField(max_length=16, blank=True)
+    offered = models.BigIntegerField(default=0)
+    loaded = models.BigIntegerField(default=0)
+    executed = models.BigIntegerField(default=0)
+    succeeded = models.BigIntegerField(default=0)
+    failed = models.BigIntegerField(default=0)
+    feedback_up = models.BigIntegerField(default=0)
+    feedback_down = models.BigIntegerField(default=0)
+    metered = models.BigIntegerField(default=0)  # events that reported tokens, duration or cost
+    tokens = models.BigIntegerField(default=0)
+    duration_ms = models.BigIntegerField(default=0)
+    cost = models.FloatField(default=0.0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                # Key order serves one skill's series (grain, skill, bucket range) as well.
+                fields=["grain", "skill_name", "bucket", "version", "label", "trigger", "model", "source"],
+                name="rollup_unique_bucket_key",
+            )
+        ]
+        indexes = [models.Index(fields=["grain", "bucket"], name="rollup_grain_bucket")]
+
+    def __str__(self) -> str:
+        return f"{self.grain} {self.bucket:%Y-%m-%d %H:00} {self.skill_name} v{self.version}"
 
 
 class AuditLog(models.Model):

@@ -2,16 +2,26 @@
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from django.db.models import F
 
 from registry.bundle import Bundle, BundleFile
 from registry.errors import NotFound
-from registry.models import ForceIncludeRule, Label, Skill, SkillVersion, UsageEvent
+from registry.matching import MatchIndex, match, words
+from registry.models import (
+    ApiToken,
+    ForceIncludeRule,
+    Label,
+    LabelHistory,
+    Skill,
+    SkillFile,
+    SkillVersion,
+)
 
 
 def dashboard_stats() -> dict:
@@ -20,7 +30,6 @@ def dashboard_stats() -> dict:
         "enabled_skills": Skill.objects.filter(enabled=True).count(),
         "versions": SkillVersion.objects.count(),
         "rules": ForceIncludeRule.objects.count(),
-        "usage_events": UsageEvent.objects.count(),
         "recent_versions": list(SkillVersion.objects.select_related("skill", "author").order_by("-created_at")[:10]),
     }
 
@@ -28,7 +37,7 @@ def dashboard_stats() -> dict:
 def version_bundle(version: SkillVersion) -> Bundle:
     """The exact bundle a version was published from (SKILL.md bytes and files with modes)."""
     files = tuple(
-        BundleFile(path=f.path, content=bytes(f.blob.content), executable=f.executable)
+        BundleFile(path=f.path, content=bytes(f.blob.content), executable=f.executable, link=f.link)
         for f in version.files.select_related("blob").order_by("path")
     )
     return Bundle(skill_md=version.skill_md.encode("utf-8"), files=files)
@@ -209,6 +218,83 @@ class CatalogRow:
     labels: dict[str, int]
 
 
+@dataclass(frozen=True)
+class _CatalogEntry:
+    """One skill with precedence already applied and its versions at hand."""
+
+    skill: Skill
+    newest: SkillVersion
+    effective: bool  # this skill wins its name
+    representative: bool  # listed by default: the winner, or the top-priority one when all are disabled
+    shadowed_by: str | None
+    label_versions: dict[str, SkillVersion]
+    label_numbers: dict[str, int]
+
+
+@dataclass(frozen=True)
+class _CatalogBase:
+    """Every skill of one registry generation, by name then priority, and a search index."""
+
+    entries: list[_CatalogEntry]
+    index: MatchIndex  # over every skill's newest version, for `q` without `label`
+
+
+_CATALOG: dict[int, _CatalogBase] = {}
+_CATALOG_LOCK = threading.Lock()
+
+
+def _catalog_base() -> _CatalogBase:
+    """Built once per process and registry generation (every write bumps it), so listing and
+    searching 1,000 skills costs no query and no model building on the pages that follow."""
+    from registry.services.generation import current_generation
+
+    generation = current_generation()
+    with _CATALOG_LOCK:
+        found = _CATALOG.get(generation)
+    if found is not None:
+        return found
+    groups: dict[str, list[Skill]] = {}
+    for skill in Skill.objects.order_by("name"):
+        groups.setdefault(skill.name, []).append(skill)
+    versions = {
+        v.skill_id: v
+        for v in SkillVersion.objects.filter(number=F("skill__latest_version")).defer("skill_md", "frontmatter")
+    }
+    labels: dict[int, dict[str, SkillVersion]] = {}
+    for item in Label.objects.select_related("version").defer("version__skill_md", "version__frontmatter"):
+        labels.setdefault(item.skill_id, {})[item.name] = item.version
+    entries = []
+    for group in groups.values():
+        winner = effective_skill(group)
+        representative = winner or max(group, key=lambda s: s.priority)
+        for skill in sorted(group, key=lambda s: -s.priority):
+            if skill.pk not in versions:
+                continue  # a skill row whose first publish has not committed
+            labelled = labels.get(skill.pk, {})
+            entries.append(
+                _CatalogEntry(
+                    skill=skill,
+                    newest=versions[skill.pk],
+                    effective=skill is winner,
+                    representative=skill is representative,
+                    shadowed_by=winner.source if winner is not None and skill is not winner and skill.enabled else None,
+                    label_versions=labelled,
+                    label_numbers={name: v.number for name, v in labelled.items()},
+                )
+            )
+    index = MatchIndex(_CatalogDoc(entry.skill.pk, entry.newest) for entry in entries)
+    base = _CatalogBase(entries, index)
+    with _CATALOG_LOCK:
+        _CATALOG.clear()  # an older generation is never read again
+        _CATALOG[generation] = base
+    return base
+
+
+def skill_catalog_cache_clear() -> None:
+    with _CATALOG_LOCK:
+        _CATALOG.clear()
+
+
 def skill_catalog(
     *,
     q: str = "",
@@ -219,72 +305,71 @@ def skill_catalog(
     label: str | None = None,
     shadowed: bool = False,
 ) -> list[CatalogRow]:
-    """Skills for `GET /skills`: one row per name (the effective skill, or the highest-priority
-    one when all are disabled), or every source's row with `shadowed`/`source`. Metadata only:
-    SKILL.md text is never loaded. With `q`, rows are ordered by match relevance."""
-    from registry.matching import match, words
-
-    skills = list(Skill.objects.order_by("name"))
-    groups: dict[str, list[Skill]] = {}
-    for skill in skills:
-        groups.setdefault(skill.name, []).append(skill)
-    versions = {
-        v.skill_id: v
-        for v in SkillVersion.objects.filter(number=F("skill__latest_version")).defer("skill_md", "frontmatter")
-    }
-    labels: dict[int, dict[str, int]] = {}
-    labelled: dict[int, SkillVersion] = {}
-    for item in Label.objects.select_related("version").defer("version__skill_md", "version__frontmatter"):
-        labels.setdefault(item.skill_id, {})[item.name] = item.version.number
-        if label and item.name == label:
-            labelled[item.skill_id] = item.version
-
+    """Skills for `GET /skills` and the console list: one row per name (the effective skill, or
+    the highest-priority one when all are disabled), or every source's row with
+    `shadowed`/`source`. Metadata only: SKILL.md text is never loaded. With `q`, rows are
+    ordered by match relevance."""
+    base = _catalog_base()
+    tag, trigger = (tag or "").lower(), (trigger or "").lower()
     rows: list[CatalogRow] = []
-    for group in groups.values():
-        winner = effective_skill(group)
-        representative = winner or max(group, key=lambda s: s.priority)
-        for skill in sorted(group, key=lambda s: -s.priority):
-            listed = shadowed or source is not None or skill is representative
-            if not listed or (source is not None and skill.source != source):
+    for entry in base.entries:
+        skill = entry.skill
+        if source is not None and skill.source != source:
+            continue
+        if not (shadowed or source is not None or entry.representative):
+            continue
+        if enabled is not None and skill.enabled != enabled:
+            continue
+        version = entry.newest
+        if label and label != "latest":
+            if label not in entry.label_versions:
                 continue
-            if label and label != "latest" and skill.pk not in labelled:
-                continue
-            version = labelled.get(skill.pk) or versions.get(skill.pk)
-            if version is None:
-                continue
-            if enabled is not None and skill.enabled != enabled:
-                continue
-            if tag and tag.lower() not in {str(t).lower() for t in version.tags or ()}:
-                continue
-            if trigger and trigger.lower() not in {str(t).lower() for t in version.triggers or ()}:
-                continue
-            shadowed_by = winner.source if winner is not None and skill is not winner and skill.enabled else None
-            rows.append(CatalogRow(skill, version, skill is winner, shadowed_by, labels.get(skill.pk, {})))
+            version = entry.label_versions[label]
+        if tag and tag not in {str(t).lower() for t in version.tags or ()}:
+            continue
+        if trigger and trigger not in {str(t).lower() for t in version.triggers or ()}:
+            continue
+        rows.append(CatalogRow(skill, version, entry.effective, entry.shadowed_by, entry.label_numbers))
 
     if q and q.strip():
         # Search as you type: every typed word is a prefix/substring of the skill's text, or the
         # skill matches by relevance (stems, stop words); relevance orders the result.
         typed = words(q)
-        ranked = {id(m.skill.row): m.score for m in match(q, [_CatalogDoc(r) for r in rows])}
+        if label:  # rows show the label's version: rank what is shown
+            found = match(q, [_CatalogDoc(r.skill.pk, r.version) for r in rows])
+        else:
+            found = match(q, base.index)
+        ranked = {m.skill.skill_id: m.score for m in found}
 
         def haystack(row: CatalogRow) -> str:
             return " ".join([row.skill.name, row.version.description, *map(str, row.version.tags or ())]).lower()
 
-        rows = [r for r in rows if id(r) in ranked or all(w in haystack(r) for w in typed)]
-        rows.sort(key=lambda r: (-ranked.get(id(r), 0.0), r.skill.name))
+        rows = [r for r in rows if r.skill.pk in ranked or all(w in haystack(r) for w in typed)]
+        rows.sort(key=lambda r: (-ranked.get(r.skill.pk, 0.0), r.skill.name))
     return rows
 
 
 class _CatalogDoc:
-    """A catalogue row as matching.match sees it (name, description, tags)."""
+    """A skill's version as matching sees it (name, description, tags)."""
 
-    __slots__ = ("row", "name", "description", "tags")
+    __slots__ = ("skill_id", "name", "description", "tags")
 
-    def __init__(self, row: CatalogRow) -> None:
-        self.row = row
-        self.name = row.skill.name
-        self.description = row.version.description
-        self.tags = row.version.tags or ()
+    def __init__(self, skill_id: int, version: SkillVersion) -> None:
+        self.skill_id = skill_id
+        self.name = version.name
+        self.description = version.description
+        self.tags = version.tags or ()
+
+
+def skill_with_others(*, name: str, source: str | None = None) -> tuple[Skill, list[Skill]]:
+    """`skill_get` and `skill_others` in one query: the skill a page is about and the same name
+    in the other sources, highest priority first."""
+    candidates = list(Skill.objects.filter(name=name))
+    chosen = [s for s in candidates if s.source == source] if source else candidates
+    if not chosen:
+        raise NotFound(f"No skill named '{name}'" + (f" in source '{source}'." if source else "."))
+    skill = effective_skill(chosen) or max(chosen, key=lambda s: s.priority)
+    return skill, sorted((s for s in candidates if s.pk != skill.pk), key=lambda s: -s.priority)
 
 
 def skill_others(skill: Skill) -> list[Skill]:
@@ -347,3 +432,125 @@ def skill_md_raw(
 def skill_md_raw_cache_clear() -> None:
     with _RAW_LOCK:
         _RAW_CACHE.clear()
+
+
+# --- API tokens ----------------------------------------------------------------------------
+
+
+def api_token_list() -> list[ApiToken]:
+    """Every token with its owner, by name; revoked ones too (they stay for the audit trail)."""
+    return list(ApiToken.objects.select_related("user").order_by("name"))
+
+
+# --- versions, labels and diffs (API and console) -----------------------------------------
+
+
+def skill_labels(skill: Skill) -> dict[str, int]:
+    """Label name -> version number."""
+    return dict(skill.labels.values_list("name", "version__number"))
+
+
+def skill_versions(skill: Skill) -> list[SkillVersion]:
+    """Every version, newest first, without the SKILL.md text (authors joined)."""
+    return list(skill.versions.select_related("author").defer("skill_md", "frontmatter").order_by("-number"))
+
+
+def skill_label_history(skill: Skill, *, limit: int = 200) -> list[LabelHistory]:
+    return list(LabelHistory.objects.filter(skill=skill).select_related("changed_by")[:limit])
+
+
+def version_files(version: SkillVersion) -> list[SkillFile]:
+    return list(version.files.order_by("path"))
+
+
+def version_file(version: SkillVersion, path: str) -> SkillFile:
+    item = version.files.filter(path=path).select_related("blob").first()
+    if item is None:
+        raise NotFound(f"'{version.name}' v{version.number} has no file '{path}'.")
+    return item
+
+
+DIFF_TEXT_MAX = 256 * 1024
+
+
+def text_lines(content: bytes) -> list[str] | None:
+    """The lines of a text file, or None for binary or oversized content (not diffed)."""
+    if len(content) > DIFF_TEXT_MAX or b"\x00" in content:
+        return None
+    try:
+        return content.decode("utf-8").splitlines(keepends=True)
+    except UnicodeDecodeError:
+        return None
+
+
+def unified_diff(before: str, after: str, *, from_name: str, to_name: str) -> str:
+    return "".join(
+        difflib.unified_diff(
+            before.splitlines(keepends=True), after.splitlines(keepends=True), fromfile=from_name, tofile=to_name
+        )
+    )
+
+
+@dataclass(frozen=True)
+class FileChange:
+    path: str
+    change: str  # added | removed | modified | mode
+    size_before: int | None
+    size_after: int | None
+    executable_before: bool | None
+    executable_after: bool | None
+    link_before: str | None  # the link's target, when the file was a link
+    link_after: str | None
+    diff: str | None  # unified diff; None for binary files and mode-only changes
+
+
+@dataclass(frozen=True)
+class VersionDiff:
+    old: SkillVersion | None  # None: `new` is compared with nothing (the first version)
+    new: SkillVersion
+    skill_md_diff: str
+    files: list[FileChange] = field(default_factory=list)
+    unchanged_files: int = 0
+
+
+def skill_version_diff(*, old: SkillVersion | None, new: SkillVersion) -> VersionDiff:
+    """SKILL.md and bundle-file changes from `old` to `new` (unified diffs, text files only)."""
+    skill_md_diff = unified_diff(
+        old.skill_md if old else "",
+        new.skill_md,
+        from_name=f"a/SKILL.md (v{old.number})" if old else "/dev/null",
+        to_name=f"b/SKILL.md (v{new.number})",
+    )
+    old_files = {f.path: f for f in old.files.select_related("blob")} if old else {}
+    new_files = {f.path: f for f in new.files.select_related("blob")}
+    changes, unchanged = [], 0
+    for path in sorted(set(old_files) | set(new_files)):
+        a, b = old_files.get(path), new_files.get(path)
+        if a and b and (a.blob_id, a.executable, a.link) == (b.blob_id, b.executable, b.link):
+            unchanged += 1
+            continue
+        if a is None or b is None:
+            change = "added" if a is None else "removed"
+        else:
+            change = "modified" if (a.blob_id, a.link) != (b.blob_id, b.link) else "mode"
+        diff = None
+        if change != "mode":
+            lines_a = text_lines(bytes(a.blob.content)) if a else []
+            lines_b = text_lines(bytes(b.blob.content)) if b else []
+            if lines_a is not None and lines_b is not None:
+                from_name, to_name = (f"a/{path}" if a else "/dev/null"), (f"b/{path}" if b else "/dev/null")
+                diff = "".join(difflib.unified_diff(lines_a, lines_b, fromfile=from_name, tofile=to_name))
+        changes.append(
+            FileChange(
+                path=path,
+                change=change,
+                size_before=a.size if a else None,
+                size_after=b.size if b else None,
+                executable_before=a.executable if a else None,
+                executable_after=b.executable if b else None,
+                link_before=a.link if a else None,
+                link_after=b.link if b else None,
+                diff=diff,
+            )
+        )
+    return VersionDiff(old=old, new=new, skill_md_diff=skill_md_diff, files=changes, unchanged_files=unchanged)

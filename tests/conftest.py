@@ -8,7 +8,7 @@ import textwrap
 import pytest
 from hypothesis import settings as hypothesis_settings
 
-from tests.factories import UserFactory, make_skill_md
+from tests.factories import UserFactory, make_skill_md, user_with_role
 
 # CI explores a fixed sequence of examples so a red run can be reproduced; local runs keep
 # finding new ones (and a failure found there becomes an explicit test).
@@ -24,13 +24,19 @@ def admin_user(db):
 
 @pytest.fixture
 def make_token(db):
-    """make_token(scopes=[...], user=None) -> secret, for `Authorization: Bearer <secret>`."""
+    """make_token(scopes=[...], user=None) -> secret, for `Authorization: Bearer <secret>`.
+
+    Without `user`, the owner gets the narrowest role that grants the scopes (a token can hold
+    no more than its owner's role); a given user must already have them."""
+    from registry.roles import ADMIN, ANALYST, AUTHOR, ROLE_SCOPES
     from registry.services.tokens import api_token_create
 
     counter = iter(range(10_000))
 
     def make(scopes: list[str], user=None) -> str:
-        user = user or UserFactory()
+        if user is None:
+            role = next(role for role in (ANALYST, AUTHOR, ADMIN) if set(scopes) <= ROLE_SCOPES[role])
+            user = user_with_role(role)
         _, secret = api_token_create(name=f"token-{next(counter)}", username=user.username, scopes=scopes)
         return secret
 
@@ -63,9 +69,11 @@ def dedent():
 def _fresh_registry_caches():
     """Each test's database rolls back, so generation numbers repeat between tests: a cached
     resolve or SKILL.md from an earlier test must not be served to the next one."""
+    from registry.services.logins import login_throttle_reset
     from registry.services.resolve import registry_caches_reset
 
     registry_caches_reset()
+    login_throttle_reset()  # failed logins counted in the shared Redis must not lock the next test
     yield
     registry_caches_reset()
 

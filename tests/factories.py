@@ -16,6 +16,19 @@ class UserFactory(factory.django.DjangoModelFactory):
     password = factory.django.Password("pw-for-tests")
 
 
+def user_with_role(role: str, **fields):
+    """A user holding `role` (registry/roles.py): admins are superusers, others join the group."""
+    from django.contrib.auth.models import Group
+
+    from registry.roles import ADMIN
+
+    if role == ADMIN:
+        return UserFactory(is_superuser=True, is_staff=True, **fields)
+    user = UserFactory(**fields)
+    user.groups.add(Group.objects.get_or_create(name=role)[0])
+    return user
+
+
 def make_skill_md(
     name: str = "demo-skill",
     description: str = "Does a demo thing when asked for a demo.",

@@ -7,9 +7,12 @@ exact JSON shapes of SPEC §5.
 
 from __future__ import annotations
 
+import datetime as dt
+
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.core.validators import RegexValidator
 from django.http import QueryDict
+from django.utils.dateparse import parse_datetime
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
@@ -67,6 +70,32 @@ class NumberField(serializers.FloatField):
         if not (_is_number(data) or _from_form(self)):
             self.fail("invalid")
         return super().to_internal_value(data)
+
+
+# Dates people ask about or report: wide enough for any real event, narrow enough that a day
+# added, a time zone applied or a range walked never overflows Python's date (9999-12-31 did).
+EARLIEST_DAY, LATEST_DAY = dt.date(1970, 1, 1), dt.date(2999, 12, 31)
+_DAY_RANGE = f"between {EARLIEST_DAY} and {LATEST_DAY}"
+
+
+class DayField(serializers.DateField):
+    def to_internal_value(self, value):
+        day = super().to_internal_value(value)
+        if not EARLIEST_DAY <= day <= LATEST_DAY:
+            raise serializers.ValidationError(f"Give a day {_DAY_RANGE}.")
+        return day
+
+
+class MomentField(serializers.DateTimeField):
+    def to_internal_value(self, value):
+        # Range-check before DRF converts time zones, which is where year 9999 or 0001 overflows.
+        try:
+            parsed = parse_datetime(value) if isinstance(value, str) else None
+        except ValueError:  # well formed but not a real time (month 13): DRF's own message says so
+            parsed = None
+        if parsed is not None and not EARLIEST_DAY <= parsed.date() <= LATEST_DAY:
+            raise serializers.ValidationError(f"Give a time {_DAY_RANGE}.")
+        return super().to_internal_value(value)
 
 
 class FlagField(serializers.BooleanField):
@@ -134,9 +163,10 @@ class IssueSerializer(serializers.Serializer):
 
 class FileEntrySerializer(serializers.Serializer):
     path = _text()
-    size = serializers.IntegerField()
-    sha256 = _text()
+    size = serializers.IntegerField(help_text="For a link, the size of the file it leads to.")
+    sha256 = _text(help_text="For a link, the sha256 of the file it leads to.")
     executable = serializers.BooleanField()
+    link = _text(allow_null=True, help_text="A symbolic link inside the skill: its target as written, else null.")
 
 
 # --- skills ------------------------------------------------------------------------------
@@ -175,8 +205,30 @@ class SkillSummarySerializer(serializers.Serializer):
 
 class SkillFileInputSerializer(serializers.Serializer):
     path = _text(max_length=1024, trim_whitespace=False)
-    content_base64 = Base64Field(allow_blank=True, trim_whitespace=False)
+    content_base64 = Base64Field(allow_blank=True, trim_whitespace=False, required=False)
     executable = FlagField(required=False, default=False)
+    link = _text(
+        required=False,
+        max_length=1024,
+        trim_whitespace=False,
+        help_text="Instead of `content_base64`: a relative symbolic link to another file of the skill (`AGENTS.md`).",
+    )
+
+
+# Only `skills sync` writes the bundled source, from the repository's skills/ folder: a bundled
+# skill changed over the API would be silently different from the files that claim to be it.
+PUBLISH_SOURCES = [(SkillSource.USER.value, "User"), (SkillSource.WORKSPACE.value, "Workspace")]
+
+
+class PublishSourceField(serializers.ChoiceField):
+    default_error_messages = {
+        "invalid_choice": "Publish as 'user' or 'workspace'; 'bundled' skills come only from the skills/ folder "
+        "(`manage.py skills sync`)."
+    }
+
+    def __init__(self, **kwargs) -> None:
+        kwargs.setdefault("help_text", "user (default) or workspace; bundled skills come from `skills sync`.")
+        super().__init__(choices=PUBLISH_SOURCES, **kwargs)
 
 
 class SkillPublishInputSerializer(serializers.Serializer):
@@ -191,7 +243,7 @@ class SkillPublishInputSerializer(serializers.Serializer):
         max_value=2**31 - 1,
         help_text="The version this edit started from; stale -> 409.",
     )
-    source = serializers.ChoiceField(choices=SkillSource.choices, required=False, default=None, allow_null=True)
+    source = PublishSourceField(required=False, default=None, allow_null=True)
 
 
 class SkillUploadOptionsSerializer(serializers.Serializer):
@@ -200,7 +252,7 @@ class SkillUploadOptionsSerializer(serializers.Serializer):
 
     message = _text(required=False, allow_blank=True, default="", max_length=500)
     base_version = WholeNumberField(required=False, min_value=0, max_value=2**31 - 1)
-    source = serializers.ChoiceField(choices=SkillSource.choices, required=False)
+    source = PublishSourceField(required=False)
 
 
 class SkillUploadInputSerializer(SkillUploadOptionsSerializer):
@@ -304,6 +356,8 @@ class FileChangeSerializer(serializers.Serializer):
     size_after = serializers.IntegerField(allow_null=True)
     executable_before = serializers.BooleanField(allow_null=True)
     executable_after = serializers.BooleanField(allow_null=True)
+    link_before = _text(allow_null=True, help_text="The link's target before, when it was a link.")
+    link_after = _text(allow_null=True, help_text="The link's target after, when it is a link.")
     diff = _text(allow_null=True, help_text="Unified diff for small text files.")
 
 
@@ -589,12 +643,18 @@ class UsageEventInputSerializer(serializers.Serializer):
     skill = _text(max_length=128)
     version = WholeNumberField(required=False, allow_null=True, min_value=1, max_value=2**31 - 1)
     trigger = _text(required=False, allow_blank=True, default="", max_length=32)
+    label = _text(
+        required=False, allow_blank=True, default="", max_length=36, help_text="The label the skill was fetched by."
+    )
+    model = _text(required=False, allow_blank=True, default="", max_length=200, help_text="The LLM the agent used.")
     client_id = _text(required=False, allow_blank=True, default="", max_length=100)
     duration_ms = WholeNumberField(required=False, allow_null=True, min_value=0, max_value=2**31 - 1)
     tokens = WholeNumberField(required=False, allow_null=True, min_value=0, max_value=2**31 - 1)
     cost = NumberField(required=False, allow_null=True, min_value=0, max_value=1e9)
     rating = RatingField(required=False, allow_null=True, help_text="Required when `kind` is feedback.")
-    at = serializers.DateTimeField(required=False, allow_null=True)
+    at = MomentField(
+        required=False, allow_null=True, help_text=f"When it happened (default: now), {_DAY_RANGE}; may be late."
+    )
 
     def validate(self, attrs):
         if attrs["kind"] == UsageKind.FEEDBACK and attrs.get("rating") is None:
@@ -619,24 +679,64 @@ class UsageBatchSerializer(serializers.Serializer):
     duplicate_ids = serializers.ListField(child=_text())
 
 
-class AnalyticsQuerySerializer(serializers.Serializer):
+class AnalyticsRangeSerializer(serializers.Serializer):
     # `from` is a Python keyword, so it is declared through the class namespace.
-    locals()["from"] = serializers.DateField(required=False, help_text="First day (UTC), inclusive; not after `to`.")
-    to = serializers.DateField(required=False, help_text="Last day (UTC), inclusive.")
-    label = LabelField()
+    locals()["from"] = DayField(required=False, help_text=f"First day (UTC), inclusive; not after `to`; {_DAY_RANGE}.")
+    to = DayField(required=False, help_text=f"Last day (UTC), inclusive; {_DAY_RANGE}.")
     version = WholeNumberField(required=False, min_value=1, max_value=2**31 - 1)
-    skill = _text(required=False, max_length=128)
-    by_version = FlagField(required=False, default=False)
 
     def validate(self, attrs):
-        if attrs.get("from") and attrs.get("to") and attrs["from"] > attrs["to"]:
-            raise serializers.ValidationError({"from": "must not be after 'to'."})
-        return attrs
+        return _date_range_in_order(attrs)
+
+
+def _date_range_in_order(attrs: dict) -> dict:
+    if attrs.get("from") and attrs.get("to") and attrs["from"] > attrs["to"]:
+        raise serializers.ValidationError({"from": "must not be after 'to'."})
+    return attrs
+
+
+class AnalyticsQuerySerializer(AnalyticsRangeSerializer):
+    label = LabelField(help_text="Only the version this label points to now, per skill.")
+    skill = _text(required=False, max_length=128)
+    trigger = _text(required=False, max_length=32, help_text="Only events with this trigger (e.g. read_skill).")
+    model = _text(required=False, max_length=200, help_text="Only events from this model.")
+    by_version = FlagField(required=False, default=False)
+    by = serializers.ChoiceField(
+        choices=["trigger", "model", "label"],
+        required=False,
+        help_text="Also split each row by trigger, model or the label events were recorded under.",
+    )
+
+
+class AnalyticsTimeseriesQuerySerializer(AnalyticsRangeSerializer):
+    interval = serializers.ChoiceField(choices=["hour", "day", "week"], required=False, default="day")
+
+
+class AnalyticsCompareQuerySerializer(serializers.Serializer):
+    locals()["from"] = DayField(required=False, help_text=f"First day (UTC), inclusive; {_DAY_RANGE}.")
+    to = DayField(required=False, help_text=f"Last day (UTC), inclusive; {_DAY_RANGE}.")
+    a = WholeNumberField(min_value=1, max_value=2**31 - 1, help_text="The baseline version.")
+    b = WholeNumberField(min_value=1, max_value=2**31 - 1, help_text="The version compared with it.")
+
+    def validate(self, attrs):
+        return _date_range_in_order(attrs)
+
+
+class AnalyticsFunnelQuerySerializer(AnalyticsRangeSerializer):
+    skill = _text(required=False, max_length=128)
+
+
+class AnalyticsFailingQuerySerializer(AnalyticsRangeSerializer):
+    min_n = WholeNumberField(required=False, default=10, min_value=1, max_value=10**9)
+    limit = WholeNumberField(required=False, default=10, min_value=1, max_value=500)
 
 
 class SkillStatsSerializer(serializers.Serializer):
     skill = _text()
     version = serializers.IntegerField(allow_null=True)
+    trigger = _text(required=False, help_text="With by=trigger.")
+    model = _text(required=False, help_text="With by=model.")
+    label = _text(required=False, help_text="With by=label: the label events were recorded under.")
     offered = serializers.IntegerField()
     loaded = serializers.IntegerField()
     executed = serializers.IntegerField()
@@ -648,6 +748,12 @@ class SkillStatsSerializer(serializers.Serializer):
     success_rate = serializers.FloatField(allow_null=True)
     ci_low = serializers.FloatField(allow_null=True, help_text="95% Wilson interval, lower bound.")
     ci_high = serializers.FloatField(allow_null=True, help_text="95% Wilson interval, upper bound.")
+    tokens = serializers.IntegerField(help_text="Sum over events that reported tokens.")
+    duration_ms = serializers.IntegerField()
+    cost = serializers.FloatField()
+    avg_tokens = serializers.FloatField(allow_null=True, help_text="Per event that reported tokens, duration or cost.")
+    avg_duration_ms = serializers.FloatField(allow_null=True)
+    avg_cost = serializers.FloatField(allow_null=True)
 
 
 class AnalyticsSerializer(serializers.Serializer):
@@ -655,4 +761,48 @@ class AnalyticsSerializer(serializers.Serializer):
     to = serializers.DateField(allow_null=True)
     label = _text(allow_null=True)
     version = serializers.IntegerField(allow_null=True)
+    skills = SkillStatsSerializer(many=True)
+
+
+class SeriesPointSerializer(serializers.Serializer):
+    bucket = serializers.DateTimeField(help_text="ISO start of the UTC bucket.")
+    succeeded = serializers.IntegerField()
+    failed = serializers.IntegerField()
+    n = serializers.IntegerField()
+    success_rate = serializers.FloatField(allow_null=True)
+    ci_low = serializers.FloatField(allow_null=True)
+    ci_high = serializers.FloatField(allow_null=True)
+
+
+class TimeseriesSerializer(serializers.Serializer):
+    skill = _text()
+    interval = _text()
+    points = SeriesPointSerializer(many=True)
+
+
+class DifferenceSerializer(serializers.Serializer):
+    estimate = serializers.FloatField(allow_null=True, help_text="p_b − p_a")
+    ci_low = serializers.FloatField(allow_null=True, help_text="Newcombe hybrid score interval (method 10), 95%.")
+    ci_high = serializers.FloatField(allow_null=True)
+
+
+class ComparisonSerializer(serializers.Serializer):
+    skill = _text()
+    a = SkillStatsSerializer()
+    b = SkillStatsSerializer()
+    difference = DifferenceSerializer()
+    probability_b_better = serializers.FloatField(help_text="P(p_b > p_a), Beta(1+succeeded, 1+failed) posteriors.")
+    summary = _text(help_text='In words, e.g. "v3 beats v2 with 94% probability; +12 points [−3, +25], n = 41 and 57".')
+
+
+class FunnelSerializer(serializers.Serializer):
+    offered = serializers.IntegerField()
+    loaded = serializers.IntegerField()
+    executed = serializers.IntegerField()
+    succeeded = serializers.IntegerField()
+    failed = serializers.IntegerField()
+
+
+class FailingSerializer(serializers.Serializer):
+    min_n = serializers.IntegerField()
     skills = SkillStatsSerializer(many=True)

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import base64
 import binascii
-import difflib
+import dataclasses
 import hashlib
 import mimetypes
+from urllib.parse import quote
 
 from django.conf import settings
 from django.core.cache import cache
@@ -22,7 +23,7 @@ from registry.api import serializers as s
 from registry.api.base import ApiView, RawApiView, SafeJSONParser, ZipParser, if_none_match, not_modified
 from registry.api.schema import Responses, errors
 from registry.bundle import Bundle, bundle_from_parts, read_zip, write_zip
-from registry.errors import ApplicationError, NotFound
+from registry.errors import ApplicationError, InvalidBundle, NotFound
 from registry.models import Label, LabelHistory, Skill, SkillFile, SkillSource, SkillVersion
 from registry.services.labels import LABEL_NAME, label_delete, label_move, label_name_check
 from registry.services.resolve import cache_namespace
@@ -97,12 +98,8 @@ def _skill_summary(row: selectors.CatalogRow) -> dict:
     }
 
 
-def _labels_of(skill: Skill) -> dict[str, int]:
-    return {name: number for name, number in skill.labels.values_list("name", "version__number")}
-
-
 def _version_detail(skill: Skill, version: SkillVersion) -> dict:
-    labels = _labels_of(skill)
+    labels = selectors.skill_labels(skill)
     winner = selectors.effective_skill([skill, *selectors.skill_others(skill)])
     others = selectors.skill_others(skill)
     files = version.files.all()
@@ -125,7 +122,10 @@ def _version_detail(skill: Skill, version: SkillVersion) -> dict:
         "warnings": _issues(version.warnings),
         "fingerprint": version.fingerprint,
         "skill_md": version.skill_md,
-        "files": [{"path": f.path, "size": f.size, "sha256": f.blob_id, "executable": f.executable} for f in files],
+        "files": [
+            {"path": f.path, "size": f.size, "sha256": f.blob_id, "executable": f.executable, "link": f.link}
+            for f in files
+        ],
         "tokens": {"description": version.description_tokens, "body": version.body_tokens},
         "author": _user(version.author),
         "message": version.message,
@@ -148,8 +148,16 @@ def _publish_payload(result: PublishResult) -> dict:
 
 
 def _bundle_from_json(data: dict) -> Bundle:
-    files = []
+    files, links = [], []
     for position, item in enumerate(data.get("files") or []):
+        if ("link" in item) == ("content_base64" in item):
+            raise InvalidBundle(
+                f"files[{position}] ({item['path']!r}) needs either content_base64 or link, not both or neither.",
+                fields={f"files[{position}]": "content_base64 or link"},
+            )
+        if "link" in item:
+            links.append((item["path"], item["link"]))
+            continue
         try:
             content = base64.b64decode(item["content_base64"], validate=True)
         except (binascii.Error, ValueError):
@@ -158,7 +166,7 @@ def _bundle_from_json(data: dict) -> Bundle:
                 fields={f"files[{position}].content_base64": "invalid base64"},
             ) from None
         files.append((item["path"], content, item.get("executable", False)))
-    return bundle_from_parts(data["skill_md"].encode("utf-8"), files, limits=registry_limits())
+    return bundle_from_parts(data["skill_md"].encode("utf-8"), files, links=links, limits=registry_limits())
 
 
 def _read_upload(request) -> tuple[Bundle, dict]:
@@ -422,6 +430,9 @@ class SkillFileApi(RawApiView):
         content = bytes(item.blob.content)
         content_type = _content_type(path, content)
         extra = {"Content-Security-Policy": "default-src 'none'; sandbox", "X-Skill-Version": str(version.number)}
+        if item.link:
+            # The bytes are the target's (stored so at publish); the header says it was a link.
+            extra["X-Skill-Link-Target"] = quote(item.link, safe="/")  # percent-encoded: paths may be UTF-8
         if content_type.split(";")[0] in _ACTIVE_TYPES:
             # An uploaded page or SVG must not run with the console's cookies on our origin.
             extra["Content-Disposition"] = f'attachment; filename="{path.rsplit("/", 1)[-1]}"'
@@ -514,6 +525,10 @@ class SkillVersionListApi(ApiView):
         default_source: str = SkillSource.USER
         if existing.exists():
             default_source = selectors.skill_get(name=name).source
+        if default_source == SkillSource.BUNDLED:
+            # An edit to a bundled skill becomes a user skill that shadows it; the bundled one
+            # stays what the skills/ folder says.
+            default_source = SkillSource.USER
         return _publish(self, expected_name=name, default_source=default_source)
 
 
@@ -534,24 +549,12 @@ class SkillVersionDetailApi(ApiView):
         return Response(_version_detail(skill, selectors.skill_version_for(skill=skill, number=number)))
 
 
-_DIFF_TEXT_MAX = 256 * 1024
-
-
 def _version_ref(skill: Skill, ref: str | None) -> SkillVersion | None:
     if ref is None:
         return None
     if ref.isdigit():
         return selectors.skill_version_for(skill=skill, number=int(ref))
     return selectors.skill_version_for(skill=skill, label=ref)  # DiffQuerySerializer checked its syntax
-
-
-def _text_lines(content: bytes) -> list[str] | None:
-    if len(content) > _DIFF_TEXT_MAX or b"\x00" in content:
-        return None
-    try:
-        return content.decode("utf-8").splitlines(keepends=True)
-    except UnicodeDecodeError:
-        return None
 
 
 @NAME_PATH
@@ -574,59 +577,16 @@ class SkillDiffApi(ApiView):
         old = _version_ref(skill, query.validated_data.get("from"))
         if old is None and "from" not in query.validated_data and new.number > 1:
             old = selectors.skill_version_for(skill=skill, number=new.number - 1)
-        before = old.skill_md if old else ""
-        skill_md_diff = "".join(
-            difflib.unified_diff(
-                before.splitlines(keepends=True),
-                new.skill_md.splitlines(keepends=True),
-                fromfile=f"a/SKILL.md (v{old.number})" if old else "/dev/null",
-                tofile=f"b/SKILL.md (v{new.number})",
-            )
-        )
-        old_files = {f.path: f for f in old.files.all()} if old else {}
-        new_files = {f.path: f for f in new.files.all()}
-        changes, unchanged = [], 0
-        for path in sorted(set(old_files) | set(new_files)):
-            a, b = old_files.get(path), new_files.get(path)
-            if a and b and a.blob_id == b.blob_id and a.executable == b.executable:
-                unchanged += 1
-                continue
-            change = (
-                "added" if a is None else "removed" if b is None else "modified" if a.blob_id != b.blob_id else "mode"
-            )
-            diff = None
-            if change != "mode":
-                lines_a = _text_lines(bytes(a.blob.content)) if a else []
-                lines_b = _text_lines(bytes(b.blob.content)) if b else []
-                if lines_a is not None and lines_b is not None:
-                    diff = "".join(
-                        difflib.unified_diff(
-                            lines_a,
-                            lines_b,
-                            fromfile=f"a/{path}" if a else "/dev/null",
-                            tofile=f"b/{path}" if b else "/dev/null",
-                        )
-                    )
-            changes.append(
-                {
-                    "path": path,
-                    "change": change,
-                    "size_before": a.size if a else None,
-                    "size_after": b.size if b else None,
-                    "executable_before": a.executable if a else None,
-                    "executable_after": b.executable if b else None,
-                    "diff": diff,
-                }
-            )
+        diff = selectors.skill_version_diff(old=old, new=new)
         return Response(
             {
                 "name": skill.name,
                 "source": skill.source,
                 "from_version": old.number if old else None,
                 "to_version": new.number,
-                "skill_md_diff": skill_md_diff,
-                "files": changes,
-                "unchanged_files": unchanged,
+                "skill_md_diff": diff.skill_md_diff,
+                "files": [dataclasses.asdict(change) for change in diff.files],
+                "unchanged_files": diff.unchanged_files,
             }
         )
 

@@ -25,4 +25,12 @@ urlpatterns = [
     path("resolve", resolve.ResolveApi.as_view(), name="api-resolve"),
     path("usage", usage.UsageApi.as_view(), name="api-usage"),
     path("analytics/skills", usage.AnalyticsSkillsApi.as_view(), name="api-analytics-skills"),
+    path(
+        "analytics/skills/<str:name>/timeseries",
+        usage.AnalyticsTimeseriesApi.as_view(),
+        name="api-analytics-timeseries",
+    ),
+    path("analytics/skills/<str:name>/compare", usage.AnalyticsCompareApi.as_view(), name="api-analytics-compare"),
+    path("analytics/funnel", usage.AnalyticsFunnelApi.as_view(), name="api-analytics-funnel"),
+    path("analytics/failing", usage.AnalyticsFailingApi.as_view(), name="api-analytics-failing"),
 ]

@@ -23,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -155,6 +156,7 @@ class ResolveResult:
     total_skills: int = 0
     warnings: tuple[str, ...] = ()
     generation: int = 0
+    complete: bool = True  # false when the time budget left rules unchecked: never cached
 
     def as_dict(self) -> dict[str, Any]:
         body = _content(self)
@@ -415,10 +417,21 @@ def snapshots_clear() -> None:
 # --- rules -------------------------------------------------------------------------------
 
 
-def rules_fire(query: str, rules: Iterable[tuple[RuleEntry, Any]]) -> list[FiredRule]:
-    """The rules whose pattern matches `query`, in priority order, each with why it fired."""
-    fired = []
-    for rule, compiled in rules:
+@dataclass(frozen=True)
+class RulesFired:
+    fired: list[FiredRule]
+    unchecked: tuple[str, ...] = ()  # rules the time budget left out, highest priority first
+
+
+def rules_fire(query: str, rules: Sequence[tuple[RuleEntry, Any]], *, deadline: float | None = None) -> RulesFired:
+    """The rules whose pattern matches `query`, in priority order, each with why it fired.
+
+    Past `deadline` (time.monotonic()) the rest are not matched: a rule saved before the pattern
+    probe existed, or a machine too busy to keep up, cannot make one resolve run on and on."""
+    fired: list[FiredRule] = []
+    for index, (rule, compiled) in enumerate(rules):
+        if deadline is not None and time.monotonic() > deadline:
+            return RulesFired(fired, tuple(entry.name for entry, _ in rules[index:]))
         found = pattern_search(compiled, query)
         if found is None:
             continue
@@ -440,7 +453,7 @@ def rules_fire(query: str, rules: Iterable[tuple[RuleEntry, Any]]) -> list[Fired
                 priority=rule.priority,
             )
         )
-    return fired
+    return RulesFired(fired)
 
 
 # --- resolve -----------------------------------------------------------------------------
@@ -463,6 +476,7 @@ def registry_caches_reset() -> None:
 
     snapshots_clear()
     selectors.skill_md_raw_cache_clear()
+    selectors.skill_catalog_cache_clear()
     change_listener.close()
     _NAMESPACE["token"] = uuid.uuid4().hex[:12]
 
@@ -512,7 +526,7 @@ def resolve(
         max_skills=max_skills,
         max_chars=max_chars,
     )
-    if use_cache:
+    if use_cache and result.complete:
         cache.set(key, result, CACHE_TIMEOUT)
     return result
 
@@ -527,9 +541,18 @@ def _resolve(
     max_skills: int,
     max_chars: int,
 ) -> ResolveResult:
+    started = time.monotonic()
     snapshot = registry_snapshot(label=label, generation=generation)
     warnings = list(snapshot.rule_warnings)
-    fired = rules_fire(query, snapshot.rules)
+    matched = rules_fire(query, snapshot.rules, deadline=started + settings.RESOLVE_MAX_SECONDS)
+    fired = matched.fired
+    if matched.unchecked:
+        shown = ", ".join(f"'{name}'" for name in matched.unchecked[:10])
+        more = f" and {len(matched.unchecked) - 10} more" if len(matched.unchecked) > 10 else ""
+        warnings.append(
+            f"Rule matching stopped after {settings.RESOLVE_MAX_SECONDS:g} s (RESOLVE_MAX_SECONDS); "
+            f"not checked: {shown}{more}."
+        )
 
     # Forced first: the forced skill, then fired rules' skills in rule priority order.
     forced_by: dict[str, list[str]] = {}
@@ -583,6 +606,7 @@ def _resolve(
         total_skills=block.total,
         warnings=tuple(dict.fromkeys(warnings)),
         generation=generation,
+        complete=not matched.unchecked,
     )
     return _with_etag(result)
 

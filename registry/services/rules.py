@@ -18,7 +18,7 @@ from django.db import IntegrityError, transaction
 
 from registry.errors import ApplicationError, Conflict
 from registry.models import ForceIncludeRule, Skill
-from registry.patterns import compile_pattern
+from registry.patterns import pattern_check
 from registry.services.audit import SYSTEM, Actor, audit_record
 from registry.services.generation import registry_changed
 
@@ -216,7 +216,7 @@ def rule_create(
     actor: Actor = SYSTEM,
 ) -> RuleWriteResult:
     name = _clean_name(name)
-    compile_pattern(pattern)
+    pattern_check(pattern)
     skills = _clean_names(skills, field="skills", pattern=SKILL_REFERENCE, what="skill")
     tools = _clean_names(tools, field="tools", pattern=TOOL_NAME, what="tool")
     fields = {
@@ -266,7 +266,7 @@ def rule_update(
     if name is not UNSET:
         changes["name"] = _clean_name(name)
     if pattern is not UNSET:
-        compile_pattern(pattern)
+        pattern_check(pattern)
         changes["pattern"] = pattern
     if skills is not UNSET:
         changes["skills"] = _clean_names(skills, field="skills", pattern=SKILL_REFERENCE, what="skill")

@@ -12,8 +12,9 @@ from pathlib import Path
 from django.conf import settings
 from django.db import transaction
 
-from registry.bundle import Bundle, Limits, find_skill_folders, read_folder, read_zip
-from registry.errors import ApplicationError, InvalidSkill, VersionConflict
+from registry import selectors
+from registry.bundle import Bundle, Limits, bundle_from_parts, find_skill_folders, read_folder, read_zip
+from registry.errors import ApplicationError, InvalidBundle, InvalidSkill, VersionConflict
 from registry.models import Blob, Skill, SkillFile, SkillSource, SkillVersion
 from registry.services.audit import SYSTEM, Actor, audit_record
 from registry.services.generation import registry_changed
@@ -127,13 +128,14 @@ def _check_storable_name(parsed: ParsedSkill) -> None:
 def _same_content(version: SkillVersion, bundle: Bundle) -> bool:
     """Identical to a stored version: same fingerprint and the same executable bits.
 
-    The fingerprint (SPEC §3) covers paths and contents only, so a chmod alone must be compared
-    separately or it would be lost on publish.
+    The fingerprint (SPEC §3) covers paths and contents (and link targets) only, so a chmod
+    alone must be compared separately or it would be lost on publish. A link's bit is its
+    target's, which the target's own row already compares.
     """
     if version.fingerprint != bundle.fingerprint:
         return False
-    stored = set(version.files.filter(executable=True).values_list("path", flat=True))
-    return stored == {f.path for f in bundle.files if f.executable}
+    stored = set(version.files.filter(executable=True, link_target="").values_list("path", flat=True))
+    return stored == {f.path for f in bundle.files if f.executable and f.link is None}
 
 
 def _create_version(
@@ -157,18 +159,75 @@ def _create_version(
         message=message[:500],
     )
     # Content is stored once per sha256; ignore_conflicts makes a concurrent insert of the same
-    # blob harmless.
+    # blob harmless. A link's row points at its target's blob: its content is the target's (a
+    # link to SKILL.md is how that text gets a blob of its own).
+    blobs = {f.sha256: f.content for f in bundle.files}
     Blob.objects.bulk_create(
-        [Blob(sha256=f.sha256, size=len(f.content), content=f.content) for f in bundle.files],
+        [Blob(sha256=sha256, size=len(content), content=content) for sha256, content in blobs.items()],
         ignore_conflicts=True,
     )
     SkillFile.objects.bulk_create(
         [
-            SkillFile(version=version, path=f.path, blob_id=f.sha256, size=len(f.content), executable=f.executable)
+            SkillFile(
+                version=version,
+                path=f.path,
+                blob_id=f.sha256,
+                size=len(f.content),
+                executable=f.executable,
+                link_target=f.link or "",
+            )
             for f in bundle.files
         ]
     )
     return version
+
+
+def skill_version_revise(
+    *,
+    skill: Skill,
+    base_version: int,
+    skill_md: str | None = None,
+    add_files: Iterable[tuple[str, bytes]] = (),
+    remove_paths: Iterable[str] = (),
+    executable: dict[str, bool] | None = None,
+    message: str = "",
+    actor: Actor = SYSTEM,
+) -> PublishResult:
+    """The next version of `skill` as an edit of version `base_version` (the console's editor and
+    file actions): a new SKILL.md text and/or files added, replaced, removed or chmod-ed; every
+    other file is carried over unchanged.
+
+    `base_version` is checked under the publish lock, so an edit of a copy that someone has
+    published over meanwhile raises VersionConflict instead of dropping their files or text.
+    """
+    base = Bundle(b"")
+    if base_version:
+        base = selectors.version_bundle(selectors.skill_version_for(skill=skill, number=base_version))
+    files = {f.path: (f.content, f.executable) for f in base.files}
+    for path in remove_paths:
+        if files.pop(path, None) is None:
+            raise InvalidBundle(f"Version {base_version} has no file '{path}'.", fields={"path": path})
+    for path, content in add_files:
+        # An upload carries no mode: a replaced file keeps its bit, a new one under scripts/
+        # starts executable (run_skill runs those), anything else starts plain.
+        files[path] = (content, files.get(path, (b"", path.startswith("scripts/")))[1])
+    for path, flag in (executable or {}).items():
+        if path not in files:
+            raise InvalidBundle(f"Version {base_version} has no file '{path}'.", fields={"path": path})
+        files[path] = (files[path][0], flag)
+    bundle = bundle_from_parts(
+        skill_md.encode("utf-8") if skill_md is not None else base.skill_md,
+        [(path, content, flag) for path, (content, flag) in files.items()],
+        limits=registry_limits(),
+    )
+    return skill_version_publish(
+        bundle=bundle,
+        source=skill.source,
+        message=message,
+        base_version=base_version,
+        expected_name=skill.name,
+        actor=actor,
+    )
 
 
 def skill_import_path(
@@ -255,6 +314,13 @@ def _folder_signature(folder: Path) -> str:
     return digest.hexdigest()
 
 
+def _sync_mark(signature: str, version: int) -> str:
+    """The folder as last synced *and* the version that sync left newest: a version published to
+    the bundled skill any other way (an old API client, a raw write) no longer matches, so the
+    next sync re-reads the folder and restores what it says."""
+    return hashlib.sha256(f"{signature}:{version}".encode()).hexdigest()
+
+
 @dataclass
 class SyncReport(ImportReport):
     skipped: list[str] = field(default_factory=list)
@@ -266,11 +332,12 @@ def skills_sync_bundled(
     """Bring the `bundled` source in line with the skills/ folder, re-reading only changed folders."""
     root = root or settings.BUNDLED_SKILLS_DIR
     report = SyncReport()
-    known = {s.name: s.sync_signature for s in Skill.objects.filter(source=SkillSource.BUNDLED)}
+    known = {s.name: (s.sync_signature, s.latest_version) for s in Skill.objects.filter(source=SkillSource.BUNDLED)}
     changed: list[tuple[Path, str]] = []
     for folder in find_skill_folders(root):
         signature = _folder_signature(folder)
-        if known.get(folder.name) == signature:
+        mark, latest = known.get(folder.name, ("", 0))
+        if mark == _sync_mark(signature, latest):
             report.skipped.append(folder.name)
             if progress:
                 progress(folder)
@@ -281,7 +348,7 @@ def skills_sync_bundled(
             root=root, source=SkillSource.BUNDLED, actor=actor, progress=progress, only=[folder]
         )
         for result in partial.published + partial.unchanged:
-            Skill.objects.filter(pk=result.skill.pk).update(sync_signature=signature)
+            Skill.objects.filter(pk=result.skill.pk).update(sync_signature=_sync_mark(signature, result.version.number))
         report.published += partial.published
         report.unchanged += partial.unchanged
         report.failed += partial.failed

@@ -18,10 +18,11 @@ from django.db import connection
 from django.test import Client
 
 from registry.models import RegistryState
+from registry.roles import ANALYST
 from registry.services import generation
 from registry.services.generation import change_listener, heard_changes
 from registry.services.tokens import api_token_revoke
-from tests.factories import make_skill_md, publish
+from tests.factories import make_skill_md, publish, user_with_role
 from tests.worker import ROOT, _database_url_for_tests
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -107,7 +108,7 @@ def test_this_process_sees_its_own_writes_at_once_without_a_notification(listeni
         api_token_revoke(name="token-0")
     assert skill_md(listening).status_code == 401
 
-    user = get_user_model().objects.create(username="reader")
+    user = user_with_role(ANALYST, username="reader")
     client = Client(headers={"authorization": f"Bearer {make_token(['skills:read'], user=user)}"})
     assert skill_md(client).status_code == 200
     user.is_active = False
@@ -122,7 +123,7 @@ def test_a_token_revoked_or_a_user_deactivated_elsewhere_is_refused_once_heard(l
     manage_in_another_process("tokens", "revoke", "token-0")
     assert refused_soon(listening)
 
-    user = get_user_model().objects.create(username="reader")
+    user = user_with_role(ANALYST, username="reader")
     client = Client(headers={"authorization": f"Bearer {make_token(['skills:read'], user=user)}"})
     assert skill_md(client).status_code == 200
     # A bulk update sends no Django signal: only the trigger's notification tells the cache.
@@ -174,3 +175,28 @@ def test_a_change_nobody_announced_is_seen_after_the_re_read(listening, monkeypa
 
     time.sleep(0.3)
     assert b"Quiet text." in skill_md(listening).content
+
+
+def test_a_token_whose_owner_lost_the_role_is_refused_once_heard(listening, make_token):
+    publish()
+    user = user_with_role(ANALYST, username="demoted")
+    client = Client(headers={"authorization": f"Bearer {make_token(['skills:read'], user=user)}"})
+    assert skill_md(client).status_code == 200
+    # A bulk delete of the membership sends no Django signal: only the trigger's notification
+    # tells the fast path's token cache that the owner's role changed.
+    get_user_model().groups.through.objects.filter(user_id=user.pk).delete()
+    deadline = time.monotonic() + 2
+    while (response := skill_md(client)).status_code == 200 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert response.status_code == 403
+    assert "owner's role" in response.json()["detail"]
+
+
+def test_a_role_taken_away_here_is_enforced_on_the_next_request(listening, make_token):
+    publish()
+    user = user_with_role(ANALYST, username="demoted-here")
+    client = Client(headers={"authorization": f"Bearer {make_token(['skills:read'], user=user)}"})
+    assert skill_md(client).status_code == 200
+    with notifications_off():
+        user.groups.clear()
+    assert skill_md(client).status_code == 403

@@ -12,7 +12,8 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from registry.models import ApiToken, AuditLog, Skill, SkillVersion
-from tests.factories import UserFactory, make_skill_md
+from registry.roles import AUTHOR
+from tests.factories import UserFactory, make_skill_md, user_with_role
 
 pytestmark = pytest.mark.django_db
 
@@ -71,7 +72,7 @@ def test_import_then_export_round_trips_bytes_and_executable_bits(tmp_path):
     run("skills", "import", str(source))
     run("skills", "export", "gamma", str(tmp_path / "out"))
 
-    exported = tmp_path / "out"
+    exported = tmp_path / "out" / "gamma"
     assert (exported / "SKILL.md").read_bytes() == (source / "SKILL.md").read_bytes()
     assert (exported / "scripts" / "run.sh").read_bytes() == (source / "scripts" / "run.sh").read_bytes()
     assert os.stat(exported / "scripts" / "run.sh").st_mode & stat.S_IXUSR
@@ -154,7 +155,7 @@ def test_info_of_an_unknown_skill_is_a_clear_error():
 
 
 def test_tokens_create_prints_the_secret_once_and_stores_only_its_hash():
-    UserFactory(username="robot")
+    user_with_role(AUTHOR, username="robot")
     secret = run("tokens", "create", "ci", "--user", "robot", "--scopes", "skills:read,usage:write").strip()
 
     token = ApiToken.objects.get(name="ci")
@@ -185,3 +186,115 @@ def test_ensure_admin_creates_the_account_once_and_prints_how_to_log_in(monkeypa
     boss = get_user_model().objects.get(username="boss")
     assert boss.is_superuser and boss.check_password("s3cret-pass")
     assert "Log in as 'boss'" in output
+
+
+# --- export: DEST/NAME/ for one or all, labels that a skill lacks (issue 13, item 4) ----------
+
+
+def publish_versions(name: str, count: int) -> None:
+    from tests.factories import publish
+
+    for number in range(1, count + 1):
+        publish(name, description=f"{name} version {number}.")
+
+
+def test_export_of_one_skill_and_of_all_write_the_same_layout(tmp_path):
+    publish_versions("alpha", 1)
+    publish_versions("beta", 1)
+
+    run("skills", "export", "alpha", str(tmp_path / "one"))
+    run("skills", "export", "--all", str(tmp_path / "all"))
+
+    assert (tmp_path / "one" / "alpha" / "SKILL.md").read_bytes() == (
+        tmp_path / "all" / "alpha" / "SKILL.md"
+    ).read_bytes()
+    assert sorted(p.name for p in (tmp_path / "all").iterdir()) == ["alpha", "beta"]
+
+
+def test_export_all_with_a_label_skips_skills_without_it_and_exports_the_rest(tmp_path):
+    publish_versions("alpha", 2)
+    publish_versions("beta", 2)
+    run("skills", "label", "beta", "production", "1")
+
+    output = run("skills", "export", "--all", str(tmp_path / "out"), "--label", "production")
+
+    assert "skipped alpha: has no label 'production'." in output
+    assert "exported beta v1" in output
+    assert "1 exported, 1 skipped, 0 failed" in output
+    assert "beta version 1." in (tmp_path / "out" / "beta" / "SKILL.md").read_text()
+    assert not (tmp_path / "out" / "alpha").exists()
+
+
+def test_export_without_a_label_gives_what_the_api_serves_production_else_latest(tmp_path):
+    publish_versions("alpha", 2)
+    publish_versions("beta", 2)
+    run("skills", "label", "beta", "production", "1")
+
+    output = run("skills", "export", "--all", str(tmp_path / "out"))
+
+    assert "exported alpha v2" in output and "exported beta v1" in output
+
+
+def test_export_of_one_skill_without_the_label_is_an_error(tmp_path):
+    publish_versions("alpha", 1)
+    with pytest.raises(CommandError, match="'alpha' has no label 'staging'"):
+        run("skills", "export", "alpha", str(tmp_path / "out"), "--label", "staging")
+
+
+def test_export_all_into_a_used_folder_exports_the_others_then_fails(tmp_path):
+    publish_versions("alpha", 1)
+    publish_versions("beta", 1)
+    (tmp_path / "out" / "alpha").mkdir(parents=True)
+    (tmp_path / "out" / "alpha" / "mine.txt").write_text("keep me")
+    out, err = StringIO(), StringIO()
+
+    with pytest.raises(CommandError, match="1 skill"):
+        call_command("skills", "export", "--all", str(tmp_path / "out"), stdout=out, stderr=err)
+
+    assert "failed alpha" in err.getvalue()
+    assert (tmp_path / "out" / "beta" / "SKILL.md").exists()
+    assert (tmp_path / "out" / "alpha" / "mine.txt").read_text() == "keep me"
+
+
+# --- list: which version each column is, and the labels (issue 13, item 5) --------------------
+
+
+def test_list_shows_latest_and_served_versions_and_the_labels():
+    publish_versions("alpha", 3)
+    publish_versions("beta", 1)
+    run("skills", "label", "alpha", "production", "2")
+    run("skills", "label", "alpha", "staging", "3")
+    err = StringIO()
+    out = StringIO()
+    call_command("skills", "list", stdout=out, stderr=err)
+
+    header, alpha, beta = out.getvalue().splitlines()
+    assert header.split()[:6] == ["NAME", "SOURCE", "LATEST", "SERVED", "LABELS", "DESCRIPTION"]
+    assert alpha.split()[:6] == ["alpha", "user", "v3", "v2", "production=v2", "staging=v3"]
+    assert beta.split()[:5] == ["beta", "user", "v1", "v1", "-"]
+    assert "production, else latest" in err.getvalue()
+
+
+# --- tokens list (issue 13, item 3) ------------------------------------------------------------
+
+
+def test_tokens_list_shows_every_token_without_its_secret():
+    user_with_role(AUTHOR, username="robot")
+    secret = run("tokens", "create", "reader", "--user", "robot", "--scopes", "skills:read").strip()
+    run("tokens", "create", "writer", "--user", "robot", "--scopes", "skills:write,skills:read")
+    run("tokens", "revoke", "writer")
+    ApiToken.objects.filter(name="reader").update(last_used_at=ApiToken.objects.get(name="reader").created_at)
+
+    header, reader, writer = run("tokens", "list").splitlines()
+
+    assert header.split() == ["NAME", "USER", "SCOPES", "CREATED", "LAST", "USED", "REVOKED"]
+    assert reader.split()[:3] == ["reader", "robot", "skills:read"]
+    assert reader.split()[-1] == "-" and reader.count("UTC") == 2  # created, last used; not revoked
+    assert writer.split()[:3] == ["writer", "robot", "skills:read,skills:write"]
+    assert writer.count("UTC") == 2  # created, revoked; never used
+    output = run("tokens", "list")
+    assert secret not in output and secret[:12] not in output
+
+
+def test_tokens_list_with_no_tokens_says_how_to_make_one():
+    assert "tokens create" in run("tokens", "list")

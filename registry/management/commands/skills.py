@@ -10,7 +10,8 @@ from tqdm import tqdm
 
 from registry import selectors
 from registry.bundle import bundle_from_parts, find_skill_folders, read_folder, read_zip, write_folder
-from registry.errors import ApplicationError
+from registry.errors import ApplicationError, NotFound
+from registry.management.table import text_table
 from registry.models import Skill, SkillSource
 from registry.services.audit import Actor
 from registry.services.labels import label_move
@@ -23,7 +24,8 @@ from registry.services.skills import (
     skills_import_tree,
     skills_sync_bundled,
 )
-from registry.skillmd import render_skill_md, validate_skill_md
+from registry.skill_templates import CODE, PROMPT, skill_template
+from registry.skillmd import validate_skill_md
 
 CLI = Actor(via="cli")
 
@@ -34,7 +36,11 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         sub = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
 
-        listing = sub.add_parser("list", help="List effective skills (--all: every source, disabled too).")
+        listing = sub.add_parser(
+            "list",
+            help="List effective skills with their newest version, the version served by default "
+            "(production, else latest) and their labels (--all: every source, disabled too).",
+        )
         listing.add_argument("--all", action="store_true")
 
         info = sub.add_parser("info", help="Show one skill's metadata, versions and labels.")
@@ -47,11 +53,18 @@ class Command(BaseCommand):
         imp.add_argument("path", type=Path)
         imp.add_argument("--source", default=SkillSource.WORKSPACE, choices=SkillSource.values)
 
-        export = sub.add_parser("export", help="Export a skill (or --all) into a folder, byte for byte.")
+        export = sub.add_parser(
+            "export", help="Export a skill (or --all) into DEST/NAME/, byte for byte, executable bits included."
+        )
         export.add_argument("name", nargs="?")
         export.add_argument("dest", type=Path)
         export.add_argument("--all", action="store_true")
-        export.add_argument("--label", default=None, help="Export the version this label points to.")
+        export.add_argument(
+            "--label",
+            default=None,
+            help="Export the version this label points to (with --all, skills without it are skipped). "
+            "Default: production, else the latest version, as the API serves.",
+        )
 
         sub.add_parser("sync", help="Sync the bundled skills/ folder; only changed folders are re-read.")
 
@@ -81,21 +94,28 @@ class Command(BaseCommand):
 
     # --- reading -------------------------------------------------------------------------
     def handle_list(self, *, all: bool, **_) -> None:
-        rows = selectors.skill_list(include_shadowed=all)
+        # The API's own catalogue, so the columns mean what they mean there.
+        rows = [row for row in selectors.skill_catalog(shadowed=all) if all or row.effective]
         if not rows:
             self.stdout.write("No skills. Try `python manage.py skills sync`.")
             return
-        width = max(len(row.skill.name) for row in rows)
+        table = [("NAME", "SOURCE", "LATEST", "SERVED", "LABELS", "DESCRIPTION")]
         for row in rows:
             flags = [] if row.skill.enabled else ["disabled"]
             if row.shadowed_by:
                 flags.append(f"shadowed by {row.shadowed_by}")
-            suffix = f"  [{', '.join(flags)}]" if flags else ""
-            description = row.version.description if row.version else ""
-            self.stdout.write(
-                f"{row.skill.name:<{width}}  v{row.skill.latest_version:<3} {row.skill.source:<9}  "
-                f"{_one_line(description, 70)}{suffix}"
+            labels = " ".join(f"{name}=v{number}" for name, number in sorted(row.labels.items())) or "-"
+            served = row.labels.get("production", row.skill.latest_version)
+            description = _one_line(row.version.description, 60) + (f"  [{', '.join(flags)}]" if flags else "")
+            table.append(
+                (row.skill.name, row.skill.source, f"v{row.skill.latest_version}", f"v{served}", labels, description)
             )
+        for line in text_table(table):
+            self.stdout.write(line)
+        self.stderr.write(
+            "LATEST: the newest version. SERVED: the version the API, resolve, the agent and export give "
+            "when no label is asked for (production, else latest)."
+        )
 
     def handle_info(self, *, name: str, **_) -> None:
         skill = selectors.skill_get(name=name)
@@ -113,7 +133,10 @@ class Command(BaseCommand):
             "tools": version.tools,
             "fingerprint": version.fingerprint,
             "files": [
-                f"{f.path} ({f.size} bytes{', executable' if f.executable else ''})" for f in version.files.all()
+                f"{f.path} -> {f.link}"
+                if f.link
+                else f"{f.path} ({f.size} bytes{', executable' if f.executable else ''})"
+                for f in version.files.all()
             ],
             "tokens": {"description": version.description_tokens, "body": version.body_tokens},
             "warnings": version.warnings,
@@ -161,19 +184,39 @@ class Command(BaseCommand):
         self._report(report, skipped=len(report.skipped))
 
     def handle_export(self, *, name: str | None, dest: Path, all: bool, label: str | None, **_) -> None:
+        """Every skill goes to DEST/NAME/, one or all. Without --label, the version the API
+        serves (production, else latest); with --label, a skill that lacks the label is skipped
+        with a line, and one that cannot be written does not stop the others."""
         if all and not name:
-            skills = [row.skill for row in selectors.skill_list(include_shadowed=False)]
+            skills = [row.skill for row in selectors.skill_catalog() if row.effective]
         elif name and not all:
             skills = [selectors.skill_get(name=name)]
         else:
             raise CommandError("Give either a skill NAME or --all.")
+        exported, skipped, failed = 0, 0, 0
         for skill in skills:
-            version = selectors.skill_version_for(skill=skill, label=label)
-            target = dest / skill.name if all else dest
+            target = dest / skill.name
+            try:
+                version = selectors.skill_version_for(skill=skill, label=label)
+            except NotFound as exc:
+                if not all:
+                    raise
+                skipped += 1
+                self.stdout.write(f"skipped {skill.name}: {exc.detail.removeprefix(repr(skill.name) + ' ')}")
+                continue
             if target.exists() and any(target.iterdir()):
-                raise CommandError(f"{target} is not empty; export into a new folder.")
+                failed += 1
+                self.stderr.write(
+                    self.style.ERROR(f"failed {skill.name}: {target} is not empty; export into a new folder.")
+                )
+                continue
             write_folder(selectors.version_bundle(version), target)
+            exported += 1
             self.stdout.write(f"exported {skill.name} v{version.number} -> {target}")
+        if all:
+            self.stdout.write(f"{exported} exported, {skipped} skipped, {failed} failed")
+        if failed:
+            raise CommandError(f"{failed} skill(s) could not be exported.")
 
     def handle_enable(self, *, name: str, source: str | None, **_) -> None:
         self._toggle(name, source, True)
@@ -192,24 +235,8 @@ class Command(BaseCommand):
     def handle_create(self, *, name: str, description: str | None, code: bool, **_) -> None:
         if Skill.objects.filter(name=name, source=SkillSource.USER).exists():
             raise CommandError(f"A user skill named '{name}' already exists; publish a new version instead.")
-        title = name.replace("-", " ").replace("_", " ").capitalize()
-        description = description or f"Describe what {name} does and when to use it (one or two sentences)."
-        frontmatter = {
-            "name": name,
-            "description": description,
-            "version": "0.1.0",
-            "tags": [],
-            "triggers": ["task_match", "explicit_command"],
-            "tools": [],
-        }
-        files: list[tuple[str, bytes, bool]] = []
-        if code:
-            frontmatter["tools"] = ["run_skill"]
-            body = _CODE_BODY.format(title=title, name=name)
-            files.append(("scripts/skill.py", _CODE_SCRIPT.format(name=name).encode(), True))
-        else:
-            body = _PROMPT_BODY.format(title=title)
-        bundle = bundle_from_parts(render_skill_md(frontmatter, body).encode(), files, limits=registry_limits())
+        template = skill_template(CODE if code else PROMPT, name=name, description=description)
+        bundle = bundle_from_parts(template.skill_md.encode(), template.files, limits=registry_limits())
         result = skill_version_publish(
             bundle=bundle, source=SkillSource.USER, message="Created from the template", actor=CLI
         )
@@ -246,55 +273,3 @@ class Command(BaseCommand):
 def _one_line(text: str, width: int) -> str:
     text = " ".join(text.split())
     return text if len(text) <= width else text[: width - 1] + "…"
-
-
-_PROMPT_BODY = """# {title}
-
-## When to use
-
-- Describe the requests this skill is for.
-
-## Steps
-
-1. First step.
-2. Second step.
-
-## Output
-
-Say what a good answer looks like.
-"""
-
-_CODE_BODY = """# {title}
-
-A code skill: the steps are done by `scripts/skill.py`.
-
-## When to use
-
-- Describe the requests this skill is for.
-
-## How to run
-
-Call `run_skill(skill_name="{name}", script="scripts/skill.py", args=[...])` and report its output.
-"""
-
-_CODE_SCRIPT = """#!/usr/bin/env python3
-\"\"\"{name}: the code part of the skill (seed 002 CodeSkill), run with `run_skill`.
-
-Arguments arrive as command-line arguments; print the result for the agent to read.
-Exit non-zero with a message on stderr when something goes wrong.
-\"\"\"
-
-import sys
-
-
-def main(argv: list[str]) -> int:
-    if not argv:
-        print("usage: skill.py ARG...", file=sys.stderr)
-        return 2
-    print(" ".join(argv))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
-"""

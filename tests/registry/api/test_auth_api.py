@@ -8,8 +8,9 @@ from django.test import Client
 from rest_framework.test import APIClient
 
 from registry.models import ForceIncludeRule, Skill, TokenScope
+from registry.roles import ANALYST
 from registry.services.tokens import api_token_revoke
-from tests.factories import UserFactory, make_skill_md, publish
+from tests.factories import UserFactory, make_skill_md, publish, user_with_role
 
 pytestmark = pytest.mark.django_db
 
@@ -111,7 +112,7 @@ def test_an_invalid_or_revoked_token_is_401(world, make_token):
 
 
 def test_an_inactive_users_token_is_401(world, make_token):
-    user = UserFactory()
+    user = user_with_role(ANALYST)
     secret = make_token(["skills:read"], user=user)
     user.is_active = False
     user.save()
@@ -168,8 +169,8 @@ def test_a_user_without_a_role_gets_403_not_401(db):
 # --- OpenAPI ------------------------------------------------------------------------------------
 
 
-def test_the_schema_describes_every_endpoint_with_its_error_responses(client):
-    response = client.get("/api/schema/", HTTP_ACCEPT="application/json")
+def test_the_schema_describes_every_endpoint_with_its_error_responses(admin_client):
+    response = admin_client.get("/api/schema/", HTTP_ACCEPT="application/json")
     assert response.status_code == 200
     paths = response.json()["paths"]
     for method, path, _, _ in ENDPOINTS:
@@ -188,14 +189,14 @@ def test_the_schema_describes_every_endpoint_with_its_error_responses(client):
     assert "bearerAuth" in response.json()["components"]["securitySchemes"]
 
 
-def test_the_docs_page_renders(client):
-    response = client.get("/api/docs/")
+def test_the_docs_page_renders(admin_client):
+    response = admin_client.get("/api/docs/")
     assert response.status_code == 200
     assert b"swagger" in response.content.lower()
 
 
-def test_the_docs_page_loads_no_assets_from_a_cdn(client, settings):
+def test_the_docs_page_loads_no_assets_from_a_cdn(admin_client, settings):
     if "drf_spectacular_sidecar" not in settings.INSTALLED_APPS:
         pytest.skip("drf-spectacular-sidecar is not installed (INSTALLED_APPS lacks drf_spectacular_sidecar)")
-    content = client.get("/api/docs/").content
+    content = admin_client.get("/api/docs/").content
     assert b"cdn.jsdelivr.net" not in content and b"unpkg.com" not in content

@@ -11,6 +11,7 @@ import pytest
 import schemathesis
 from django.core import signals
 from django.db import close_old_connections
+from django.test import override_settings
 from django.utils import timezone
 from hypothesis import HealthCheck, settings
 from schemathesis.specs.openapi.checks import positive_data_acceptance
@@ -18,8 +19,9 @@ from schemathesis.specs.openapi.checks import positive_data_acceptance
 from agents.models import AgentTurn, TraceEvent, TurnStatus
 from config.wsgi import application
 from registry.models import ForceIncludeRule, TokenScope
+from registry.roles import ADMIN
 from registry.services.labels import label_move
-from tests.factories import UserFactory, publish
+from tests.factories import publish, user_with_role
 
 SKILL = "conformance"
 RULE_ID = 4242
@@ -28,29 +30,31 @@ TURN_ID = uuid.UUID("5c0f6a57-3b4e-4d51-9f1e-2f4bd1b0c001")
 # A zip upload is raw bytes on the wire, like any octet stream.
 schemathesis.serializer.alias("application/zip", "application/octet-stream")
 
-schema = schemathesis.openapi.from_wsgi(
-    "/api/schema/",
-    application,
-    config=schemathesis.Config.from_dict(
-        {
-            # U+0000 is refused anywhere in a body because PostgreSQL cannot store it; the schema
-            # says so in words (the 400 description), as JSON Schema has no way to.
-            "generation": {"allow-x00": False},
-            # Half the time a path names a skill, rule or turn that exists, so reads and writes get
-            # past 404 to real answers; the other half probes names that do not.
-            "dictionaries": {
-                "skills": {"values": [SKILL]},
-                "rules": {"values": [RULE_ID]},
-                "turns": {"values": [str(TURN_ID)]},
-            },
-            "parameters": {
-                "path.name": {"dictionary": "skills", "probability": 0.5},
-                "path.rule_id": {"dictionary": "rules", "probability": 0.5},
-                "path.turn_id": {"dictionary": "turns", "probability": 0.5},
-            },
-        }
-    ),
-)
+# The schema is served to logged-in users and tokens only; it is read here before any exists.
+with override_settings(API_DOCS_PUBLIC=True):
+    schema = schemathesis.openapi.from_wsgi(
+        "/api/schema/",
+        application,
+        config=schemathesis.Config.from_dict(
+            {
+                # U+0000 is refused anywhere in a body because PostgreSQL cannot store it; the schema
+                # says so in words (the 400 description), as JSON Schema has no way to.
+                "generation": {"allow-x00": False},
+                # Half the time a path names a skill, rule or turn that exists, so reads and writes get
+                # past 404 to real answers; the other half probes names that do not.
+                "dictionaries": {
+                    "skills": {"values": [SKILL]},
+                    "rules": {"values": [RULE_ID]},
+                    "turns": {"values": [str(TURN_ID)]},
+                },
+                "parameters": {
+                    "path.name": {"dictionary": "skills", "probability": 0.5},
+                    "path.rule_id": {"dictionary": "rules", "probability": 0.5},
+                    "path.turn_id": {"dictionary": "turns", "probability": 0.5},
+                },
+            }
+        ),
+    )
 
 # Rules the schema states in words only (OpenAPI 3.0 cannot relate two fields, nor judge a SKILL.md,
 # a zip or a regex). A schema-valid request may be refused with 400 for these and nothing else;
@@ -61,18 +65,24 @@ UNSTATED_RULES: dict[str, set[str]] = {
     "GET /api/v1/skills/{name}/SKILL.md": {"version"},
     "GET /api/v1/skills/{name}/bundle.zip": {"version"},
     "GET /api/v1/skills/{name}/files/{path}": {"version"},
-    # `from` must not be after `to`.
-    "GET /api/v1/analytics/skills": {"from"},
+    # `from` must not be after `to`; analytics dates lie in 1970..2999 (stated in words: OpenAPI 3.0
+    # has no bounds for a date); an hourly series over a long range has too many buckets.
+    "GET /api/v1/analytics/skills": {"from", "to"},
+    "GET /api/v1/analytics/skills/{name}/timeseries": {"from", "to", "interval"},
+    "GET /api/v1/analytics/skills/{name}/compare": {"from", "to"},
+    "GET /api/v1/analytics/funnel": {"from", "to"},
+    "GET /api/v1/analytics/failing": {"from", "to"},
     # The SKILL.md and the bundle's files are judged by the parser (SPEC §2).
     "POST /api/v1/skills": {"invalid_skill", "invalid_bundle"},
     "POST /api/v1/skills/{name}/versions": {"invalid_skill", "invalid_bundle"},
     # An RE2-compilable pattern, a unique name, and a rule that does something.
     "POST /api/v1/rules": {"invalid_rule", "invalid_pattern"},
     "PATCH /api/v1/rules/{rule_id}": {"invalid_rule", "invalid_pattern"},
-    # A feedback event needs a rating.
-    "POST /api/v1/usage": {"rating"},
-    # `script` goes with `model: "scripted"` only, and follows the script format.
-    "POST /api/v1/agent/turns": {"script"},
+    # A feedback event needs a rating; an event's `at` lies in 1970..2999.
+    "POST /api/v1/usage": {"rating", "at"},
+    # `script` goes with `model: "scripted"` only, and follows the script format; a forced skill
+    # (`forced_skill`, or a leading `/name` in `message`) must name an enabled skill.
+    "POST /api/v1/agent/turns": {"script", "forced_skill", "message"},
 }
 
 
@@ -112,7 +122,7 @@ def in_process():
 @pytest.fixture
 def registry_state(make_token):
     """A token with every scope, and a skill, a rule and a finished turn for paths to name."""
-    user = UserFactory()
+    user = user_with_role(ADMIN)
     script = [("scripts/run.sh", b"echo hi\n", True)]
     first = publish(SKILL, files=script, tags=["demo"])
     publish(SKILL, description="Does a demo thing, second edition.", files=script)

@@ -1,0 +1,43 @@
+"""Who may open a console page: one decorator for every view, one context processor for
+templates, both answering from the role → scope table in `registry.roles`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import wraps
+
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+
+from registry.roles import ROLE_SCOPES, user_roles
+
+
+def console_view(*, scope: str | None = None) -> Callable:
+    """Login required (302 to /login/); with `scope`, a user whose role lacks it gets 403.
+
+    Write views name the scope the API would ask for (`skills:write`, `rules:write`, ...), so an
+    analyst is refused in the console exactly where a token of theirs would be refused."""
+
+    def decorate(view: Callable) -> Callable:
+        @wraps(view)
+        def guarded(request, *args, **kwargs):
+            if scope is not None and scope not in user_scopes(request.user):
+                raise PermissionDenied(f"Your role does not allow {scope}.")
+            return view(request, *args, **kwargs)
+
+        return login_required(guarded)
+
+    return decorate
+
+
+def user_scopes(user) -> set[str]:
+    return {str(scope) for role in user_roles(user) for scope in ROLE_SCOPES[role]}
+
+
+def console_context(request) -> dict:
+    """`user_scopes` (e.g. `{% if "skills:write" in user_scopes %}`) and `user_role` for templates."""
+    roles = user_roles(request.user)
+    return {
+        "user_scopes": user_scopes(request.user),
+        "user_role": next((role for role in ("admin", "author", "analyst") if role in roles), ""),
+    }

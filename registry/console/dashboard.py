@@ -1,0 +1,33 @@
+"""The dashboard: counts, recent publishes, and the skills working best and worst (from analytics)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.shortcuts import render
+from django.urls import path
+from django.utils import timezone
+
+from registry import selectors
+from registry.console.access import console_view
+from registry.services import analytics
+
+
+@console_view()
+def home(request):
+    last_30_days = analytics.AnalyticsFilter(date_from=timezone.now().date() - timedelta(days=29))
+    return render(
+        request,
+        "registry/home.html",
+        {
+            "stats": selectors.dashboard_stats(),
+            "usage_events": analytics.usage_event_count(),
+            "best_skills": analytics.skills_best(filters=last_30_days, min_n=5, limit=5),
+            "worst_skills": analytics.skills_failing(filters=last_30_days, min_n=5, limit=5),
+        },
+    )
+
+
+urlpatterns = [
+    path("", home, name="home"),
+]

@@ -1,0 +1,560 @@
+"""Skills in the console: list, skill page, editor (live validation, conflict screen), bundle
+files, versions, diff, labels and rollback (SPEC §7).
+
+Reads go through `registry.selectors`, writes through the same services the API calls, with
+the console as the actor's channel. A service's ApplicationError becomes a flash message or a
+form re-rendered with the problem next to it, with the error's HTTP status.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property, lru_cache
+from types import SimpleNamespace
+
+from django import forms
+from django.conf import settings
+from django.contrib import messages
+from django.core.paginator import Paginator
+from django.http import Http404, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import path, reverse
+from django.utils.http import urlencode
+
+from registry import selectors
+from registry.bundle import SKILL_MD, bundle_from_parts, read_zip
+from registry.console.access import console_view
+from registry.errors import ApplicationError, InvalidSkill, NotFound, VersionConflict
+from registry.models import Skill, SkillSource, SkillVersion
+from registry.rendering import render_markdown
+from registry.services.analytics import AnalyticsFilter, skill_analytics
+from registry.services.audit import Actor
+from registry.services.labels import label_delete, label_move
+from registry.services.resolve import render_prompt_block
+from registry.services.skills import (
+    PublishResult,
+    registry_limits,
+    skill_set_enabled,
+    skill_version_publish,
+    skill_version_revise,
+)
+from registry.skill_templates import KINDS, PROMPT, skill_template
+from registry.skillmd import Issue, ParsedSkill, parse_skill_md
+from registry.token_count import count_tokens
+
+READ, WRITE = "skills:read", "skills:write"
+PAGE_SIZE = 50
+TRIGGERS = ("task_match", "explicit_command", "tool_call_error", "turn_start")
+SORTS = {
+    "name": ("Name", lambda row: row.skill.name),
+    "updated": ("Recently updated", lambda row: -row.skill.updated_at.timestamp()),
+    "versions": ("Most versions", lambda row: -row.skill.latest_version),
+}
+
+
+def _actor(request) -> Actor:
+    return Actor(user=request.user, via="console")
+
+
+def _skill(request, name: str) -> Skill:
+    """The skill a page is about: the effective one for `name`, or `?source=` for a shadowed one."""
+    source = request.POST.get("source") or request.GET.get("source") or None
+    if source is not None and source not in SkillSource.values:
+        raise Http404(f"Unknown source '{source}'.")
+    try:
+        skill, others = selectors.skill_with_others(name=name, source=source)
+    except NotFound as exc:
+        raise Http404(exc.detail) from None
+    setattr(skill, "others", others)  # noqa: B010 - read by _page_context: a query less on every page
+    return skill
+
+
+def _version(skill: Skill, number) -> SkillVersion:
+    try:
+        return selectors.skill_version_for(skill=skill, number=int(number), label="latest")
+    except (TypeError, ValueError):
+        raise Http404("A version is a number.") from None
+    except NotFound as exc:
+        raise Http404(exc.detail) from None
+
+
+def _skill_url(skill: Skill, view: str = "skill-detail") -> str:
+    """A skill page's URL, with `?source=` when the skill is not the one its name resolves to."""
+    return reverse(view, args=[skill.name]) + _page_context(skill)["qs"]
+
+
+# --- list ----------------------------------------------------------------------------------
+
+
+class SkillFilterForm(forms.Form):
+    q = forms.CharField(required=False)  # cut to 200 characters rather than dropped
+    source = forms.ChoiceField(required=False, choices=[("", "Any source"), *SkillSource.choices])
+    tag = forms.CharField(required=False, max_length=100)
+    trigger = forms.ChoiceField(required=False, choices=[("", "Any trigger"), *((t, t) for t in TRIGGERS)])
+    label = forms.RegexField(required=False, regex=r"^[a-z0-9_.-]{1,36}$", max_length=36)
+    enabled = forms.ChoiceField(
+        required=False, choices=[("", "Enabled or not"), ("yes", "Enabled"), ("no", "Disabled")]
+    )
+    sort = forms.ChoiceField(required=False, choices=[(key, title) for key, (title, _) in SORTS.items()])
+
+
+@console_view(scope=READ)
+def skill_list(request):
+    form = SkillFilterForm(request.GET)
+    form.is_valid()  # invalid filters are dropped (cleaned_data keeps the valid ones)
+    query = form.cleaned_data
+    enabled = {"yes": True, "no": False}.get(query.get("enabled") or "")
+    rows = selectors.skill_catalog(
+        q=(query.get("q") or "")[:200],
+        tag=query.get("tag") or None,
+        trigger=query.get("trigger") or None,
+        source=query.get("source") or None,
+        enabled=enabled,
+        label=query.get("label") or None,
+        shadowed=True,  # shadowed skills are listed as such, never hidden (seed 002)
+    )
+    sort = query.get("sort") or ("" if query.get("q") else "name")
+    if sort:  # with a search and no explicit sort, rows stay in relevance order
+        rows.sort(key=SORTS[sort][1])
+    page = Paginator(rows, PAGE_SIZE).get_page(request.GET.get("page"))
+    params = {key: value for key, value in request.GET.items() if key != "page" and value}
+    context = {"form": form, "page": page, "params": urlencode(params), "filtered": bool(params)}
+    template = "registry/skills/list.html#skill-table" if request.htmx else "registry/skills/list.html"
+    return render(request, template, context)
+
+
+# --- skill page ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Shadowing:
+    winner: Skill | None
+    others: list[Skill]
+
+
+def _page_context(skill: Skill) -> dict:
+    """What every page about one skill shows in its header: precedence, and `qs` (the
+    `?source=` that keeps links on this skill when its name resolves to another source)."""
+    others = getattr(skill, "others", None)
+    if others is None:
+        others = selectors.skill_others(skill)
+    winner = selectors.effective_skill([skill, *others])
+    resolved = winner or max([skill, *others], key=lambda s: s.priority)
+    return {
+        "skill": skill,
+        "shadowing": Shadowing(winner=winner, others=others),
+        "qs": "" if resolved.pk == skill.pk else f"?source={skill.source}",
+    }
+
+
+@lru_cache(maxsize=256)
+def _body_html(skill_md: str) -> str:
+    """The rendered Markdown after the frontmatter. Versions are immutable, so a stored text
+    renders once per process (parsing and rendering cost more than the rest of the page)."""
+    try:
+        body = parse_skill_md(skill_md, limits=registry_limits()).body
+    except ApplicationError:  # stored versions were accepted, so this is only a safety net
+        body = skill_md
+    return render_markdown(body)
+
+
+@console_view(scope=READ)
+def skill_detail(request, name: str):
+    skill = _skill(request, name)
+    version = _version(skill, request.GET["version"]) if "version" in request.GET else None
+    version = version or selectors.skill_version_for(skill=skill, label="latest")
+    labels = selectors.skill_labels(skill)
+    usage = next(iter(skill_analytics(filters=AnalyticsFilter(skill=skill.name))), None)
+    api_url = request.build_absolute_uri(reverse("api-skill-md", args=[skill.name]))
+    context = {
+        **_page_context(skill),
+        "version": version,
+        "labels": labels,
+        "version_labels": sorted(name for name, number in labels.items() if number == version.number),
+        "files": selectors.version_files(version),
+        "body_html": _body_html(version.skill_md),
+        "frontmatter": _frontmatter_rows(version.frontmatter),
+        "usage": usage,
+        "curl": f'curl -H "Authorization: Bearer $SKILL_REGISTRY_TOKEN" {api_url}',
+        "is_latest": version.number == skill.latest_version,
+    }
+    return render(request, "registry/skills/detail.html", context)
+
+
+def _frontmatter_rows(frontmatter: dict) -> list[tuple[str, str]]:
+    def shown(value) -> str:
+        if isinstance(value, list):
+            return ", ".join(map(str, value))
+        if isinstance(value, dict):
+            return "; ".join(f"{key}: {item}" for key, item in value.items())
+        return str(value)
+
+    return [(str(key), shown(value)) for key, value in frontmatter.items()]
+
+
+@console_view(scope=READ)
+def skill_file(request, name: str, file_path: str):
+    skill = _skill(request, name)
+    version = _version(skill, request.GET.get("version", skill.latest_version))
+    try:
+        item = selectors.version_file(version, file_path)
+    except NotFound as exc:
+        raise Http404(exc.detail) from None
+    lines = selectors.text_lines(bytes(item.blob.content))
+    lines = None if lines is None else [line.rstrip("\r\n") for line in lines]
+    context = {"skill": skill, "version": version, "file": item, "lines": lines}
+    return render(request, "registry/skills/file.html", context)
+
+
+# --- editor --------------------------------------------------------------------------------
+
+
+class PublishForm(forms.Form):
+    skill_md = forms.CharField(strip=False)  # the parser judges its size, with a line number
+    message = forms.CharField(required=False, max_length=500)
+    base_version = forms.IntegerField(min_value=0)
+    template = forms.ChoiceField(required=False, choices=[("", "")] + list(KINDS.items()))
+
+
+def _from_textarea(text: str, *, like: str = "") -> str:
+    """Browsers send a textarea's lines joined by CRLF; keep the line endings the skill had
+    (LF unless the version being edited used CRLF), so an unchanged text stays unchanged."""
+    text = text.replace("\r\n", "\n")
+    return text.replace("\n", "\r\n") if "\r\n" in like else text
+
+
+class LiveCheck:
+    """What the editor shows beside the text: problems by line (computed at once), and the
+    preview (computed when a template asks for it: the problems fragment never pays for it)."""
+
+    def __init__(self, issues: list[Issue], parsed: ParsedSkill | None) -> None:
+        self.issues = sorted(issues, key=lambda issue: (issue.line, issue.level != "error"))
+        self.parsed = parsed
+
+    @property
+    def errors(self) -> int:
+        return sum(1 for issue in self.issues if issue.level == "error")
+
+    @property
+    def warnings(self) -> int:
+        return len(self.issues) - self.errors
+
+    @cached_property
+    def body_html(self) -> str:
+        return render_markdown(self.parsed.body) if self.parsed else ""
+
+    @cached_property
+    def description_tokens(self) -> int:
+        return count_tokens(self.parsed.description) if self.parsed else 0
+
+    @cached_property
+    def body_tokens(self) -> int:
+        return count_tokens(self.parsed.body) if self.parsed else 0
+
+    @cached_property
+    def prompt_entry(self) -> str:
+        if self.parsed is None:
+            return ""
+        entry = SimpleNamespace(name=self.parsed.name, description=self.parsed.description)
+        return render_prompt_block([entry], max_skills=1, max_chars=10**9).text
+
+
+def live_check(text: str, *, expected_name: str | None = None) -> LiveCheck:
+    """Validate a SKILL.md the way a publish would; never raises."""
+    try:
+        parsed = parse_skill_md(text, limits=registry_limits())
+    except InvalidSkill as exc:
+        issues = [Issue(**issue) for issue in exc.extra.get("issues", [])]
+        return LiveCheck(issues or [Issue(level="error", line=exc.line or 1, message=exc.detail)], None)
+    issues = list(parsed.warnings)
+    if expected_name is not None and parsed.name != expected_name:
+        message = f"The name must stay '{expected_name}' (to create another skill, use New skill)."
+        issues.append(Issue(level="error", line=parsed.field_lines.get("name", 1), message=message, field="name"))
+    return LiveCheck(issues, parsed)
+
+
+def _error_issues(exc: ApplicationError) -> list[Issue]:
+    listed = [Issue(**issue) for issue in exc.extra.get("issues", []) if issue.get("level") == "error"]
+    return listed or [Issue(level="error", line=exc.line or 0, message=exc.detail)]
+
+
+@console_view(scope=WRITE)
+def skill_new(request):
+    kind = request.GET.get("template") or PROMPT
+    template = skill_template(kind if kind in KINDS else PROMPT, name="my-new-skill")
+    return _editor(request, skill=None, initial_text=template.skill_md, base_version=0, kind=kind)
+
+
+@console_view(scope=WRITE)
+def skill_edit(request, name: str):
+    skill = _skill(request, name)
+    latest = selectors.skill_version_for(skill=skill, label="latest")
+    return _editor(request, skill=skill, initial_text=latest.skill_md, base_version=latest.number, kind="")
+
+
+def _editor(request, *, skill: Skill | None, initial_text: str, base_version: int, kind: str) -> HttpResponse:
+    """GET: the editor. POST with `check=problems` or `check=preview` (htmx, as you type): that
+    fragment of the page. POST: publish."""
+    expected_name = skill.name if skill else None
+    editor_url = request.path + (f"?{urlencode({'source': skill.source})}" if skill else "")
+    context: dict = {"skill": skill, "kinds": KINDS, "kind": kind, "message": "", "editor_url": editor_url}
+    if request.method != "POST":
+        context.update(
+            text=initial_text, base_version=base_version, check=live_check(initial_text, expected_name=expected_name)
+        )
+        return render(request, "registry/skills/edit.html", context)
+
+    form = PublishForm(request.POST)
+    text = _from_textarea(request.POST.get("skill_md", ""), like=initial_text)
+    fragment = request.POST.get("check")
+    if request.htmx and fragment in ("problems", "preview"):
+        check = live_check(text, expected_name=expected_name)
+        return render(request, f"registry/skills/edit.html#{fragment}", {"check": check, "editor_url": editor_url})
+
+    context.update(text=text, message=request.POST.get("message", "")[:500], base_version=base_version)
+    if not form.is_valid():
+        context["check"] = live_check(text, expected_name=expected_name)
+        context["form_errors"] = form.errors
+        return render(request, "registry/skills/edit.html", context, status=400)
+    context["base_version"] = form.cleaned_data["base_version"]
+    try:
+        result = _publish_text(request, skill=skill, text=text, form=form)
+    except VersionConflict as exc:
+        return _conflict(request, context, exc, text=text, expected_name=expected_name)
+    except ApplicationError as exc:
+        context["check"] = live_check(text, expected_name=expected_name)
+        context["publish_errors"] = _error_issues(exc)
+        return render(request, "registry/skills/edit.html", context, status=exc.status)
+    _flash_publish(request, result)
+    return redirect(_skill_url(result.skill))
+
+
+def _publish_text(request, *, skill: Skill | None, text: str, form: PublishForm) -> PublishResult:
+    message = form.cleaned_data["message"] or ("Created in the console" if skill is None else "")
+    base_version = form.cleaned_data["base_version"]
+    if skill is not None:
+        return skill_version_revise(
+            skill=skill, base_version=base_version, skill_md=text, message=message, actor=_actor(request)
+        )
+    existing = _existing_user_skill(text)
+    if existing is not None and base_version:
+        # "Publish on top" from a conflict on the New page: an edit of the skill that exists.
+        return skill_version_revise(
+            skill=existing, base_version=base_version, skill_md=text, message=message, actor=_actor(request)
+        )
+    # base_version 0: creating, so a user skill of that name that already exists is a conflict.
+    template = skill_template(form.cleaned_data.get("template") or PROMPT, name="unused")
+    bundle = bundle_from_parts(text.encode("utf-8"), template.files, limits=registry_limits())
+    return skill_version_publish(
+        bundle=bundle, source=SkillSource.USER, message=message, base_version=0, actor=_actor(request)
+    )
+
+
+def _existing_user_skill(text: str) -> Skill | None:
+    try:
+        name = parse_skill_md(text, limits=registry_limits()).name
+        return selectors.skill_get(name=name, source=SkillSource.USER)
+    except ApplicationError:
+        return None
+
+
+def _conflict(request, context: dict, exc: VersionConflict, *, text: str, expected_name: str | None) -> HttpResponse:
+    """HTTP 409: their newest version, the diff from it to the user's text (kept in the editor),
+    and a Publish button whose base is their version, for once the user has looked."""
+    skill = context["skill"] or _existing_user_skill(text)
+    theirs = selectors.skill_version_for(skill=skill, label="latest") if skill else None
+    context.update(
+        check=live_check(text, expected_name=expected_name),
+        conflict=SimpleNamespace(
+            detail=exc.detail,
+            theirs=theirs,
+            diff=selectors.unified_diff(
+                theirs.skill_md if theirs else "",
+                text,
+                from_name=f"theirs (v{theirs.number})" if theirs else "theirs",
+                to_name="yours",
+            ),
+        ),
+        base_version=theirs.number if theirs else context["base_version"],
+    )
+    return render(request, "registry/skills/edit.html", context, status=409)
+
+
+def _flash_publish(request, result: PublishResult) -> None:
+    version = result.version
+    if result.created:
+        messages.success(request, f"Published {version.skill.name} v{version.number}.")
+    else:
+        messages.info(request, f"Nothing to publish: identical to {version.skill.name} v{version.number}.")
+    for issue in result.warnings[:5]:
+        messages.warning(request, f"line {issue.line}: {issue.message}")
+
+
+# --- bundle files --------------------------------------------------------------------------
+
+
+@console_view(scope=WRITE)
+def skill_files(request, name: str):
+    """Upload files or a zip, delete a file, toggle the executable bit: each a new version."""
+    if request.method != "POST":
+        return redirect(reverse("skill-detail", args=[name]))
+    skill = _skill(request, name)
+    action = request.POST.get("action", "")
+    try:
+        base_version = int(request.POST.get("base_version", ""))
+    except ValueError:
+        messages.error(request, "The form lost its base version; reload the page and try again.")
+        return redirect(_skill_url(skill))
+    try:
+        result = _change_files(request, skill=skill, action=action, base_version=base_version)
+    except VersionConflict as exc:
+        messages.error(request, f"Nothing changed: {exc.detail} Reload and apply your change to the newest version.")
+    except ApplicationError as exc:
+        messages.error(request, f"Nothing changed: {exc.detail}")
+    else:
+        _flash_publish(request, result)
+    return redirect(_skill_url(skill))
+
+
+def _change_files(request, *, skill: Skill, action: str, base_version: int) -> PublishResult:
+    actor = _actor(request)
+    path = request.POST.get("path", "")
+    if action == "delete":
+        message = request.POST.get("message") or f"Delete {path}"
+        return skill_version_revise(
+            skill=skill, base_version=base_version, remove_paths=[path], message=message, actor=actor
+        )
+    if action == "chmod":
+        flag = request.POST.get("executable") == "1"
+        message = f"{'Make' if flag else 'Unmark'} {path} executable"
+        return skill_version_revise(
+            skill=skill, base_version=base_version, executable={path: flag}, message=message, actor=actor
+        )
+    if action == "upload":
+        uploads = request.FILES.getlist("files")
+        if not uploads:
+            raise ApplicationError("Choose one or more files (or a zip of the skill folder) to upload.")
+        for upload in uploads:
+            if upload.size > settings.SKILL_BUNDLE_MAX_BYTES:
+                raise ApplicationError(f"'{upload.name}' is larger than the bundle limit.")
+        zips = [u for u in uploads if u.name.lower().endswith(".zip")]
+        if len(zips) == 1 and len(uploads) == 1 and request.POST.get("unpack") == "1":
+            bundle = read_zip(zips[0], limits=registry_limits())
+            return skill_version_publish(
+                bundle=bundle,
+                source=skill.source,
+                message=request.POST.get("message") or f"Upload {zips[0].name}",
+                base_version=base_version,
+                expected_name=skill.name,
+                actor=actor,
+            )
+        folder = request.POST.get("folder", "").strip().strip("/")
+        added = [(f"{folder}/{u.name}" if folder else u.name, u.read()) for u in uploads]
+        if any(added_path == SKILL_MD for added_path, _ in added):
+            raise ApplicationError("Edit SKILL.md in the editor; upload the other files here.")
+        message = request.POST.get("message") or "Upload " + ", ".join(p for p, _ in added)
+        return skill_version_revise(
+            skill=skill, base_version=base_version, add_files=added, message=message, actor=actor
+        )
+    raise ApplicationError(f"Unknown file action '{action[:40]}'.")
+
+
+# --- enable / disable ----------------------------------------------------------------------
+
+
+@console_view(scope=WRITE)
+def skill_enabled(request, name: str):
+    if request.method != "POST":
+        return redirect(reverse("skill-detail", args=[name]))
+    skill = _skill(request, name)
+    enabled = request.POST.get("enabled") == "1"
+    skill = skill_set_enabled(skill=skill, enabled=enabled, actor=_actor(request))
+    messages.success(request, f"{'Enabled' if enabled else 'Disabled'} {skill.name} ({skill.source}).")
+    return redirect(_skill_url(skill))
+
+
+# --- versions, diff, labels ----------------------------------------------------------------
+
+
+@console_view(scope=READ)
+def skill_versions(request, name: str):
+    skill = _skill(request, name)
+    labels = selectors.skill_labels(skill)
+    by_version: dict[int, list[str]] = {}
+    for label, number in sorted(labels.items()):
+        by_version.setdefault(number, []).append(label)
+    versions = selectors.skill_versions(skill)
+    context = {
+        **_page_context(skill),
+        "versions": [(version, by_version.get(version.number, [])) for version in versions],
+        "labels": sorted(labels.items(), key=lambda item: (item[0] != "production", item[0] != "staging", item[0])),
+        "production": labels.get("production"),
+        "history": selectors.skill_label_history(skill, limit=50),
+    }
+    return render(request, "registry/skills/versions.html", context)
+
+
+@console_view(scope=READ)
+def skill_diff(request, name: str):
+    skill = _skill(request, name)
+    new = _version(skill, request.GET.get("to") or skill.latest_version)
+    old_ref = request.GET.get("from") or (new.number - 1 if new.number > 1 else None)
+    old = _version(skill, old_ref) if old_ref else None
+    context = {
+        **_page_context(skill),
+        "diff": selectors.skill_version_diff(old=old, new=new),
+        "numbers": list(range(skill.latest_version, 0, -1)),
+    }
+    return render(request, "registry/skills/diff.html", context)
+
+
+@console_view(scope=WRITE)
+def skill_labels(request, name: str):
+    """Move or remove a label. Anything that moves `production` shows a confirmation page first
+    (what changes, the diff), and only its Confirm button writes."""
+    if request.method != "POST":
+        return redirect(reverse("skill-versions", args=[name]))
+    skill = _skill(request, name)
+    label = request.POST.get("label", "").strip()
+    versions_url = _skill_url(skill, "skill-versions")
+    try:
+        if request.POST.get("action") == "delete":
+            label_delete(skill=skill, label=label, actor=_actor(request))
+            messages.success(request, f"Removed label {label} from {skill.name}.")
+            return redirect(versions_url)
+        target = _version(skill, request.POST.get("version"))
+        current = selectors.skill_labels(skill).get(label)
+        if label == "production" and request.POST.get("confirm") != "1" and current != target.number:
+            old = _version(skill, current) if current else None
+            context = {
+                **_page_context(skill),
+                "label": label,
+                "target": target,
+                "current": current,
+                "diff": selectors.skill_version_diff(old=old, new=target),
+            }
+            return render(request, "registry/skills/label_confirm.html", context)
+        label_move(skill=skill, label=label, version_number=target.number, actor=_actor(request))
+    except ApplicationError as exc:
+        messages.error(request, f"Label not moved: {exc.detail}")
+        return redirect(versions_url)
+    if current == target.number:
+        messages.info(request, f"{label} already points to v{target.number}.")
+    else:
+        moved = f"from v{current} " if current else ""
+        messages.success(request, f"Moved {label} of {skill.name} {moved}to v{target.number}.")
+    return redirect(versions_url)
+
+
+urlpatterns = [
+    path("skills/", skill_list, name="skill-list"),
+    path("skills/new/", skill_new, name="skill-new"),
+    path("skills/<str:name>/", skill_detail, name="skill-detail"),
+    path("skills/<str:name>/edit/", skill_edit, name="skill-edit"),
+    path("skills/<str:name>/versions/", skill_versions, name="skill-versions"),
+    path("skills/<str:name>/diff/", skill_diff, name="skill-diff"),
+    path("skills/<str:name>/labels/", skill_labels, name="skill-labels"),
+    path("skills/<str:name>/enabled/", skill_enabled, name="skill-enabled"),
+    path("skills/<str:name>/files/", skill_files, name="skill-files"),
+    path("skills/<str:name>/files/<path:file_path>", skill_file, name="skill-file"),
+]

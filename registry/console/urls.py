@@ -1,0 +1,9 @@
+"""Every console page: each area's module lists its own routes."""
+
+from django.urls import include, path
+
+urlpatterns = [
+    path("", include("registry.console.dashboard")),
+    path("", include("registry.console.analytics")),
+    path("", include("registry.console.skills")),
+]

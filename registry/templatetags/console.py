@@ -1,0 +1,104 @@
+"""Template helpers shared by every console page: relative times, label badges, diff rows."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from dataclasses import dataclass
+
+from django import template
+from django.utils import timezone
+from django.utils.html import format_html
+from django.utils.safestring import mark_safe
+
+register = template.Library()
+
+
+def _age(seconds: float) -> str:
+    # Hand-rolled rather than django's timesince: tables show hundreds of these per page, and
+    # timesince (translation lookups per call) was a tenth of the skills list's time.
+    for limit, unit, size in ((3600, "min", 60), (86400, "h", 3600), (86400 * 60, "days", 86400)):
+        if seconds < limit:
+            return f"{int(seconds // size)} {unit} ago"
+    return ""
+
+
+@register.simple_tag
+def reltime(moment) -> str:
+    """`3 h ago`, with the exact UTC time on hover and in the `datetime` attribute."""
+    if moment is None:
+        return "—"
+    moment = moment.astimezone(dt.UTC)
+    seconds = (timezone.now() - moment).total_seconds()
+    shown = "just now" if seconds < 60 else _age(seconds) or moment.strftime("%b %-d, %Y")
+    exact = moment.strftime("%Y-%m-%d %H:%M:%S UTC")
+    return format_html('<time datetime="{}" title="{}">{}</time>', moment.isoformat(), exact, shown)
+
+
+@register.simple_tag
+def label_badge(name: str) -> str:
+    kind = name if name in ("production", "staging") else "custom"
+    return format_html('<span class="badge label label-{}">{}</span>', kind, name)
+
+
+@dataclass(frozen=True)
+class DiffRow:
+    kind: str  # hunk | add | del | ctx
+    old: int | None
+    new: int | None
+    text: str
+
+
+_HUNK = re.compile(r"^@@ -(\d+)(?:,\d+)? \+(\d+)(?:,\d+)? @@")
+
+
+@register.filter
+def diff_rows(unified: str | None) -> list[DiffRow]:
+    """A unified diff as rows with old/new line numbers, the way GitHub shows one."""
+    rows: list[DiffRow] = []
+    old = new = 0
+    for line in (unified or "").splitlines():
+        if line.startswith(("--- ", "+++ ")) and not rows:
+            continue
+        found = _HUNK.match(line)
+        if found:
+            old, new = int(found.group(1)), int(found.group(2))
+            rows.append(DiffRow("hunk", None, None, line))
+        elif line.startswith("+"):
+            rows.append(DiffRow("add", None, new, line[1:]))
+            new += 1
+        elif line.startswith("-"):
+            rows.append(DiffRow("del", old, None, line[1:]))
+            old += 1
+        elif line.startswith("\\"):
+            rows.append(DiffRow("hunk", None, None, line))
+        else:
+            rows.append(DiffRow("ctx", old, new, line[1:]))
+            old += 1
+            new += 1
+    return rows
+
+
+@register.filter
+def filesize(size: int | None) -> str:
+    if size is None:
+        return "—"
+    if size < 1024:
+        return f"{size} B"
+    if size < 1024 * 1024:
+        return f"{size / 1024:.1f} KB"
+    return f"{size / 1024 / 1024:.1f} MB"
+
+
+@register.simple_tag(takes_context=True)
+def nav_current(context, prefix: str, exact: bool = False) -> str:
+    """`aria-current="page"` on the navigation link of the section being shown."""
+    request = context.get("request")
+    current = request.path if request else ""
+    hit = current == prefix if exact else current.startswith(prefix)
+    return mark_safe('aria-current="page"') if hit else ""
+
+
+@register.filter
+def percent(value: float | None) -> str:
+    return "—" if value is None else f"{value * 100:.0f}%"
