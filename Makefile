@@ -38,7 +38,7 @@ test: install-dev
 
 lint: install-dev
 	$(VENV)/bin/ruff check .
-	$(VENV)/bin/mypy agents registry config
+	$(VENV)/bin/mypy agents registry config supply_chain
 
 bench: install-dev
 	$(PY) bench/run_all.py
