@@ -6,18 +6,21 @@ PORT ?= 8000
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 export HF_HUB_OFFLINE := 1
 
-.PHONY: run test install install-dev lint typecheck bench clean
+.PHONY: run test install install-dev lint typecheck bench clean lock
 
+# The venv keeps the pip that ships with Python: upgrading it from the index would be the one
+# download not checked against a hash.
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
 
+# requirements*.txt are compiled by `make lock`: every package pinned, every file hashed, so
+# pip refuses anything that is not exactly what was locked.
 $(VENV)/.installed: $(VENV)/bin/python requirements.txt
-	$(PY) -m pip install --quiet -r requirements.txt
+	$(PY) -m pip install --quiet --require-hashes -r requirements.txt
 	touch $@
 
 $(VENV)/.installed-dev: $(VENV)/.installed requirements-dev.txt
-	$(PY) -m pip install --quiet -r requirements-dev.txt
+	$(PY) -m pip install --quiet --require-hashes -r requirements-dev.txt
 	touch $@
 
 install: $(VENV)/.installed
@@ -35,10 +38,31 @@ test: install-dev
 
 lint: install-dev
 	$(VENV)/bin/ruff check .
-	$(VENV)/bin/mypy agents registry config
+	$(VENV)/bin/mypy agents registry config supply_chain
 
 bench: install-dev
 	$(PY) bench/run_all.py
 
+# Recompile the lock files from requirements*.in with uv, kept in a venv of its own. Pins already
+# in the lock files stay unless an .in file asks otherwise. uv does not read pip's configuration,
+# so the same extra indexes and find-links are handed to it: the hashes then cover the files pip
+# picks on this machine as well as the index's.
+LOCK_VENV := .venv-lock
+UV := $(LOCK_VENV)/bin/uv
+PIP_CONFIG = $(shell $(PYTHON) -m pip config get global.$(1) 2>/dev/null)
+UV_COMPILE = $(UV) pip compile --quiet --generate-hashes --python $(PYTHON) \
+	--index-strategy unsafe-best-match --no-emit-index-url --no-emit-find-links \
+	--custom-compile-command "make lock" \
+	$(addprefix --extra-index-url ,$(call PIP_CONFIG,extra-index-url)) \
+	$(addprefix --find-links ,$(call PIP_CONFIG,find-links))
+
+$(UV):
+	$(PYTHON) -m venv $(LOCK_VENV)
+	$(LOCK_VENV)/bin/pip install --quiet uv==0.13.9
+
+lock: $(UV)
+	$(UV_COMPILE) requirements.in -o requirements.txt
+	$(UV_COMPILE) requirements-dev.in -o requirements-dev.txt
+
 clean:
-	rm -rf $(VENV) var
+	rm -rf $(VENV) $(LOCK_VENV) var
