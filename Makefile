@@ -38,7 +38,7 @@ test: install-dev
 
 lint: install-dev
 	$(VENV)/bin/ruff check .
-	$(VENV)/bin/mypy agents registry config supply_chain
+	$(VENV)/bin/mypy agents registry config
 
 bench: install-dev
 	$(PY) bench/run_all.py

@@ -1,4 +1,4 @@
-"""The .pth check (supply_chain/check_pth.py) passes this venv and fails on what it must catch.
+"""The .pth check (config/check_pth.py) passes this venv and fails on what it must catch.
 
 The failing cases plant files in a fake site-packages under tmp_path, never in the real venv.
 """
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from supply_chain.check_pth import _digest, pth_problems
+from config.check_pth import _digest, pth_problems
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 DISTUTILS_PTH = "import os; var = 'SETUPTOOLS_USE_DISTUTILS'; enabled = os.environ.get(var, 'local') == 'local'; "
@@ -20,7 +20,7 @@ DISTUTILS_PTH = "import os; var = 'SETUPTOOLS_USE_DISTUTILS'; enabled = os.envir
 
 def run_check(*site_dirs: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "supply_chain.check_pth", *map(str, site_dirs)],
+        [sys.executable, "-m", "config.check_pth", *map(str, site_dirs)],
         cwd=ROOT, capture_output=True, text=True, timeout=60,
     )
 
@@ -59,7 +59,7 @@ def test_it_fails_on_an_unexpected_pth_file(site_dir):
 
     assert result.returncode == 1
     assert result.stderr.splitlines() == [
-        f"{site_dir / 'litellm_init.pth'}: unexpected .pth file (not in ALLOWED_PTH in supply_chain/check_pth.py)"
+        f"{site_dir / 'litellm_init.pth'}: unexpected .pth file (not in ALLOWED_PTH in config/check_pth.py)"
     ]
 
 

@@ -9,7 +9,7 @@ what a locked but malicious release, or a hand install, leaves behind.
 Each allowed .pth file is named with the distribution that installs it and why it exists, and
 must still match the hash that distribution's RECORD gives it, so an edited allowed file fails too.
 
-Run: `python -m supply_chain.check_pth [SITE_PACKAGES ...]` (default: this interpreter's).
+Run: `python -m config.check_pth [SITE_PACKAGES ...]` (default: this interpreter's).
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ def pth_problems(site_dir: Path) -> list[str]:
     for pth in sorted(site_dir.glob("*.pth")):
         allowed = ALLOWED_PTH.get(pth.name)
         if allowed is None:
-            problems.append(f"{pth}: unexpected .pth file (not in ALLOWED_PTH in supply_chain/check_pth.py)")
+            problems.append(f"{pth}: unexpected .pth file (not in ALLOWED_PTH in config/check_pth.py)")
             continue
         record = recorded.get((_normalized(allowed.distribution), pth.name))
         if record is None:
