@@ -138,7 +138,9 @@ def test_the_pattern_is_checked_as_you_type_with_re2s_message(author_client):
     good = author_client.post("/rules/check/", {"pattern": r"\bpdf\b", "sample": "a PDF file"}, HTTP_HX_REQUEST="true")
     miss = author_client.post("/rules/check/", {"pattern": r"\bpdf\b", "sample": "a word file"}, HTTP_HX_REQUEST="true")
 
-    assert bad.status_code == 200 and "RE2 says" in bad.content.decode() and 'id="pattern-check"' in bad.content.decode()
+    assert (
+        bad.status_code == 200 and "RE2 says" in bad.content.decode() and 'id="pattern-check"' in bad.content.decode()
+    )
     assert "<mark>PDF</mark>" in good.content.decode() and "characters 2–5" in good.content.decode()
     assert "does <strong>not</strong> match" in miss.content.decode()
     assert "<html" not in good.content.decode()  # only the fragment
@@ -191,7 +193,7 @@ def test_an_analyst_reads_rules_but_sees_no_write_controls(analyst_client):
     page = analyst_client.get(f"/rules/{rule.pk}/").content.decode()
 
     assert "pdf-rule" in listing and "New rule" not in listing and "Disable" not in listing
-    assert r"\bpdf\b" in page and "<form method=\"post\"" not in page.split("</header>")[1]
+    assert r"\bpdf\b" in page and '<form method="post"' not in page.split("</header>")[1]
     assert "Save rule" not in page and "Delete" not in page
 
 
