@@ -29,12 +29,14 @@ from agents import selectors as turn_selectors
 from agents import services as turns
 from agents.models import AgentTurn, TraceEvent
 from registry.console.access import console_view, user_scopes
+from registry.console.inputs import json_from_text, text_problem
 from registry.errors import ApplicationError, NotFound
 from registry.rendering import render_markdown
 from registry.services.resolve import registry_snapshot
 
 RUN = "agent:run"
 POLL_EVERY = "700ms"
+MAX_SEQ = 2**31 - 1  # a trace event's seq is a PostgreSQL integer: a larger `after` would not compare
 SCRIPT_EXAMPLE = json.dumps(
     [{"content": None, "tool_calls": [{"name": "read_skill", "arguments": {"skill_name": "…"}}]}, {"content": "Done."}],
     indent=1,
@@ -81,6 +83,10 @@ class SendInput:
             errors["message"] = "Write a message (a leading /skill-name forces that skill)."
         elif len(self.message) > settings.AGENT_MAX_MESSAGE_CHARS:
             errors["message"] = f"The message is over {settings.AGENT_MAX_MESSAGE_CHARS:,} characters."
+        elif problem := text_problem(self.message, what="message"):
+            errors["message"] = problem
+        if problem := text_problem(self.forced_skill, what="skill name"):
+            errors["forced_skill"] = problem
         if self.model not in dict(model_choices()):
             errors["model"] = "Choose one of the listed models."
         conversation = None
@@ -92,9 +98,9 @@ class SendInput:
         script = None
         if self.model == "scripted":
             try:
-                script = json.loads(self.script or "null")
-            except ValueError as exc:
-                errors["script"] = f"The script is not valid JSON: {exc}."
+                script = json_from_text(self.script or "null", field="script", what="script")
+            except ApplicationError as exc:
+                errors["script"] = f"The script is not valid JSON: {exc.detail}"
         if errors:
             return None, errors
         values = {
@@ -310,7 +316,7 @@ def turn_events(request, turn_id):
     # outcome, so a turn seen finished here has all of its events in the read that follows.
     turn = _turn(request, turn_id)
     try:
-        after = max(0, int(request.GET.get("after", "0")))
+        after = min(max(0, int(request.GET.get("after", "0"))), MAX_SEQ)
     except ValueError:
         after = 0
     if not request.htmx:
@@ -339,8 +345,23 @@ def turn_feedback(request, turn_id):
     return redirect(f"{reverse('playground')}?{urlencode({'turn': turn.pk})}")
 
 
+@console_view(scope=RUN)
+def turn_cancel(request, turn_id):
+    """Cancel a queued or running turn (as `POST /agent/turns/{id}/cancel`); the next poll shows it."""
+    turn = _turn(request, turn_id)
+    if request.method == "POST":
+        try:
+            turns.agent_turn_cancel(turn=turn)
+        except ApplicationError as exc:
+            messages.info(request, f"Not cancelled: {exc.detail}")
+        if request.htmx:
+            return HttpResponse(status=204)
+    return redirect(f"{reverse('playground')}?{urlencode({'turn': turn.pk})}")
+
+
 urlpatterns = [
     path("playground/", playground, name="playground"),
     path("playground/turns/<str:turn_id>/events/", turn_events, name="playground-events"),
     path("playground/turns/<str:turn_id>/feedback/", turn_feedback, name="playground-feedback"),
+    path("playground/turns/<str:turn_id>/cancel/", turn_cancel, name="playground-cancel"),
 ]

@@ -21,6 +21,7 @@ from django.urls import path, reverse
 from registry import selectors
 from registry.api.serializers import RulesTestInputSerializer
 from registry.console.access import console_view
+from registry.console.inputs import json_from_text, text_problem
 from registry.errors import ApplicationError, NotFound
 from registry.models import ForceIncludeRule
 from registry.patterns import pattern_check, pattern_search
@@ -123,6 +124,8 @@ class RuleInput:
             priority = int(self.priority)
         except ValueError:
             self.errors["priority"] = "The priority is a whole number; higher fires first."
+        if problem := text_problem(self.instruction, what="instruction"):
+            self.errors["instruction"] = problem
         auto_invoke = None
         if self.auto_invoke_arguments and not self.auto_invoke_tool:
             self.errors["auto_invoke_tool"] = "Name the tool that auto_invoke calls, or clear its arguments."
@@ -130,9 +133,9 @@ class RuleInput:
             arguments: Any = {}
             if self.auto_invoke_arguments:
                 try:
-                    arguments = json.loads(self.auto_invoke_arguments)
-                except ValueError as exc:
-                    self.errors["auto_invoke_arguments"] = f"Not valid JSON: {exc}."
+                    arguments = json_from_text(self.auto_invoke_arguments, field="arguments", what="arguments")
+                except ApplicationError as exc:
+                    self.errors["auto_invoke_arguments"] = f"Not valid JSON: {exc.detail}"
             auto_invoke = {"tool": self.auto_invoke_tool, "arguments": arguments}
         if self.errors:
             return None

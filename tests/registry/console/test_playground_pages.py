@@ -206,6 +206,7 @@ def test_an_analyst_sees_the_page_but_cannot_run_or_read_turns(analyst_client, a
     assert send(analyst_client).status_code == 403
     assert analyst_client.get(f"/playground/turns/{turn.pk}/events/").status_code == 403
     assert analyst_client.post(f"/playground/turns/{turn.pk}/feedback/", {"rating": "up"}).status_code == 403
+    assert analyst_client.post(f"/playground/turns/{turn.pk}/cancel/").status_code == 403
     assert AgentTurn.objects.count() == 1
 
 
@@ -213,8 +214,13 @@ def test_sending_needs_the_csrf_token(author):
     client = Client(enforce_csrf_checks=True)
     client.force_login(author)
 
+    turn = AgentTurn.objects.create(user=author, message="x", model="offline")
+
     assert send(client).status_code == 403
-    assert not AgentTurn.objects.exists()
+    assert client.post(f"/playground/turns/{turn.pk}/cancel/").status_code == 403
+    assert client.post(f"/playground/turns/{turn.pk}/feedback/", {"rating": "up"}).status_code == 403
+    turn.refresh_from_db()
+    assert AgentTurn.objects.count() == 1 and turn.status == TurnStatus.QUEUED
 
 
 def test_trace_data_is_escaped(author_client):
@@ -256,3 +262,44 @@ def test_playground_pages_do_a_bounded_number_of_queries(
 
     with django_assert_max_num_queries(max_queries):
         assert author_client.get(url, HTTP_HX_REQUEST="true").status_code in (200, 286)
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"message": "nul \x00 inside"},
+        {"model": "scripted", "script": '[{"content": "\\u0000"}]'},
+        {"model": "scripted", "script": "[" * 5000 + "]" * 5000},
+        {"model": "scripted", "script": '[{"content": NaN}]'},
+        {"forced_skill": "\x00"},
+    ],
+)
+def test_hostile_playground_input_is_a_clear_400_never_a_500(author_client, settings, fields):
+    settings.AGENT_ALLOW_SCRIPTED = True
+    response = send(author_client, **fields)
+
+    assert response.status_code == 400, response.content.decode()[:500]
+    assert "Not sent" in response.content.decode()
+    assert not AgentTurn.objects.exists()
+
+
+@pytest.mark.parametrize("after", ["99999999999999999999999", "-5", "abc", ""])
+def test_odd_poll_positions_answer_the_poll(author_client, after):
+    send(author_client)
+    turn = AgentTurn.objects.get()
+    response = author_client.get(f"/playground/turns/{turn.pk}/events/", {"after": after}, HTTP_HX_REQUEST="true")
+    assert response.status_code == 200
+
+
+def test_cancelling_a_queued_turn(author_client):
+    send(author_client)
+    turn = AgentTurn.objects.get()
+    assert "Cancel turn" in author_client.get(f"/playground/?turn={turn.pk}").content.decode()
+
+    response = author_client.post(f"/playground/turns/{turn.pk}/cancel/", HTTP_HX_REQUEST="true")
+    poll = author_client.get(f"/playground/turns/{turn.pk}/events/", HTTP_HX_REQUEST="true")
+
+    assert response.status_code == 204
+    turn.refresh_from_db()
+    assert turn.status == TurnStatus.CANCELLED
+    assert poll.status_code == 286 and "Cancelled" in poll.content.decode()

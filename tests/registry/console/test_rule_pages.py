@@ -289,3 +289,36 @@ def test_rules_pages_do_a_bounded_number_of_queries(
 
     with django_assert_max_num_queries(max_queries):
         assert author_client.get(url).status_code == 200
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"instruction": "nul \x00 inside"},
+        {"name": "nul \x00 name"},
+        {"pattern": "nul\x00"},
+        {"priority": "99999999999999999999"},
+        {"auto_invoke_tool": "run_skill", "auto_invoke_arguments": '{"a": "\\u0000"}'},
+        {"auto_invoke_tool": "run_skill", "auto_invoke_arguments": '{"a": "\\ud800"}'},
+        {"auto_invoke_tool": "run_skill", "auto_invoke_arguments": '{"a": NaN}'},
+        {"auto_invoke_tool": "run_skill", "auto_invoke_arguments": "[" * 5000 + "]" * 5000},
+        {"auto_invoke_tool": "run_skill", "auto_invoke_arguments": "[1, 2]"},
+        {"auto_invoke_tool": "x" * 500},
+        {"tools": "ok, b@d"},
+        {"other_skills": "x" * 5000},
+    ],
+)
+def test_hostile_rule_input_is_a_clear_400_never_a_500(author_client, fields):
+    response = author_client.post("/rules/new/", rule_form(**fields))
+
+    assert response.status_code == 400, response.content.decode()[:500]
+    assert "Not saved" in response.content.decode()
+    assert not ForceIncludeRule.objects.exists()
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["/rules/99999999999999999999/", "/rules/0/", "/rules/-1/", "/rules/test/?query=%00", "/rules/test/?label=%00"],
+)
+def test_odd_rule_addresses_answer_without_a_500(author_client, url):
+    assert author_client.get(url).status_code in (200, 400, 404)
