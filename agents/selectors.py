@@ -52,13 +52,20 @@ def turn_totals(*, turn: AgentTurn) -> TurnTotals:
     return TurnTotals(calls, prompt, completion, cost, model_ms, tool_ms)
 
 
-def conversation_turns(*, conversation_id: Any, before: AgentTurn | None = None) -> list[AgentTurn]:
-    """The turns of a conversation, oldest first (those before `before` when given)."""
+def conversation_turns(*, user: Any, conversation_id: Any, before: AgentTurn | None = None) -> list[AgentTurn]:
+    """The turns of a conversation that `user` may see (their own; an admin's, all), oldest
+    first; those before `before` when given."""
     turns = AgentTurn.objects.filter(conversation_id=conversation_id).order_by("created_at")
+    if not user.is_superuser:
+        turns = turns.filter(user=user)
     if before is not None:
         turns = turns.filter(created_at__lt=before.created_at)
     return list(turns)
 
 
-def conversations_recent(*, user: Any, limit: int = 8) -> list[Conversation]:
-    return list(Conversation.objects.filter(user=user).order_by("-created_at")[:limit])
+def conversations_recent(*, user: Any, limit: int = 8, include: Any = None) -> list[Conversation]:
+    """The user's newest conversations, and the one `include` names when it is theirs but older."""
+    recent = list(Conversation.objects.filter(user=user).order_by("-created_at")[:limit])
+    if include is not None and all(str(conversation.pk) != str(include) for conversation in recent):
+        recent += list(Conversation.objects.filter(pk=include, user=user))
+    return recent

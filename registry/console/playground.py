@@ -182,16 +182,21 @@ def _render(
     fragment: str = "",
 ) -> HttpResponse:
     conversation = form.conversation if may_run else ""
+    known = may_run and _is_uuid(conversation)
     context: dict[str, Any] = {
         "form": form,
         "errors": errors or {},
         "may_run": may_run,
         "models": model_choices(),
         "skill_names": [skill.name for skill in registry_snapshot().skills] if may_run else [],
-        "conversations": turn_selectors.conversations_recent(user=request.user) if may_run else [],
+        "conversations": (
+            turn_selectors.conversations_recent(user=request.user, include=conversation if known else None)
+            if may_run
+            else []
+        ),
         "earlier": (
-            turn_selectors.conversation_turns(conversation_id=conversation, before=turn)
-            if may_run and _is_uuid(conversation)
+            turn_selectors.conversation_turns(user=request.user, conversation_id=conversation, before=turn)
+            if known
             else []
         ),
         "script_example": SCRIPT_EXAMPLE,

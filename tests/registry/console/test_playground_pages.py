@@ -10,7 +10,7 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
-from agents.models import AgentTurn, TraceEvent, TurnStatus
+from agents.models import AgentTurn, Conversation, TraceEvent, TurnStatus
 from tests.factories import UserFactory, publish
 
 pytestmark = pytest.mark.django_db
@@ -189,9 +189,14 @@ def test_feedback_on_a_finished_turn(author_client):
     assert turn.feedback_rating == -1
 
 
-def test_someone_elses_turn_is_404(author_client):
+def test_someone_elses_turn_is_404_and_their_conversation_shows_nothing(author_client):
     other = UserFactory(username="other")
-    turn = AgentTurn.objects.create(user=other, message="theirs", model="offline")
+    conversation = Conversation.objects.create(user=other, title="their secret title")
+    turn = AgentTurn.objects.create(user=other, conversation=conversation, message="their secret", model="offline")
+
+    page = author_client.get(f"/playground/?conversation={conversation.pk}").content.decode()
+
+    assert "their secret" not in page
 
     assert author_client.get(f"/playground/?turn={turn.pk}").status_code == 404
     assert author_client.get(f"/playground/turns/{turn.pk}/events/", HTTP_HX_REQUEST="true").status_code == 404
