@@ -50,12 +50,12 @@ _LAST_KEYS = ("system_prompt",)
 def model_choices() -> list[tuple[str, str]]:
     """The models a turn may ask for here: AGENT_MODEL, the offline demo, and `scripted` where
     AGENT_ALLOW_SCRIPTED is on (SPEC §6.9)."""
-    choices = [("offline", "offline · demo model, no network")]
-    if settings.AGENT_MODEL != "offline":
-        choices.insert(0, (settings.AGENT_MODEL, f"{settings.AGENT_MODEL} · AGENT_MODEL"))
+    choices = {"offline": "offline · demo model, no network"}
     if settings.AGENT_ALLOW_SCRIPTED:
-        choices.append(("scripted", "scripted · steps from the script box"))
-    return choices
+        choices["scripted"] = "scripted · steps from the script box"
+    if settings.AGENT_MODEL not in choices:
+        choices = {settings.AGENT_MODEL: f"{settings.AGENT_MODEL} · AGENT_MODEL", **choices}
+    return list(choices.items())
 
 
 @dataclass

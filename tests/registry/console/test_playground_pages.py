@@ -308,3 +308,11 @@ def test_cancelling_a_queued_turn(author_client):
     turn.refresh_from_db()
     assert turn.status == TurnStatus.CANCELLED
     assert poll.status_code == 286 and "Cancelled" in poll.content.decode()
+
+
+def test_agent_model_is_offered_first_and_chosen_by_default(author_client, settings):
+    settings.AGENT_MODEL = "openai/gpt-4o-mini"
+    html = author_client.get("/playground/").content.decode()
+
+    assert '<option value="openai/gpt-4o-mini" selected>' in html
+    assert html.index("openai/gpt-4o-mini") < html.index('value="offline"')
