@@ -554,3 +554,14 @@ def skill_version_diff(*, old: SkillVersion | None, new: SkillVersion) -> Versio
             )
         )
     return VersionDiff(old=old, new=new, skill_md_diff=skill_md_diff, files=changes, unchanged_files=unchanged)
+
+
+# Areas with their own modules; re-exported so callers keep writing `selectors.rule_list()`.
+from registry.selectors.rules import (  # noqa: E402, F401
+    RuleRow,
+    RuleSkill,
+    SkillChoice,
+    rule_get,
+    rule_list,
+    rule_skill_choices,
+)

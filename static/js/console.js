@@ -1,5 +1,5 @@
 /* Console behaviour that htmx does not cover: keyboard shortcuts, the editor's line gutter and
-   jump-to-line, copy buttons. Every page works without this file; it only adds convenience. */
+   jump-to-line, copy buttons, the rule editor's skill filter. Every page works without this file; it only adds convenience. */
 (function () {
   "use strict";
 
@@ -12,6 +12,11 @@
     if (event.key === "/" && !typingIn(document.activeElement) && !event.ctrlKey && !event.metaKey) {
       var search = document.querySelector("[data-search]");
       if (search) { event.preventDefault(); search.focus(); search.select(); }
+    }
+    if ((event.ctrlKey || event.metaKey) && event.key === "Enter" && event.target.closest("form[data-send]")) {
+      var sendForm = event.target.closest("form[data-send]");
+      event.preventDefault();
+      if (sendForm.requestSubmit) { sendForm.requestSubmit(); } else { sendForm.submit(); }
     }
     if ((event.ctrlKey || event.metaKey) && (event.key === "s" || event.key === "S")) {
       var form = document.querySelector("form[data-editor]");
@@ -88,6 +93,29 @@
       }
     }
   });
+  // A list filtered as you type (the rule editor's skill picker): hides the items whose
+  // data-name does not contain the text; checked items stay visible so a choice is never hidden.
+  document.addEventListener("input", function (event) {
+    var listId = event.target.getAttribute && event.target.getAttribute("data-filter-list");
+    var list = listId && document.getElementById(listId);
+    if (!list) { return; }
+    var text = event.target.value.trim().toLowerCase();
+    list.querySelectorAll("[data-name]").forEach(function (item) {
+      var checked = item.querySelector("input:checked");
+      item.hidden = !!text && !checked && item.getAttribute("data-name").toLowerCase().indexOf(text) === -1;
+    });
+  });
+
+  // htmx leaves 4xx answers unswapped; forms marked data-swap-errors show them in place (the
+  // rule tester's bad label, the playground's refused message), as the page would without JS.
+  document.addEventListener("htmx:beforeSwap", function (event) {
+    var status = event.detail.xhr.status;
+    if (status >= 400 && status < 500 && event.detail.elt.closest("[data-swap-errors]")) {
+      event.detail.shouldSwap = true;
+      event.detail.isError = false;
+    }
+  });
+
   document.addEventListener("htmx:afterSwap", renderGutter);
   document.addEventListener("DOMContentLoaded", renderGutter);
 })();

@@ -45,3 +45,21 @@ def page(browser):
     page = context.new_page()
     yield page
     context.close()
+
+
+@pytest.fixture
+def open_page(browser, live_server):
+    """open_page(username) -> a logged-in console page in a fresh browser context (closed afterwards)."""
+    from tests.browser.console_helpers import log_in, new_page
+
+    contexts = []
+
+    def open_as(username: str):
+        page = new_page(browser)
+        contexts.append(page.context)
+        log_in(page, live_server.url, username)
+        return page
+
+    yield open_as
+    for context in contexts:
+        context.close()

@@ -42,5 +42,6 @@ def log_in(page, base_url: str, username: str, password: str = "pw-for-tests") -
 def screenshot(page, name: str) -> Path:
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     target = SCREENSHOTS / f"{name}.png"
+    page.evaluate("window.scrollTo(0, 0)")  # a scrolled page draws its sticky header mid-picture
     page.screenshot(path=str(target), full_page=True)
     return target

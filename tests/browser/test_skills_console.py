@@ -11,28 +11,12 @@ from playwright.sync_api import expect
 from registry.models import Label, SkillVersion
 from registry.selectors import skill_get
 from registry.services.labels import label_move
-from tests.browser.console_helpers import log_in, new_page, screenshot, user_with_role
+from tests.browser.console_helpers import new_page, screenshot, user_with_role
 from tests.factories import make_skill_md, publish
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 LINE_N = re.compile(r"line \d+")
-
-
-@pytest.fixture
-def open_page(browser, live_server):
-    """open_page(username) -> a logged-in page in a fresh browser context (closed afterwards)."""
-    contexts = []
-
-    def open_as(username: str):
-        page = new_page(browser)
-        contexts.append(page.context)
-        log_in(page, live_server.url, username)
-        return page
-
-    yield open_as
-    for context in contexts:
-        context.close()
 
 
 @pytest.fixture

@@ -1,0 +1,372 @@
+"""The playground (SPEC §7): send a message to a model and watch the turn's trace arrive.
+
+A turn is queued through `agents.services.agent_turn_create`, the service behind
+`POST /api/v1/agent/turns`, and a Celery worker runs it; this page never runs one. The turn panel
+polls for trace events after the last one it shows and appends them (an open event stays open),
+and the poll that sees the turn finished answers 286, which stops htmx polling. Without
+JavaScript the page refreshes itself while the turn runs.
+
+The console is the one interface over both apps, so this module (unlike the registry's domain
+code) reads and writes turns through `agents`; the scopes are the turn API's: `agent:run` to send
+and to read turns, so an analyst sees the page but neither runs nor reads turns.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from django.conf import settings
+from django.contrib import messages
+from django.http import Http404, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import path, reverse
+from django.utils.http import urlencode
+
+from agents import selectors as turn_selectors
+from agents import services as turns
+from agents.models import AgentTurn, TraceEvent
+from registry.console.access import console_view, user_scopes
+from registry.console.inputs import json_from_text, text_problem
+from registry.errors import ApplicationError, NotFound
+from registry.rendering import render_markdown
+from registry.services.resolve import registry_snapshot
+
+RUN = "agent:run"
+POLL_EVERY = "700ms"
+MAX_SEQ = 2**31 - 1  # a trace event's seq is a PostgreSQL integer: a larger `after` would not compare
+SCRIPT_EXAMPLE = json.dumps(
+    [{"content": None, "tool_calls": [{"name": "read_skill", "arguments": {"skill_name": "…"}}]}, {"content": "Done."}],
+    indent=1,
+    ensure_ascii=False,
+)
+# Keys shown first in an event's details; the rest follow in the order the runtime wrote them.
+_FIRST_KEYS = ("step", "model", "tool", "skill", "name", "ok", "error", "why", "message")
+_LAST_KEYS = ("system_prompt",)
+
+
+def model_choices() -> list[tuple[str, str]]:
+    """The models a turn may ask for here: AGENT_MODEL, the offline demo, and `scripted` where
+    AGENT_ALLOW_SCRIPTED is on (SPEC §6.9)."""
+    choices = {"offline": "offline · demo model, no network"}
+    if settings.AGENT_ALLOW_SCRIPTED:
+        choices["scripted"] = "scripted · steps from the script box"
+    if settings.AGENT_MODEL not in choices:
+        choices = {settings.AGENT_MODEL: f"{settings.AGENT_MODEL} · AGENT_MODEL", **choices}
+    return list(choices.items())
+
+
+@dataclass
+class SendInput:
+    message: str = ""
+    model: str = ""
+    forced_skill: str = ""
+    conversation: str = ""
+    script: str = ""
+
+    @classmethod
+    def from_post(cls, post) -> SendInput:
+        return cls(
+            message=post.get("message", ""),
+            model=post.get("model", "").strip(),
+            forced_skill=post.get("forced_skill", "").strip().lstrip("/"),
+            conversation=post.get("conversation", "").strip(),
+            script=post.get("script", "").strip(),
+        )
+
+    def service_values(self) -> tuple[dict[str, Any] | None, dict[str, str]]:
+        """agent_turn_create's arguments, or the problems the form itself can name."""
+        errors: dict[str, str] = {}
+        if not self.message.strip():
+            errors["message"] = "Write a message (a leading /skill-name forces that skill)."
+        elif len(self.message) > settings.AGENT_MAX_MESSAGE_CHARS:
+            errors["message"] = f"The message is over {settings.AGENT_MAX_MESSAGE_CHARS:,} characters."
+        elif problem := text_problem(self.message, what="message"):
+            errors["message"] = problem
+        if problem := text_problem(self.forced_skill, what="skill name"):
+            errors["forced_skill"] = problem
+        if self.model not in dict(model_choices()):
+            errors["model"] = "Choose one of the listed models."
+        conversation = None
+        if self.conversation:
+            try:
+                conversation = str(uuid.UUID(self.conversation))
+            except ValueError:
+                errors["conversation"] = "Not a conversation id."
+        script = None
+        if self.model == "scripted":
+            try:
+                script = json_from_text(self.script or "null", field="script", what="script")
+            except ApplicationError as exc:
+                errors["script"] = f"The script is not valid JSON: {exc.detail}"
+        if errors:
+            return None, errors
+        values = {
+            "message": self.message,
+            "model": self.model,
+            "forced_skill": self.forced_skill or None,
+            "conversation_id": conversation,
+            "script": script,
+        }
+        return values, {}
+
+
+# --- the page ------------------------------------------------------------------------------
+
+
+@console_view()
+def playground(request):
+    """GET: the form, and with `?turn=` that turn live (with `?conversation=`, that
+    conversation continued). POST: send (needs agent:run)."""
+    if request.method == "POST":
+        return playground_send(request)
+    may_run = RUN in user_scopes(request.user)
+    turn = _turn(request, request.GET["turn"]) if may_run and request.GET.get("turn") else None
+    conversation = str(turn.conversation_id) if turn else request.GET.get("conversation", "")
+    form = SendInput(model=turn.model if turn else settings.AGENT_MODEL, conversation=conversation)
+    if turn:
+        form.forced_skill = turn.forced_skill
+        form.script = json.dumps(turn.script, indent=2) if turn.script else ""
+    return _render(request, form=form, turn=turn, may_run=may_run)
+
+
+@console_view(scope=RUN)
+def playground_send(request):
+    form = SendInput.from_post(request.POST)
+    values, errors = form.service_values()
+    if values is not None:
+        try:
+            turn = turns.agent_turn_create(user=request.user, **values)
+        except ApplicationError as exc:
+            errors = {next(iter(exc.fields), "message"): exc.detail}
+            status = exc.status
+        else:
+            page_url = f"{reverse('playground')}?{urlencode({'turn': turn.pk})}"
+            if not request.htmx:
+                return redirect(page_url)
+            form.message = ""  # sent; the next message continues this conversation
+            form.conversation = str(turn.conversation_id)
+            response = _render(request, form=form, turn=turn, may_run=True, fragment="workspace")
+            response["HX-Push-Url"] = page_url
+            return response
+    else:
+        status = 400
+    return _render(
+        request,
+        form=form,
+        turn=None,
+        may_run=True,
+        errors=errors,
+        status=status,
+        fragment=("workspace" if request.htmx else ""),
+    )
+
+
+def _turn(request, turn_id) -> AgentTurn:
+    try:
+        return turns.agent_turn_get_for_user(user=request.user, turn_id=uuid.UUID(str(turn_id)))
+    except (ValueError, NotFound):
+        raise Http404("No such turn.") from None
+
+
+def _render(
+    request,
+    *,
+    form: SendInput,
+    turn: AgentTurn | None,
+    may_run: bool,
+    errors: dict[str, str] | None = None,
+    status: int = 200,
+    fragment: str = "",
+) -> HttpResponse:
+    conversation = form.conversation if may_run else ""
+    known = may_run and _is_uuid(conversation)
+    context: dict[str, Any] = {
+        "form": form,
+        "errors": errors or {},
+        "may_run": may_run,
+        "models": model_choices(),
+        "skill_names": [skill.name for skill in registry_snapshot().skills] if may_run else [],
+        "conversations": (
+            turn_selectors.conversations_recent(user=request.user, include=conversation if known else None)
+            if may_run
+            else []
+        ),
+        "earlier": (
+            turn_selectors.conversation_turns(user=request.user, conversation_id=conversation, before=turn)
+            if known
+            else []
+        ),
+        "script_example": SCRIPT_EXAMPLE,
+        "demo_default": settings.AGENT_MODEL == "offline",
+        "allow_scripted": settings.AGENT_ALLOW_SCRIPTED,
+    }
+    if turn is not None:
+        context.update(_turn_context(turn, after=0))
+    template = "registry/playground.html" + (f"#{fragment}" if fragment else "")
+    return render(request, template, context, status=status)
+
+
+def _is_uuid(value: str) -> bool:
+    try:
+        uuid.UUID(value)
+    except ValueError:
+        return False
+    return True
+
+
+# --- the live trace ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DetailRow:
+    key: str
+    kind: str  # "text" | "block" | "json" | "names" | "prompt"
+    value: Any
+
+
+@dataclass(frozen=True)
+class EventView:
+    seq: int
+    type: str
+    at: Any
+    summary: str
+    rows: tuple[DetailRow, ...]
+    tone: str  # "" | "bad" | "warn" | "good": the colour of its marker
+
+
+def _scalar(value: Any) -> bool:
+    return value is None or isinstance(value, str | int | float | bool)
+
+
+def _row(key: str, value: Any) -> DetailRow:
+    if key == "system_prompt":
+        return DetailRow(key, "prompt", value)
+    if isinstance(value, list) and all(isinstance(item, str | int | float) for item in value):
+        return DetailRow(key, "names", [str(item) for item in value])
+    if not _scalar(value):
+        return DetailRow(key, "json", json.dumps(value, indent=2, ensure_ascii=False))
+    if isinstance(value, str) and ("\n" in value or len(value) > 120):
+        return DetailRow(key, "block", value)
+    return DetailRow(key, "text", "—" if value is None or value == "" else value)
+
+
+def _summary(kind: str, data: dict[str, Any]) -> tuple[str, str]:
+    """One line for an event's closed row, and its tone."""
+    step = f"step {data['step']} · " if "step" in data else ""
+    if kind == "llm_call":
+        calls = data.get("tool_calls") or []
+        then = f"calls {', '.join(map(str, calls))}" if calls else "answers"
+        tokens = f"{data.get('prompt_tokens', 0)}+{data.get('completion_tokens', 0)} tokens"
+        return f"{step}{data.get('model', '')} · {tokens} · {data.get('latency_ms', 0)} ms · {then}", ""
+    if kind == "tool_call":
+        ok = "ok" if data.get("ok") else "failed"
+        return f"{step}{data.get('tool', '')} · {ok} · {data.get('latency_ms', 0)} ms", "" if data.get("ok") else "bad"
+    if kind == "tool_error":
+        return f"{step}{data.get('tool', '')}: {str(data.get('error', ''))[:140]}", "bad"
+    if kind == "tool_refused":
+        return f"{step}{data.get('tool', '')} refused: not allowed while {data.get('skill', '')} is forced", "bad"
+    if kind == "skill_activated":
+        return f"{data.get('skill', '')} v{data.get('version', '?')} via {data.get('trigger', '')}", "good"
+    if kind == "skill_reminder":
+        return f"{step}reminded of {data.get('skill', '')}", ""
+    if kind == "rule_fired":
+        return f"{data.get('name', '')}: {str(data.get('why', ''))[:140]}", "good"
+    if kind == "auto_invoke":
+        return f"{step}rule {data.get('rule', '')} called {data.get('tool', '')}", "warn"
+    if kind in ("warning", "budget_exceeded", "context_trimmed"):
+        return f"{step}{str(data.get('message') or data.get('removed') or '')[:160]}", "warn"
+    shown = [f"{key} {value}" for key, value in data.items() if _scalar(value) and key != "step"][:3]
+    return step + " · ".join(str(item)[:60] for item in shown), ""
+
+
+def event_view(event: TraceEvent) -> EventView:
+    data = event.data if isinstance(event.data, dict) else {"value": event.data}
+    order = [key for key in _FIRST_KEYS if key in data]
+    order += [key for key in data if key not in order and key not in _LAST_KEYS]
+    order += [key for key in _LAST_KEYS if key in data]
+    summary, tone = _summary(event.type, data)
+    return EventView(
+        seq=event.seq,
+        type=event.type,
+        at=event.at,
+        summary=summary,
+        rows=tuple(_row(key, data[key]) for key in order),
+        tone=tone,
+    )
+
+
+def _turn_context(turn: AgentTurn, *, after: int) -> dict[str, Any]:
+    events = [event_view(event) for event in turn_selectors.turn_trace_events(turn=turn, after=after)]
+    elapsed = turn.finished_at - turn.started_at if turn.finished_at and turn.started_at else None
+    return {
+        "turn": turn,
+        "events": events,
+        "elapsed_ms": int(elapsed.total_seconds() * 1000) if elapsed else None,
+        # Models answer in Markdown; rendered like a SKILL.md body (raw HTML off, then nh3).
+        "answer_html": render_markdown(turn.answer) if turn.answer else "",
+        "last_seq": events[-1].seq if events else after,
+        "totals": turn_selectors.turn_totals(turn=turn),
+        "poll_every": POLL_EVERY,
+    }
+
+
+@console_view(scope=RUN)
+def turn_events(request, turn_id):
+    """The poll: trace events after `after`, the status, totals and answer (out of band), and the
+    next poller; 286 once the turn has finished, so htmx stops asking."""
+    # The turn's status is read before its events: a turn's last events are written with its
+    # outcome, so a turn seen finished here has all of its events in the read that follows.
+    turn = _turn(request, turn_id)
+    try:
+        after = min(max(0, int(request.GET.get("after", "0"))), MAX_SEQ)
+    except ValueError:
+        after = 0
+    if not request.htmx:
+        return redirect(f"{reverse('playground')}?{urlencode({'turn': turn.pk})}")
+    context = _turn_context(turn, after=after)
+    status = 286 if turn.is_finished else 200
+    return render(request, "registry/playground.html#poll", context, status=status)
+
+
+@console_view(scope=RUN)
+def turn_feedback(request, turn_id):
+    turn = _turn(request, turn_id)
+    if request.method == "POST":
+        try:
+            turn = turns.agent_turn_feedback(turn=turn, rating=request.POST.get("rating", ""))
+        except ApplicationError as exc:
+            if request.htmx:
+                return render(
+                    request, "registry/playground.html#feedback", {"turn": turn, "feedback_error": exc.detail}
+                )
+            messages.error(request, f"Feedback not recorded: {exc.detail}")
+        else:
+            if request.htmx:
+                return render(request, "registry/playground.html#feedback", {"turn": turn, "thanked": True})
+            messages.success(request, "Thanks: your feedback counts toward the loaded skills' analytics.")
+    return redirect(f"{reverse('playground')}?{urlencode({'turn': turn.pk})}")
+
+
+@console_view(scope=RUN)
+def turn_cancel(request, turn_id):
+    """Cancel a queued or running turn (as `POST /agent/turns/{id}/cancel`); the next poll shows it."""
+    turn = _turn(request, turn_id)
+    if request.method == "POST":
+        try:
+            turns.agent_turn_cancel(turn=turn)
+        except ApplicationError as exc:
+            messages.info(request, f"Not cancelled: {exc.detail}")
+        if request.htmx:
+            return HttpResponse(status=204)
+    return redirect(f"{reverse('playground')}?{urlencode({'turn': turn.pk})}")
+
+
+urlpatterns = [
+    path("playground/", playground, name="playground"),
+    path("playground/turns/<str:turn_id>/events/", turn_events, name="playground-events"),
+    path("playground/turns/<str:turn_id>/feedback/", turn_feedback, name="playground-feedback"),
+    path("playground/turns/<str:turn_id>/cancel/", turn_cancel, name="playground-cancel"),
+]
