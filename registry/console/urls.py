@@ -7,5 +7,4 @@ urlpatterns = [
     path("", include("registry.console.analytics")),
     path("", include("registry.console.skills")),
     path("", include("registry.console.rules")),
-    path("", include("registry.console.playground")),
 ]

@@ -6,9 +6,9 @@ polls for trace events after the last one it shows and appends them (an open eve
 and the poll that sees the turn finished answers 286, which stops htmx polling. Without
 JavaScript the page refreshes itself while the turn runs.
 
-The console is the one interface over both apps, so this module (unlike the registry's domain
-code) reads and writes turns through `agents`; the scopes are the turn API's: `agent:run` to send
-and to read turns, so an analyst sees the page but neither runs nor reads turns.
+It lives in the agents app, which depends on the registry and not the other way round, and uses
+the console's shell and access rules; the scopes are the turn API's: `agent:run` to send and to
+read turns, so an analyst sees the page but neither runs nor reads turns.
 """
 
 from __future__ import annotations
@@ -205,7 +205,7 @@ def _render(
     }
     if turn is not None:
         context.update(_turn_context(turn, after=0))
-    template = "registry/playground.html" + (f"#{fragment}" if fragment else "")
+    template = "agents/playground.html" + (f"#{fragment}" if fragment else "")
     return render(request, template, context, status=status)
 
 
@@ -328,7 +328,7 @@ def turn_events(request, turn_id):
         return redirect(f"{reverse('playground')}?{urlencode({'turn': turn.pk})}")
     context = _turn_context(turn, after=after)
     status = 286 if turn.is_finished else 200
-    return render(request, "registry/playground.html#poll", context, status=status)
+    return render(request, "agents/playground.html#poll", context, status=status)
 
 
 @console_view(scope=RUN)
@@ -340,12 +340,12 @@ def turn_feedback(request, turn_id):
         except ApplicationError as exc:
             if request.htmx:
                 return render(
-                    request, "registry/playground.html#feedback", {"turn": turn, "feedback_error": exc.detail}
+                    request, "agents/playground.html#feedback", {"turn": turn, "feedback_error": exc.detail}
                 )
             messages.error(request, f"Feedback not recorded: {exc.detail}")
         else:
             if request.htmx:
-                return render(request, "registry/playground.html#feedback", {"turn": turn, "thanked": True})
+                return render(request, "agents/playground.html#feedback", {"turn": turn, "thanked": True})
             messages.success(request, "Thanks: your feedback counts toward the loaded skills' analytics.")
     return redirect(f"{reverse('playground')}?{urlencode({'turn': turn.pk})}")
 
