@@ -6,4 +6,6 @@ urlpatterns = [
     path("", include("registry.console.dashboard")),
     path("", include("registry.console.analytics")),
     path("", include("registry.console.skills")),
+    path("", include("registry.console.tokens")),
+    path("", include("registry.console.audit")),
 ]
