@@ -50,7 +50,7 @@ def _page(request, *, form: TokenCreateForm | None = None, new_token=None, secre
         "access": access,
         "form": form,
         "scope_choices": [(scope.value, SCOPE_HELP[scope]) for scope in TokenScope],
-        "chosen_scopes": form.data.getlist("scopes") if form is not None else [TokenScope.SKILLS_READ.value],
+        "chosen_scopes": (form["scopes"].value() or []) if form is not None else [TokenScope.SKILLS_READ.value],
         # Only an admin picks the owner; the list holds the accounts a token could act for.
         "owners": selectors.account_list(active_only=True) if access.see_all and access.manage else [],
         "owner": (form.data.get("owner") if form is not None else "") or request.user.get_username(),

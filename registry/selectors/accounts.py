@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from django.contrib.auth import get_user_model
+from django.contrib.auth.base_user import AbstractBaseUser
 from django.contrib.auth.models import Group
 from django.db.models import Prefetch
 
@@ -13,7 +14,7 @@ from registry.roles import roles_of
 
 @dataclass(frozen=True)
 class AccountRow:
-    user: object
+    user: AbstractBaseUser
     roles: list[str]
 
 

@@ -84,9 +84,10 @@ def audit_log_for_user(*, user, filters: AuditFilter) -> QuerySet[AuditLog]:
 
 def audit_page(*, user, filters: AuditFilter, page: str | int | None, per_page: int = 50) -> Page:
     """One page of `audit_log_for_user`, its rows as AuditEntry (two queries: count and rows)."""
-    result = Paginator(audit_log_for_user(user=user, filters=filters), per_page).get_page(page)
-    result.object_list = [AuditEntry(log=log, changes=audit_changes(log.before, log.after)) for log in result]
-    return result
+    paginator = Paginator(audit_log_for_user(user=user, filters=filters), per_page)
+    logs = paginator.get_page(page)
+    entries = [AuditEntry(log=log, changes=audit_changes(log.before, log.after)) for log in logs]
+    return Page(entries, logs.number, paginator)
 
 
 def _day_start(day: dt.date) -> dt.datetime:

@@ -11,7 +11,7 @@ from django.contrib.auth.models import Group
 from django.contrib.auth.password_validation import validate_password
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import Field, Q
 
 from registry.errors import ApplicationError, Conflict, NotFound
 from registry.roles import ADMIN, ROLE_SCOPES, user_roles
@@ -101,8 +101,10 @@ def account_create(*, username: str, role: str, password: str, actor: Actor):
     User = get_user_model()
     if not username:
         raise ApplicationError("Give a username.", fields={"username": "required"})
+    username_field = User._meta.get_field(User.USERNAME_FIELD)
     try:
-        User._meta.get_field(User.USERNAME_FIELD).run_validators(username)
+        if isinstance(username_field, Field):  # always, for a user model; the check is for mypy
+            username_field.run_validators(username)
     except ValidationError as exc:
         raise ApplicationError(f"Username: {' '.join(exc.messages)}", fields={"username": "invalid"}) from None
     try:
