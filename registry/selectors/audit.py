@@ -7,7 +7,8 @@ import datetime as dt
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from functools import cached_property, partial
+from typing import Any, NamedTuple
 
 from django.core.paginator import Page, Paginator
 from django.db.models import QuerySet
@@ -49,14 +50,21 @@ class AuditEntry:
 
     @property
     def raw_json(self) -> str:
-        """Before and after as recorded, for the row's "JSON" disclosure."""
-        return json.dumps({"before": self.log.before, "after": self.log.after}, indent=2, ensure_ascii=False)
+        """Before and after as recorded, for the row's "JSON" disclosure. One line each: with
+        `indent`, json falls back to its pure-Python encoder, a fifth of the page's time."""
+        dump = partial(json.dumps, ensure_ascii=False, sort_keys=True)
+        return f"before: {dump(self.log.before)}\nafter:  {dump(self.log.after)}"
 
-    @property
-    def skill_link(self) -> tuple[str, str] | None:
-        """(name, source) when the row is about a skill, for a link to its page."""
+    @cached_property
+    def skill(self) -> SkillRef | None:
+        """The skill the row is about, for a link to its page."""
         found = _SKILL_REPR.match(self.log.object_repr) if self.log.object_type == "skill" else None
-        return (found.group(1), found.group(2)) if found else None
+        return SkillRef(found.group(1), found.group(2)) if found else None
+
+
+class SkillRef(NamedTuple):
+    name: str
+    source: str
 
 
 def audit_log_for_user(*, user, filters: AuditFilter) -> QuerySet[AuditLog]:
