@@ -27,6 +27,11 @@ ROLE_SCOPES: dict[str, set[str]] = {
 }
 
 
+# Every role grants this scope, so a console view that asks for it turns away only an account
+# without a role (which may do nothing).
+ANY_ROLE = TokenScope.SKILLS_READ.value
+
+
 def roles_of(*, is_superuser: bool, group_names: Iterable[str]) -> set[str]:
     """The roles an active account holds: a superuser is an admin; otherwise its role groups."""
     if is_superuser:

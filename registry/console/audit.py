@@ -14,7 +14,7 @@ from django.utils.http import urlencode
 
 from registry import selectors
 from registry.console.access import console_view
-from registry.roles import ADMIN_ONLY_AUDIT_OBJECTS, audit_sees_accounts
+from registry.roles import ADMIN_ONLY_AUDIT_OBJECTS, ANY_ROLE, audit_sees_accounts
 from registry.selectors.audit import KNOWN_OBJECT_TYPES, NO_USER, AuditFilter
 
 PAGE_SIZE = 50
@@ -36,7 +36,7 @@ class AuditFilterForm(forms.Form):
         return cleaned
 
 
-@console_view()
+@console_view(scope=ANY_ROLE)
 def audit_list(request):
     form = AuditFilterForm(request.GET)
     valid = form.is_valid()  # a bad filter is named beside its field, the others still apply

@@ -19,7 +19,7 @@ from registry import selectors
 from registry.console.access import console_view
 from registry.errors import ApplicationError, NotFound
 from registry.models import ApiToken, TokenScope
-from registry.roles import token_access
+from registry.roles import ANY_ROLE, token_access
 from registry.services.audit import Actor
 from registry.services.tokens import NAME_MAX, api_token_create, api_token_revoke
 
@@ -61,7 +61,7 @@ def _page(request, *, form: TokenCreateForm | None = None, new_token=None, secre
 
 
 @never_cache  # the answer to a create holds the secret: no browser or proxy may keep it
-@console_view()
+@console_view(scope=ANY_ROLE)
 def token_list(request):
     """GET: the tokens this user may see. POST: create one and show its secret, this once."""
     if request.method != "POST":
@@ -102,7 +102,7 @@ def _manageable_token(request, token_id: int) -> ApiToken:
         raise Http404(exc.detail) from None
 
 
-@console_view()
+@console_view(scope=ANY_ROLE)
 def token_revoke(request, token_id: int):
     """GET or POST without `confirm`: what revoking does, and a Confirm button. POST with it: revoke."""
     token = _manageable_token(request, token_id)

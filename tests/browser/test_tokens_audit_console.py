@@ -179,6 +179,7 @@ def test_hostile_token_names_and_audit_data_stay_inert(live_server, open_page):
     expect(page.locator("#audit-table tbody tr")).to_have_count(2)
     page.locator("details.raw summary").first.click()
     expect(page.locator("#audit-table")).to_contain_text("<svg onload=window.__xss=1>")  # shown as text
+    screenshot(page, "audit-xss-inert-admin")
     assert page.evaluate("window.__xss") is None
     assert page.locator("#audit-table img, #audit-table svg, #audit-table script").count() == 0
     page.goto(f"{live_server.url}/tokens/")

@@ -11,7 +11,7 @@ from django.test import Client
 from registry.models import ApiToken, AuditLog
 from registry.roles import ADMIN, ANALYST, AUTHOR
 from registry.services.tokens import api_token_create
-from tests.factories import user_with_role
+from tests.factories import UserFactory, user_with_role
 
 pytestmark = pytest.mark.django_db
 
@@ -181,3 +181,12 @@ def test_the_tokens_page_does_a_bounded_number_of_queries(admin_client, django_a
 
     with django_assert_max_num_queries(8):
         assert admin_client.get("/tokens/").status_code == 200
+
+
+def test_an_account_without_a_role_gets_403_on_tokens_and_audit(client):
+    client.force_login(UserFactory(username="nobody"))
+
+    assert client.get("/tokens/").status_code == 403
+    assert client.get("/audit/").status_code == 403
+    assert _create(client).status_code == 403
+    assert not ApiToken.objects.exists()
