@@ -21,6 +21,7 @@ NO_USER = "system"
 # The object types services record (registry/services/*): suggestions for the filter, which
 # also takes any other type.
 KNOWN_OBJECT_TYPES = ("skill", "rule", "api_token", "usage_event", "usage_rollup", "user", "group")
+COUNT_CAP = 10_000  # entries counted for the pager; beyond it, "10,000+" and the filters narrow
 VALUE_CHARS = 1000  # a long value (a rule's pattern, a list of members) is cut for display
 _SKILL_REPR = re.compile(r"^([A-Za-z0-9][A-Za-z0-9_.-]{0,127})@(bundled|user|workspace)$")
 
@@ -90,9 +91,23 @@ def audit_log_for_user(*, user, filters: AuditFilter) -> QuerySet[AuditLog]:
     return rows.order_by("-at", "-id")
 
 
+class CappedPaginator(Paginator):
+    """Counts at most COUNT_CAP + 1 rows. The log only grows (a row per write, per usage batch,
+    per failed login), and an exact COUNT(*) reads all of it on every page view; past the cap
+    the filters (dates above all) narrow it down."""
+
+    @cached_property
+    def count(self) -> int:
+        return self.object_list[: COUNT_CAP + 1].count()
+
+    @property
+    def capped(self) -> bool:
+        return self.count > COUNT_CAP
+
+
 def audit_page(*, user, filters: AuditFilter, page: str | int | None, per_page: int = 50) -> Page:
     """One page of `audit_log_for_user`, its rows as AuditEntry (two queries: count and rows)."""
-    paginator = Paginator(audit_log_for_user(user=user, filters=filters), per_page)
+    paginator = CappedPaginator(audit_log_for_user(user=user, filters=filters), per_page)
     logs = paginator.get_page(page)
     entries = [AuditEntry(log=log, changes=audit_changes(log.before, log.after)) for log in logs]
     return Page(entries, logs.number, paginator)

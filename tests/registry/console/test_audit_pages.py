@@ -173,3 +173,17 @@ def test_the_audit_page_does_a_bounded_number_of_queries(client, django_assert_m
 
     with django_assert_max_num_queries(6):
         assert client.get("/audit/?object_type=skill&page=2").status_code == 200
+
+
+def test_past_the_count_cap_the_page_says_so_and_dates_narrow_it(author_client, author, monkeypatch):
+    monkeypatch.setattr("registry.selectors.audit.COUNT_CAP", 20)
+    for number in range(30):
+        _record(author, object_repr=f"skill-{number}@user")
+    yesterday = dt.datetime.now(dt.UTC) - dt.timedelta(days=1)
+    _record(author, object_repr="old@user", at=yesterday)
+
+    html = author_client.get("/audit/").content.decode()
+    narrowed = author_client.get(f"/audit/?date_to={yesterday.date()}").content.decode()
+
+    assert "More than 20 entries" in html and "Page 1 of 1" not in html
+    assert _rows(narrowed) == 1 and "1 entry match" in narrowed
