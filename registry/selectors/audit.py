@@ -96,9 +96,13 @@ class CappedPaginator(Paginator):
     per failed login), and an exact COUNT(*) reads all of it on every page view; past the cap
     the filters (dates above all) narrow it down."""
 
+    def __init__(self, rows: QuerySet[AuditLog], per_page: int) -> None:
+        super().__init__(rows, per_page)
+        self.rows = rows
+
     @cached_property
     def count(self) -> int:
-        return self.object_list[: COUNT_CAP + 1].count()
+        return self.rows[: COUNT_CAP + 1].count()
 
     @property
     def capped(self) -> bool:
