@@ -93,7 +93,11 @@ def populate(skills: int, versions: int) -> None:
 def populate_audit_and_tokens(owner, skills: int, versions: int) -> None:
     """One audit row per version (what publishing writes) and 30 tokens of the bench author, so
     the audit and tokens pages read a log and a list of realistic size."""
+    from datetime import timedelta
+
     from django.db import transaction
+    from django.db.models import F
+    from django.db.models.functions import Now
 
     from registry.models import ApiToken, AuditLog
 
@@ -114,6 +118,10 @@ def populate_audit_and_tokens(owner, skills: int, versions: int) -> None:
                     for revision in range(1, versions + 1)
                 ],
                 batch_size=2000,
+            )
+            # auto_now_add gave the batch one timestamp; a real log has one write after another.
+            AuditLog.objects.filter(object_repr__startswith="bench-console-").update(
+                at=Now() - F("id") * timedelta(minutes=1)
             )
         ApiToken.objects.bulk_create(
             [
