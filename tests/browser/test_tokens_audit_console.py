@@ -131,14 +131,14 @@ def test_an_analyst_reads_tokens_and_audit_but_cannot_write(live_server, open_pa
     user_with_role("alan", "analyst")
     token, _ = api_token_create(name="alans-reader", username="alan", scopes=["analytics:read"])
     publish("pdf-tools")
-    page = open_page("alan")
+    page = open_page("alan", color_scheme="dark")  # and the dark theme, from the system setting
 
     page.goto(f"{live_server.url}/tokens/")
     expect(page.locator("#token-table")).to_contain_text("alans-reader")
     expect(page.get_by_role("button", name="Create token")).to_have_count(0)
     expect(page.get_by_role("link", name="Revoke alans-reader")).to_have_count(0)
     expect(page.locator("main form[method=post]")).to_have_count(0)
-    screenshot(page, "tokens-analyst")
+    screenshot(page, "tokens-analyst-dark")
 
     refused = page.goto(f"{live_server.url}/tokens/{token.pk}/revoke/")
     assert refused.status == 403
@@ -152,7 +152,7 @@ def test_an_analyst_reads_tokens_and_audit_but_cannot_write(live_server, open_pa
     page.goto(f"{live_server.url}/audit/")
     expect(page.locator("#audit-table")).to_contain_text("version.publish")
     expect(page.locator("main form[method=post]")).to_have_count(0)
-    screenshot(page, "audit-analyst")
+    screenshot(page, "audit-analyst-dark")
 
 
 def test_hostile_token_names_and_audit_data_stay_inert(live_server, open_page):
@@ -176,8 +176,10 @@ def test_hostile_token_names_and_audit_data_stay_inert(live_server, open_page):
         assert page.evaluate("window.__xss") is None, url
     page.goto(f"{live_server.url}/audit/")
     page.fill("#id_object", "<img")  # the htmx fragment too
+    page.wait_for_url(lambda url: "object=" in url)  # the swapped table's address is pushed
     expect(page.locator("#audit-table tbody tr")).to_have_count(2)
     page.locator("details.raw summary").first.click()
+    expect(page.locator("details.raw[open] pre")).to_contain_text("before:")
     expect(page.locator("#audit-table")).to_contain_text("<svg onload=window.__xss=1>")  # shown as text
     screenshot(page, "audit-xss-inert-admin")
     assert page.evaluate("window.__xss") is None
