@@ -90,6 +90,54 @@ def populate(skills: int, versions: int) -> None:
         registry_changed()
 
 
+def populate_audit_and_tokens(owner, skills: int, versions: int) -> None:
+    """One audit row per version (what publishing writes) and 30 tokens of the bench author, so
+    the audit and tokens pages read a log and a list of realistic size."""
+    from datetime import timedelta
+
+    from django.db import transaction
+    from django.db.models import F
+    from django.db.models.functions import Now
+
+    from registry.models import ApiToken, AuditLog
+
+    with transaction.atomic():
+        if AuditLog.objects.filter(object_repr__startswith="bench-console-").count() < skills * versions:
+            AuditLog.objects.bulk_create(
+                [
+                    AuditLog(
+                        actor=owner,
+                        via="console",
+                        action="version.publish",
+                        object_type="skill",
+                        object_repr=f"bench-console-{index:04d}@user",
+                        before={"version": revision - 1 or None},
+                        after={"version": revision, "fingerprint": f"{index:032x}{revision:032x}"},
+                    )
+                    for index in range(skills)
+                    for revision in range(1, versions + 1)
+                ],
+                batch_size=2000,
+            )
+            # auto_now_add gave the batch one timestamp; a real log has one write after another.
+            AuditLog.objects.filter(object_repr__startswith="bench-console-").update(
+                at=Now() - F("id") * timedelta(minutes=1)
+            )
+        ApiToken.objects.bulk_create(
+            [
+                ApiToken(
+                    name=f"bench-console-token-{n:02d}",
+                    user=owner,
+                    prefix="skr_bench",
+                    secret_hash=ApiToken.hash_secret(f"bench-console-token-{n}"),
+                    scopes=["skills:read"],
+                )
+                for n in range(30)
+            ],
+            ignore_conflicts=True,
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--skills", type=int, default=1000)
@@ -116,6 +164,7 @@ def main() -> None:
 
     author = UserFactory(username="bench-author")
     author.groups.add(Group.objects.get(name="author"))
+    populate_audit_and_tokens(author, args.skills, args.versions_per_skill)
     client = Client(HTTP_HOST="127.0.0.1")
     client.force_login(author)
     name = f"bench-console-{args.skills // 2:04d}"
@@ -130,12 +179,12 @@ def main() -> None:
 
     keystrokes = iter(range(10**9))
 
-    def live(fragment: str):
+    def live(fragment: str, marker: bytes):
         def call():
             # A different text each time, as when typing (nothing is served from a cache).
             form = {"skill_md": f"{edited}\nTyped {next(keystrokes)}\n", "base_version": "1", "check": fragment}
             response = client.post(f"/skills/{name}/edit/", form, headers={"HX-Request": "true"})
-            assert response.status_code == 200 and f'id="{fragment}"'.encode() in response.content
+            assert response.status_code == 200 and marker in response.content
 
         return call
 
@@ -155,9 +204,16 @@ def main() -> None:
         ("skills list, search fragment (htmx)", get("/skills/?q=sql+report", **{"HX-Request": "true"}), 50),
         ("skill page", get(f"/skills/{name}/"), 50),
         ("editor", get(f"/skills/{name}/edit/"), 50),
-        ("live validation round trip (problems by line)", live("problems"), 30),
-        ("live preview round trip (rendered body, tokens, prompt entry)", live("preview"), None),
+        ("live validation round trip (problems by line)", live("problems", b'id="problems"'), 30),
+        ("live preview round trip (rendered body, tokens, prompt entry)", live("preview", b"Rendered body"), None),
         ("versions page", get(f"/skills/{name}/versions/"), None),
+        ("tokens page (30 tokens)", get("/tokens/"), None),
+        ("audit log, page 1", get("/audit/"), None),
+        (
+            "audit log filtered by object, fragment (htmx)",
+            get(f"/audit/?object={name}", **{"HX-Request": "true"}),
+            None,
+        ),
     ]
     for _, call, _ in cases:  # warm caches, connections and the template loader
         for _ in range(3):

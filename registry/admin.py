@@ -129,8 +129,8 @@ class AuditLogAdmin(ReadOnlyAdmin):
 
 @admin.register(models.ApiToken)
 class ApiTokenAdmin(ReadOnlyAdmin):
-    """Tokens are created by `manage.py tokens create` (the secret is shown once there); the
-    admin lists them and can revoke them."""
+    """Tokens are created by `manage.py tokens create` or on the console's /tokens/ page (the
+    secret is shown once there); the admin lists them and can revoke them."""
 
     list_display = ("name", "user", "prefix", "scopes", "created_at", "last_used_at", "revoked_at")
     exclude = ("secret_hash",)

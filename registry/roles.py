@@ -7,6 +7,7 @@ user who loses a role loses it over the API at once)."""
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from registry.models import TokenScope
 
@@ -24,6 +25,11 @@ ROLE_SCOPES: dict[str, set[str]] = {
     },
     ANALYST: {TokenScope.SKILLS_READ, TokenScope.ANALYTICS_READ},
 }
+
+
+# Every role grants this scope, so a console view that asks for it turns away only an account
+# without a role (which may do nothing).
+ANY_ROLE = TokenScope.SKILLS_READ.value
 
 
 def roles_of(*, is_superuser: bool, group_names: Iterable[str]) -> set[str]:
@@ -57,3 +63,33 @@ def user_scopes(user) -> set[str]:
 
 def user_has_scope(user, scope: str) -> bool:
     return scope in user_scopes(user)
+
+
+@dataclass(frozen=True)
+class TokenAccess:
+    """What a user may do with API tokens in the console.
+
+    An admin sees and manages every token, for any owner. An author manages their own (a token
+    acts for its owner and never beyond the owner's role, so this grants nothing new). An
+    analyst only sees their own: creating a credential is a write, and analysts write nothing;
+    an admin makes them a read token when they need one."""
+
+    see_all: bool
+    manage: bool
+
+    def may_manage(self, *, user, owner_id: int) -> bool:
+        return self.manage and (self.see_all or owner_id == user.pk)
+
+
+def token_access(user) -> TokenAccess:
+    roles = user_roles(user)
+    return TokenAccess(see_all=ADMIN in roles, manage=bool(roles & {ADMIN, AUTHOR}))
+
+
+# Audit rows about accounts (logins, with their IP addresses; role changes) are for admins;
+# every role may read who changed which skill, label, rule or token.
+ADMIN_ONLY_AUDIT_OBJECTS = frozenset({"user", "group"})
+
+
+def audit_sees_accounts(user) -> bool:
+    return ADMIN in user_roles(user)

@@ -7,4 +7,6 @@ urlpatterns = [
     path("", include("registry.console.analytics")),
     path("", include("registry.console.skills")),
     path("", include("registry.console.rules")),
+    path("", include("registry.console.tokens")),
+    path("", include("registry.console.audit")),
 ]

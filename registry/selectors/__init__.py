@@ -14,7 +14,6 @@ from registry.bundle import Bundle, BundleFile
 from registry.errors import NotFound
 from registry.matching import MatchIndex, match, words
 from registry.models import (
-    ApiToken,
     ForceIncludeRule,
     Label,
     LabelHistory,
@@ -22,6 +21,16 @@ from registry.models import (
     SkillFile,
     SkillVersion,
 )
+from registry.selectors.accounts import AccountRow as AccountRow
+from registry.selectors.accounts import account_list as account_list
+from registry.selectors.audit import AuditEntry as AuditEntry
+from registry.selectors.audit import AuditFilter as AuditFilter
+from registry.selectors.audit import audit_log_for_user as audit_log_for_user
+from registry.selectors.audit import audit_page as audit_page
+from registry.selectors.tokens import TokenRow as TokenRow
+from registry.selectors.tokens import api_token_get_for_user as api_token_get_for_user
+from registry.selectors.tokens import api_token_list as api_token_list
+from registry.selectors.tokens import api_tokens_for_user as api_tokens_for_user
 
 
 def dashboard_stats() -> dict:
@@ -432,14 +441,6 @@ def skill_md_raw(
 def skill_md_raw_cache_clear() -> None:
     with _RAW_LOCK:
         _RAW_CACHE.clear()
-
-
-# --- API tokens ----------------------------------------------------------------------------
-
-
-def api_token_list() -> list[ApiToken]:
-    """Every token with its owner, by name; revoked ones too (they stay for the audit trail)."""
-    return list(ApiToken.objects.select_related("user").order_by("name"))
 
 
 # --- versions, labels and diffs (API and console) -----------------------------------------

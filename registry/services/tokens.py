@@ -17,7 +17,16 @@ from registry.services.audit import SYSTEM, Actor, audit_record
 SECRET_PREFIX = "skr_"
 
 
+NAME_MAX = ApiToken._meta.get_field("name").max_length or 100
+
+
 def api_token_create(*, name: str, username: str, scopes: list[str], actor: Actor = SYSTEM) -> tuple[ApiToken, str]:
+    name = name.strip()
+    if not name or len(name) > NAME_MAX or not name.isprintable():
+        raise ApplicationError(
+            f"A token name is 1-{NAME_MAX} printable characters.",
+            fields={"name": f"1-{NAME_MAX} printable characters, no line breaks"},
+        )
     unknown = sorted(set(scopes) - set(TokenScope.values))
     if unknown or not scopes:
         raise ApplicationError(

@@ -1,0 +1,122 @@
+"""API tokens in the console: the list, create (the secret shown once), revoke with confirmation.
+
+Who sees and manages which tokens is `registry.roles.token_access`: admins every token, authors
+their own, analysts read their own. Writes go through `registry.services.tokens`, audited with
+the console as the channel.
+"""
+
+from __future__ import annotations
+
+from django import forms
+from django.contrib import messages
+from django.core.exceptions import PermissionDenied
+from django.http import Http404
+from django.shortcuts import redirect, render
+from django.urls import path, reverse
+from django.views.decorators.cache import never_cache
+
+from registry import selectors
+from registry.console.access import console_view
+from registry.errors import ApplicationError, NotFound
+from registry.models import ApiToken, TokenScope
+from registry.roles import ANY_ROLE, token_access
+from registry.services.audit import Actor
+from registry.services.tokens import NAME_MAX, api_token_create, api_token_revoke
+
+SCOPE_HELP = {
+    TokenScope.SKILLS_READ: "read skills, versions, files and resolve",
+    TokenScope.SKILLS_WRITE: "publish versions, move labels, enable and disable",
+    TokenScope.RULES_WRITE: "create, change and delete force-include rules",
+    TokenScope.USAGE_WRITE: "report usage events (POST /usage)",
+    TokenScope.ANALYTICS_READ: "read the analytics API",
+    TokenScope.AGENT_RUN: "run agent turns",
+}
+
+
+class TokenCreateForm(forms.Form):
+    name = forms.CharField(max_length=NAME_MAX)
+    owner = forms.CharField(required=False, max_length=150)
+    scopes = forms.MultipleChoiceField(choices=[(scope.value, scope.value) for scope in TokenScope])
+
+
+def _actor(request) -> Actor:
+    return Actor(user=request.user, via="console")
+
+
+def _page(request, *, form: TokenCreateForm | None = None, new_token=None, secret: str = "", status: int = 200):
+    access = token_access(request.user)
+    context = {
+        "rows": selectors.api_tokens_for_user(user=request.user),
+        "access": access,
+        "form": form,
+        "scope_choices": [(scope.value, SCOPE_HELP[scope]) for scope in TokenScope],
+        "chosen_scopes": (form["scopes"].value() or []) if form is not None else [TokenScope.SKILLS_READ.value],
+        # Only an admin picks the owner; the list holds the accounts a token could act for.
+        "owners": selectors.account_list(active_only=True) if access.see_all and access.manage else [],
+        "owner": (form.data.get("owner") if form is not None else "") or request.user.get_username(),
+        "new_token": new_token,
+        "secret": secret,
+    }
+    return render(request, "registry/tokens/list.html", context, status=status)
+
+
+@never_cache  # the answer to a create holds the secret: no browser or proxy may keep it
+@console_view(scope=ANY_ROLE)
+def token_list(request):
+    """GET: the tokens this user may see. POST: create one and show its secret, this once."""
+    if request.method != "POST":
+        return _page(request)
+    access = token_access(request.user)
+    if not access.manage:
+        raise PermissionDenied("Your role does not allow creating API tokens.")
+    form = TokenCreateForm(request.POST)
+    if not form.is_valid():
+        return _page(request, form=form, status=400)
+    owner = form.cleaned_data["owner"] or request.user.get_username()
+    if owner != request.user.get_username() and not access.see_all:
+        raise PermissionDenied("You can create tokens only for yourself.")
+    try:
+        token, secret = api_token_create(
+            name=form.cleaned_data["name"], username=owner, scopes=form.cleaned_data["scopes"], actor=_actor(request)
+        )
+    except ApplicationError as exc:
+        for field, problem in exc.fields.items():
+            field = "owner" if field == "user" else field  # the service's name for the owner
+            form.add_error(field if field in form.fields else None, problem)
+        if not exc.fields:
+            form.add_error(None, exc.detail)
+        messages.error(request, f"No token created: {exc.detail}")
+        return _page(request, form=form, status=exc.status)
+    messages.success(request, f"Created token {token.name} for {owner}.")
+    return _page(request, new_token=token, secret=secret, status=201)
+
+
+def _manageable_token(request, token_id: int) -> ApiToken:
+    """The token, if this user may revoke it: 403 for a role that manages no tokens, 404 for a
+    token they cannot see (another owner's, for an author)."""
+    if not token_access(request.user).manage:
+        raise PermissionDenied("Your role does not allow revoking API tokens.")
+    try:
+        return selectors.api_token_get_for_user(user=request.user, token_id=token_id)
+    except NotFound as exc:
+        raise Http404(exc.detail) from None
+
+
+@console_view(scope=ANY_ROLE)
+def token_revoke(request, token_id: int):
+    """GET or POST without `confirm`: what revoking does, and a Confirm button. POST with it: revoke."""
+    token = _manageable_token(request, token_id)
+    if token.revoked_at is not None:
+        messages.info(request, f"Token {token.name} was already revoked.")
+        return redirect(reverse("token-list"))
+    if request.method != "POST" or request.POST.get("confirm") != "1":
+        return render(request, "registry/tokens/revoke_confirm.html", {"token": token})
+    api_token_revoke(name=token.name, actor=_actor(request))
+    messages.success(request, f"Revoked token {token.name}: requests with it now get 401.")
+    return redirect(reverse("token-list"))
+
+
+urlpatterns = [
+    path("tokens/", token_list, name="token-list"),
+    path("tokens/<int:token_id>/revoke/", token_revoke, name="token-revoke"),
+]
