@@ -107,7 +107,7 @@ def compile_pattern(pattern: str):
             "The pattern is empty; give a regular expression to match against the query.",
             fields={"pattern": "required"},
         )
-    limit = int(getattr(settings, "RULE_PATTERN_MAX_LENGTH", 1000))
+    limit = settings.RULE_PATTERN_MAX_LENGTH
     if len(pattern) > limit:
         raise InvalidPattern(
             f"The pattern is {len(pattern)} characters long; the limit is {limit}.",

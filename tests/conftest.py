@@ -6,8 +6,10 @@ import os
 import textwrap
 
 import pytest
+from django.conf import settings
 from hypothesis import settings as hypothesis_settings
 
+from config import local_state
 from tests.factories import UserFactory, make_skill_md, user_with_role
 
 # CI explores a fixed sequence of examples so a red run can be reproduced; local runs keep
@@ -15,6 +17,12 @@ from tests.factories import UserFactory, make_skill_md, user_with_role
 hypothesis_settings.register_profile("ci", derandomize=True)
 if os.environ.get("CI"):
     hypothesis_settings.load_profile("ci")
+
+
+def pytest_configure(config):
+    # Settings write nothing at import; the SQLite test database and the filesystem broker (when
+    # REDIS_URL is unset) need VAR_DIR's folders, as `make run` makes them.
+    local_state.prepare(settings.VAR_DIR)
 
 
 @pytest.fixture
