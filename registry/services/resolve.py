@@ -632,7 +632,3 @@ def skills_match(*, query: str, label: str | None = None, limit: int | None = No
 def skills_find(*, trigger: str, context: Mapping[str, Any] | None = None, label: str | None = None) -> list[Match]:
     """seed 001 findSkills over the effective skills (Match.skill is a SkillEntry)."""
     return find_skills(trigger, context, registry_snapshot(label=label).skills)
-
-
-def skill_entry(*, name: str, label: str | None = None) -> SkillEntry | None:
-    return registry_snapshot(label=label).by_name.get(name)
