@@ -340,7 +340,7 @@ class ApiToken(models.Model):
 
 
 class RegistryState(models.Model):
-    """One row whose `generation` grows with every registry write (see services/generation.py)."""
+    """One row whose `generation` grows with every registry write (see selectors/generation.py)."""
 
     generation = models.PositiveBigIntegerField(default=0)
 

@@ -77,8 +77,8 @@ def dedent():
 def _fresh_registry_caches():
     """Each test's database rolls back, so generation numbers repeat between tests: a cached
     resolve or SKILL.md from an earlier test must not be served to the next one."""
+    from registry.selectors.resolve import registry_caches_reset
     from registry.services.logins import login_throttle_reset
-    from registry.services.resolve import registry_caches_reset
 
     registry_caches_reset()
     login_throttle_reset()  # failed logins counted in the shared Redis must not lock the next test

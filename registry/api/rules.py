@@ -11,7 +11,7 @@ from registry.api.base import ApiView
 from registry.api.schema import errors
 from registry.errors import NotFound
 from registry.models import ForceIncludeRule
-from registry.services.resolve import rules_test
+from registry.selectors.resolve import rules_test
 from registry.services.rules import rule_create, rule_delete, rule_fields, rule_update
 
 READ, WRITE = "skills:read", "rules:write"

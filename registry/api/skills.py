@@ -25,8 +25,8 @@ from registry.api.schema import Responses, errors
 from registry.bundle import Bundle, bundle_from_parts, read_zip, write_zip
 from registry.errors import ApplicationError, InvalidBundle, NotFound
 from registry.models import Label, LabelHistory, Skill, SkillFile, SkillSource, SkillVersion
+from registry.selectors.resolve import cache_namespace
 from registry.services.labels import LABEL_NAME, label_delete, label_move, label_name_check
-from registry.services.resolve import cache_namespace
 from registry.services.rules import SKILL_REFERENCE
 from registry.services.skills import PublishResult, registry_limits, skill_set_enabled, skill_version_publish
 
@@ -100,7 +100,7 @@ def _skill_summary(row: selectors.CatalogRow) -> dict:
 
 def _version_detail(skill: Skill, version: SkillVersion) -> dict:
     labels = selectors.skill_labels(skill)
-    winner = selectors.effective_skill([skill, *selectors.skill_others(skill)])
+    winner = selectors.skill_winner([skill, *selectors.skill_others(skill)])
     others = selectors.skill_others(skill)
     files = version.files.all()
     return {

@@ -27,10 +27,10 @@ from registry.console.access import console_view
 from registry.errors import ApplicationError, InvalidSkill, NotFound, VersionConflict
 from registry.models import Skill, SkillSource, SkillVersion
 from registry.rendering import render_markdown
-from registry.services.analytics import AnalyticsFilter, skill_analytics
+from registry.selectors.analytics import AnalyticsFilter, skill_analytics
+from registry.selectors.resolve import render_prompt_block
 from registry.services.audit import Actor
 from registry.services.labels import label_delete, label_move
-from registry.services.resolve import render_prompt_block
 from registry.services.skills import (
     PublishResult,
     registry_limits,
@@ -138,7 +138,7 @@ def _page_context(skill: Skill) -> dict:
     others = getattr(skill, "others", None)
     if others is None:
         others = selectors.skill_others(skill)
-    winner = selectors.effective_skill([skill, *others])
+    winner = selectors.skill_winner([skill, *others])
     resolved = winner or max([skill, *others], key=lambda s: s.priority)
     return {
         "skill": skill,
