@@ -95,6 +95,10 @@ class SkillVersion(models.Model):
     def __str__(self) -> str:
         return f"{self.skill.name} v{self.number}"
 
+    def label_names(self) -> list[str]:
+        """The labels pointing at this version, by name."""
+        return sorted(self.labels.values_list("name", flat=True))
+
 
 class SkillFile(models.Model):
     """A file of a version. A symbolic link inside the skill (`CLAUDE.md -> AGENTS.md`) is a row

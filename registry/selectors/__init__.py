@@ -2,7 +2,8 @@
 (agents/store.py) call these instead of building querysets themselves.
 
 - `skills`: which source wins a name, the version a reader gets, the catalogue, raw SKILL.md;
-- `versions`: versions, labels, files and diffs;
+- `versions`: versions, labels, files, zips and diffs;
+- `rule_reads`: force-include rules as the API reads them;
 - `resolve`: what an agent gets for a turn (rules fired, prompt block) and its snapshot cache;
 - `analytics`: usage figures from the rollups;
 - `generation`: the registry generation every cached read is keyed by;
@@ -34,12 +35,24 @@ from registry.selectors.skills import (
 )
 from registry.selectors.versions import (
     DIFF_TEXT_MAX,
+    BundleZip,
     FileChange,
+    LabelPointer,
+    SkillLabels,
+    SkillVersionDetail,
     VersionDiff,
+    VersionRow,
+    bundle_zip,
+    bundle_zip_etag,
+    label_pointer,
     skill_label_history,
+    skill_label_state,
     skill_labels,
+    skill_version_detail,
     skill_version_diff,
+    skill_version_rows,
     skill_versions,
+    stored_issues,
     text_lines,
     unified_diff,
     version_bundle,
@@ -49,15 +62,27 @@ from registry.selectors.versions import (
 
 __all__ = [
     "DIFF_TEXT_MAX",
+    "BundleZip",
     "CatalogRow",
     "EffectiveSkill",
     "FileChange",
+    "LabelPointer",
     "RawSkillMd",
+    "SkillLabels",
     "SkillRow",
+    "SkillVersionDetail",
     "VersionDiff",
+    "VersionRow",
     "api_token_list",
+    "bundle_zip",
+    "bundle_zip_etag",
     "dashboard_stats",
     "effective_skills",
+    "label_pointer",
+    "skill_label_state",
+    "skill_version_detail",
+    "skill_version_rows",
+    "stored_issues",
     "skill_catalog",
     "skill_catalog_cache_clear",
     "skill_get",

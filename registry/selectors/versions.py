@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import difflib
+import hashlib
 from dataclasses import dataclass, field
 
-from registry.bundle import Bundle, BundleFile
+from django.core.cache import cache
+
+from registry.bundle import Bundle, BundleFile, write_zip
 from registry.errors import NotFound
-from registry.models import LabelHistory, Skill, SkillFile, SkillVersion
+from registry.models import Label, LabelHistory, Skill, SkillFile, SkillVersion
+from registry.selectors.resolve import cache_namespace
+from registry.selectors.skills import skill_others, skill_winner
+from registry.skillmd import Issue
 
 
 def version_bundle(version: SkillVersion) -> Bundle:
@@ -19,9 +26,132 @@ def version_bundle(version: SkillVersion) -> Bundle:
     return Bundle(skill_md=version.skill_md.encode("utf-8"), files=files)
 
 
+def _username(user) -> str | None:
+    return user.get_username() if user is not None else None
+
+
 def skill_labels(skill: Skill) -> dict[str, int]:
     """Label name -> version number."""
     return dict(skill.labels.values_list("name", "version__number"))
+
+
+@dataclass(frozen=True)
+class VersionRow:
+    """One line of a skill's version list."""
+
+    number: int
+    fingerprint: str
+    message: str
+    author: str | None
+    created_at: dt.datetime
+    labels: list[str]
+    warnings: int  # how many validation warnings it has
+    description: str
+
+
+def skill_version_rows(skill: Skill) -> list[VersionRow]:
+    """Every version, newest first, with the labels pointing at it (no SKILL.md text loaded)."""
+    labels: dict[int, list[str]] = {}
+    for label, number in skill.labels.values_list("name", "version__number"):
+        labels.setdefault(number, []).append(label)
+    return [
+        VersionRow(
+            number=version.number,
+            fingerprint=version.fingerprint,
+            message=version.message,
+            author=_username(version.author),
+            created_at=version.created_at,
+            labels=sorted(labels.get(version.number, [])),
+            warnings=len(version.warnings or []),
+            description=version.description,
+        )
+        for version in skill_versions(skill)
+    ]
+
+
+def stored_issues(warnings: list | None) -> list[Issue]:
+    """A version's stored validation warnings (saved without their level) as Issues."""
+    return [
+        Issue(level=w.get("level", "warning"), line=w.get("line"), message=w.get("message"), field=w.get("field"))
+        for w in warnings or ()
+    ]
+
+
+@dataclass(frozen=True)
+class SkillVersionDetail:
+    """A skill at one version, with what decides whether agents get it."""
+
+    skill: Skill
+    version: SkillVersion
+    effective: bool
+    shadowed_by: str | None
+    others: list[Skill]  # the same name in other sources, highest priority first
+    labels: dict[str, int]
+    version_labels: list[str]
+    warnings: list[Issue]
+    files: list[SkillFile]
+    tokens: dict[str, int]
+    author: str | None
+
+
+def skill_version_detail(*, skill: Skill, version: SkillVersion) -> SkillVersionDetail:
+    labels = skill_labels(skill)
+    others = skill_others(skill)
+    winner = skill_winner([skill, *others])
+    return SkillVersionDetail(
+        skill=skill,
+        version=version,
+        effective=winner == skill,
+        shadowed_by=winner.source if winner is not None and winner != skill and skill.enabled else None,
+        others=others,
+        labels=labels,
+        version_labels=sorted(name for name, number in labels.items() if number == version.number),
+        warnings=stored_issues(version.warnings),
+        files=list(version.files.all()),
+        tokens={"description": version.description_tokens, "body": version.body_tokens},
+        author=_username(version.author),
+    )
+
+
+@dataclass(frozen=True)
+class LabelPointer:
+    """Where a label points, and who moved it last."""
+
+    skill: str
+    source: str
+    label: str
+    version: int
+    previous_version: int | None
+    updated_by: str | None
+    updated_at: dt.datetime
+
+
+def label_pointer(label: Label, *, skill: Skill, previous_version: int | None = None) -> LabelPointer:
+    return LabelPointer(
+        skill=skill.name,
+        source=skill.source,
+        label=label.name,
+        version=label.version.number,
+        previous_version=previous_version,
+        updated_by=_username(label.updated_by),
+        updated_at=label.updated_at,
+    )
+
+
+@dataclass(frozen=True)
+class SkillLabels:
+    skill: Skill
+    labels: list[LabelPointer]
+    history: list[LabelHistory]
+
+
+def skill_label_state(skill: Skill) -> SkillLabels:
+    """A skill's labels and the last 200 moves (the API's label list)."""
+    return SkillLabels(
+        skill=skill,
+        labels=[label_pointer(label, skill=skill) for label in skill.labels.select_related("version", "updated_by")],
+        history=skill_label_history(skill),
+    )
 
 
 def skill_versions(skill: Skill) -> list[SkillVersion]:
@@ -35,6 +165,30 @@ def skill_label_history(skill: Skill, *, limit: int = 200) -> list[LabelHistory]
 
 def version_files(version: SkillVersion) -> list[SkillFile]:
     return list(version.files.order_by("path"))
+
+
+@dataclass(frozen=True)
+class BundleZip:
+    content: bytes
+    etag: str
+
+
+def _zip_digest_key(skill: Skill, version: SkillVersion) -> str:
+    return f"bundle-zip-sha:{cache_namespace()}:{version.pk}:{skill.name}"
+
+
+def bundle_zip_etag(*, skill: Skill, version: SkillVersion) -> str | None:
+    """The ETag of the version's zip when it was built before: versions are immutable, so a
+    matching If-None-Match is answered without building it again."""
+    return cache.get(_zip_digest_key(skill, version))
+
+
+def bundle_zip(*, skill: Skill, version: SkillVersion) -> BundleZip:
+    """The skill folder at `version` as a zip, and its strong ETag (remembered a day)."""
+    content = write_zip(version_bundle(version), prefix=skill.name)
+    etag = f'"{hashlib.sha256(content).hexdigest()}"'
+    cache.set(_zip_digest_key(skill, version), etag, 24 * 3600)
+    return BundleZip(content, etag)
 
 
 def version_file(version: SkillVersion, path: str) -> SkillFile:
