@@ -28,7 +28,7 @@ from django.utils.dateparse import parse_datetime
 
 from registry.api import throttle
 from registry.api.auth import touch_token
-from registry.models import ApiToken, SkillSource
+from registry.models import ApiToken, RegistryState, SkillSource
 from registry.roles import roles_of, scopes_of
 from registry.selectors.generation import heard_changes
 
@@ -45,8 +45,6 @@ class _TokenRow:
 
 
 def _sql(*, with_generation: bool) -> str:
-    from registry.models import RegistryState
-
     token = ApiToken._meta.db_table
     user_model: Any = ApiToken._meta.get_field("user").related_model
     user = user_model._meta.db_table
