@@ -69,6 +69,9 @@ class SkillVersion(models.Model):
     skill = models.ForeignKey(Skill, on_delete=models.CASCADE, related_name="versions")
     number = models.PositiveIntegerField()
     skill_md = models.TextField()
+    # The Markdown after the frontmatter, kept at publish so that loading a skill for an agent
+    # does not parse its SKILL.md again.
+    body = models.TextField(default="")
     fingerprint = models.CharField(max_length=64)
     name = models.CharField(max_length=128)
     description = models.TextField()
@@ -244,6 +247,22 @@ class UsageEvent(models.Model):
 class RollupGrain(models.TextChoices):
     HOUR = "hour"  # every dimension: skill, version, label, trigger, model, source
     DAY = "day"  # skill and version only: what the overview and daily series read
+
+
+# The counters a rollup row keeps, in the order the usage service writes them (analytics sums them).
+ROLLUP_COUNT_COLUMNS = (
+    "offered",
+    "loaded",
+    "executed",
+    "succeeded",
+    "failed",
+    "feedback_up",
+    "feedback_down",
+    "metered",
+    "tokens",
+    "duration_ms",
+    "cost",
+)
 
 
 class UsageRollup(models.Model):
