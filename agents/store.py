@@ -14,7 +14,6 @@ from registry import selectors
 from registry.errors import NotFound
 from registry.models import SkillVersion
 from registry.selectors import resolve as registry_resolve
-from registry.skillmd import parse_skill_md
 
 
 def skill_summary(skill: selectors.EffectiveSkill) -> SkillSummary:
@@ -68,7 +67,7 @@ class RegistrySkillStore:
                     name=version.name,
                     version=version.number,
                     description=version.description,
-                    body=parse_skill_md(version.skill_md).body,
+                    body=version.body,
                     tools=tuple(version.tools),
                     tags=tuple(version.tags),
                     triggers=tuple(version.triggers),

@@ -67,6 +67,7 @@ def populate(skills: int, versions: int) -> None:
                         skill=skill,
                         number=revision,
                         skill_md=text,
+                        body=parsed.body,
                         fingerprint=bundle_from_parts(text.encode(), [script]).fingerprint,
                         name=parsed.name,
                         description=parsed.description,

@@ -251,10 +251,11 @@ def _catalog_base() -> _CatalogBase:
         return found
     versions = {
         v.skill_id: v
-        for v in SkillVersion.objects.filter(number=F("skill__latest_version")).defer("skill_md", "frontmatter")
+        for v in SkillVersion.objects.filter(number=F("skill__latest_version")).defer("skill_md", "body", "frontmatter")
     }
     labels: dict[int, dict[str, SkillVersion]] = {}
-    for item in Label.objects.select_related("version").defer("version__skill_md", "version__frontmatter"):
+    text_fields = ("version__skill_md", "version__body", "version__frontmatter")
+    for item in Label.objects.select_related("version").defer(*text_fields):
         labels.setdefault(item.skill_id, {})[item.name] = item.version
     entries = []
     for group in _by_name(Skill.objects.order_by("name")).values():

@@ -156,7 +156,7 @@ def skill_label_state(skill: Skill) -> SkillLabels:
 
 def skill_versions(skill: Skill) -> list[SkillVersion]:
     """Every version, newest first, without the SKILL.md text (authors joined)."""
-    return list(skill.versions.select_related("author").defer("skill_md", "frontmatter").order_by("-number"))
+    return list(skill.versions.select_related("author").defer("skill_md", "body", "frontmatter").order_by("-number"))
 
 
 def skill_label_history(skill: Skill, *, limit: int = 200) -> list[LabelHistory]:

@@ -144,7 +144,8 @@ def _create_version(
     version = SkillVersion.objects.create(
         skill=skill,
         number=number,
-        skill_md=bundle.skill_md.decode("utf-8"),
+        skill_md=parsed.raw,
+        body=parsed.body,
         fingerprint=bundle.fingerprint,
         name=parsed.name,
         description=parsed.description,

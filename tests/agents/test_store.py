@@ -45,3 +45,12 @@ def test_the_result_converts_to_the_runtime_resolution():
     assert (fired.name, fired.skills, fired.instruction) == ("images", ("image-generation",), "Use it.")
     assert fired.auto_invoke == {"tool": "run_skill", "arguments": {"args": ["{{query}}"]}}
     assert resolution.prompt_block.startswith("## Skills (mandatory)")
+
+
+def test_a_loaded_skill_is_its_body_as_stored_at_publish():
+    version = publish("pdf", description="Reads PDFs.", body="# PDF\n\nUse `pdftotext`.\n").version
+    assert version.body == "# PDF\n\nUse `pdftotext`.\n"
+
+    document = store.RegistrySkillStore().load("pdf")
+
+    assert (document.name, document.version, document.body) == ("pdf", 1, "# PDF\n\nUse `pdftotext`.\n")
