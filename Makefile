@@ -27,6 +27,7 @@ install: $(VENV)/.installed
 install-dev: $(VENV)/.installed-dev
 
 run: install
+	$(PY) config/local_state.py
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py collectstatic --noinput --verbosity 0
 	$(PY) manage.py skills sync

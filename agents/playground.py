@@ -32,7 +32,7 @@ from registry.console.access import console_view, user_scopes
 from registry.console.inputs import json_from_text, text_problem
 from registry.errors import ApplicationError, NotFound
 from registry.rendering import render_markdown
-from registry.services.resolve import registry_snapshot
+from registry.selectors.resolve import registry_snapshot
 
 RUN = "agent:run"
 POLL_EVERY = "700ms"

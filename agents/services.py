@@ -131,7 +131,7 @@ def _check_forced_skill(*, message: str, forced_skill: str | None) -> None:
             return
     except NotFound:
         pass
-    names = [row.name for row in selectors.effective_skill_rows()]
+    names = [skill.name for skill in selectors.effective_skills()]
     closest = difflib.get_close_matches(name, names, n=3, cutoff=0.5)
     hint = f" Did you mean {', '.join(closest)}?" if closest else ""
     if forced_skill:

@@ -9,12 +9,36 @@ from __future__ import annotations
 from typing import Any
 
 from agents.runtime.forcing import split_slash_command
-from agents.runtime.types import Resolution, SkillDocument, SkillSummary
+from agents.runtime.types import FiredRule, Resolution, SkillDocument, SkillSummary
 from registry import selectors
 from registry.errors import NotFound
 from registry.models import SkillVersion
-from registry.services import resolve as registry_resolve
-from registry.skillmd import parse_skill_md
+from registry.selectors import resolve as registry_resolve
+
+
+def skill_summary(skill: selectors.EffectiveSkill) -> SkillSummary:
+    """The registry's effective skill in the runtime's shape (the runtime has no Django)."""
+    return SkillSummary(
+        name=skill.name,
+        description=skill.description,
+        version=skill.version,
+        tags=skill.tags,
+        triggers=skill.triggers,
+        tools=skill.tools,
+    )
+
+
+def resolution(result: registry_resolve.ResolveResult) -> Resolution:
+    """The registry's resolve() answer in the runtime's shape."""
+    return Resolution(
+        skills=tuple(skill_summary(offered.skill) for offered in result.skills),
+        prompt_block=result.prompt_block,
+        instructions=result.instructions,
+        fired_rules=tuple(
+            FiredRule(name=r.name, why=r.why, skills=r.skills, instruction=r.instruction, auto_invoke=r.auto_invoke)
+            for r in result.fired_rules
+        ),
+    )
 
 
 class RegistrySkillStore:
@@ -43,7 +67,7 @@ class RegistrySkillStore:
                     name=version.name,
                     version=version.number,
                     description=version.description,
-                    body=parse_skill_md(version.skill_md).body,
+                    body=version.body,
                     tools=tuple(version.tools),
                     tags=tuple(version.tags),
                     triggers=tuple(version.triggers),
@@ -63,13 +87,13 @@ class RegistrySkillStore:
 
     def find_skills(self, trigger: str, context: dict[str, Any]) -> list[SkillSummary]:
         return [
-            found.skill.to_summary()
+            skill_summary(found.skill)
             for found in registry_resolve.skills_find(trigger=trigger, context=context, label=self.label)
         ]
 
     def match(self, query: str) -> list[tuple[SkillSummary, float]]:
         return [
-            (found.skill.to_summary(), found.score)
+            (skill_summary(found.skill), found.score)
             for found in registry_resolve.skills_match(query=query, label=self.label)
         ]
 
@@ -81,4 +105,4 @@ def resolution_for_turn(*, message: str, forced_skill: str | None, label: str | 
     against rules and skills without it, and names the forced skill unless one was given.
     """
     slash_skill, query = split_slash_command(message)
-    return registry_resolve.resolve(query=query, label=label, forced_skill=forced_skill or slash_skill).to_resolution()
+    return resolution(registry_resolve.resolve(query=query, label=label, forced_skill=forced_skill or slash_skill))

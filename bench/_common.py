@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -38,6 +39,8 @@ def prepare_environment(name: str) -> Path:
     # One token makes every request: the rate limit is still counted (its cost is in the
     # figures), it is just never reached.
     os.environ.setdefault("API_THROTTLE_RATE", "1000000000/min")
+    # As `make run` does (importing the config package would set DJANGO_SETTINGS_MODULE).
+    subprocess.run([sys.executable, str(ROOT / "config" / "local_state.py")], check=True)
     return var
 
 

@@ -96,7 +96,7 @@ def main() -> None:
     if connection.vendor != "postgresql":
         raise SystemExit("This benchmark needs PostgreSQL: set DATABASE_URL to a database of its own.")
 
-    from registry.services import analytics
+    from registry.selectors import analytics
     from registry.services.usage import UsageEventInput, usage_record, usage_rollups_rebuild
 
     print(f"analytics bench: {args.events:,} events, {SKILLS} skills x {VERSIONS} versions, {DAYS} days")

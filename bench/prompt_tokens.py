@@ -42,7 +42,7 @@ def main() -> None:
     from agents.runtime.builtin_tools import default_tool_registry
     from agents.runtime.prompt import build_system_prompt
     from registry.bundle import find_skill_folders, read_folder
-    from registry.services.resolve import SKILLS_INSTRUCTION, _skill_xml, render_prompt_block
+    from registry.selectors.resolve import SKILLS_INSTRUCTION, _skill_xml, render_prompt_block
     from registry.skillmd import parse_skill_md
     from registry.token_count import count_tokens
 

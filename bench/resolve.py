@@ -34,7 +34,7 @@ def main() -> None:
 
     from registry.bundle import bundle_from_parts
     from registry.models import ForceIncludeRule
-    from registry.services.resolve import registry_caches_reset, resolve
+    from registry.selectors.resolve import registry_caches_reset, resolve
     from registry.services.rules import rule_create
     from registry.services.skills import skill_version_publish
 

@@ -232,7 +232,7 @@ def main() -> None:
 
     from agents.models import AgentTurn
     from agents.runtime.llm import litellm_module
-    from registry.services.resolve import registry_caches_reset
+    from registry.selectors.resolve import registry_caches_reset
 
     started = time.perf_counter()
     publish_skills(args.skills)

@@ -13,12 +13,16 @@ from pathlib import Path
 import environ
 from django.core.exceptions import ImproperlyConfigured
 
+from registry.rate import parse_rate
+
 BASE_DIR = Path(__file__).resolve().parent.parent
-VAR_DIR = Path(os.environ.get("VAR_DIR", BASE_DIR / "var"))
-VAR_DIR.mkdir(parents=True, exist_ok=True)
 
 env = environ.Env()
 env.read_env(BASE_DIR / ".env", overwrite=False)
+
+# Importing settings writes nothing: `make run` (config/local_state.py) creates VAR_DIR, its
+# broker folders and the local secret before Django starts.
+VAR_DIR = Path(env.str("VAR_DIR", default=str(BASE_DIR / "var")))
 
 # litellm fetches a price list at import unless told not to; we never want network at import.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -27,23 +31,26 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 DEBUG = env.bool("DEBUG", default=False)
 TESTING = env.bool("TESTING", default=False)
 
-# A development key is only acceptable when the instance is obviously not production.
+LOCAL_HOSTS = ["127.0.0.1", "localhost", "[::1]", "testserver"]
+ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=LOCAL_HOSTS)
+CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
+
+# An instance reachable from other machines signs sessions with a secret it was given; one that
+# only this machine can reach may use the one `make run` generated (or, before that ran, a
+# development key: nobody else can send it a forged cookie).
 SECRET_KEY = env.str("SECRET_KEY", default="")
 if not SECRET_KEY:
-    if DEBUG or TESTING:
-        SECRET_KEY = "insecure-development-key-do-not-use-in-production"
+    public_hosts = sorted(set(ALLOWED_HOSTS) - set(LOCAL_HOSTS))
+    if public_hosts and not TESTING:
+        raise ImproperlyConfigured(
+            f"ALLOWED_HOSTS names {', '.join(public_hosts)} but SECRET_KEY is not set: set SECRET_KEY "
+            "to a long random value (python -c 'import secrets; print(secrets.token_urlsafe(50))')."
+        )
+    _secret_file = VAR_DIR / "secret_key"
+    if _secret_file.is_file():
+        SECRET_KEY = _secret_file.read_text().strip()
     else:
-        secret_file = VAR_DIR / "secret_key"
-        if not secret_file.exists():
-            # `make run` on a fresh machine: make a random key once and keep it out of git.
-            from django.core.management.utils import get_random_secret_key
-
-            secret_file.write_text(get_random_secret_key())
-            secret_file.chmod(0o600)
-        SECRET_KEY = secret_file.read_text().strip()
-
-ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "[::1]", "testserver"])
-CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
+        SECRET_KEY = "insecure-development-key-do-not-use-in-production"
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -125,8 +132,6 @@ AUTH_PASSWORD_VALIDATORS = [
 # one IP address, within the window lock further attempts (the right password too) until it lapses.
 LOGIN_FAILURE_LIMIT = env.int("LOGIN_FAILURE_LIMIT", default=10)
 LOGIN_FAILURE_WINDOW_SECONDS = env.int("LOGIN_FAILURE_WINDOW_SECONDS", default=15 * 60)
-if LOGIN_FAILURE_LIMIT < 1 or LOGIN_FAILURE_WINDOW_SECONDS < 1:
-    raise ImproperlyConfigured("LOGIN_FAILURE_LIMIT and LOGIN_FAILURE_WINDOW_SECONDS must be at least 1.")
 # The throttle's backend in place of Django's ModelBackend (same checks, plus the lockout).
 AUTHENTICATION_BACKENDS = ["registry.login.ThrottledModelBackend"]
 LOGIN_URL = "login"
@@ -141,7 +146,6 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = VAR_DIR / "staticfiles"
-STATIC_ROOT.mkdir(exist_ok=True)  # whitenoise warns at start-up when it is missing
 
 SESSION_COOKIE_HTTPONLY = True
 SESSION_COOKIE_SECURE = env.bool("SECURE_COOKIES", default=False)
@@ -156,16 +160,17 @@ if REDIS_URL:
     # seconds. Turns do not wait for it: the reaper requeues a turn once its lease lapsed, and a
     # late copy of the message finds the turn taken or finished and is dropped.
     _visibility = env.int("CELERY_VISIBILITY_TIMEOUT", default=3600)
+    if _visibility < 1:
+        raise ImproperlyConfigured(f"CELERY_VISIBILITY_TIMEOUT={_visibility}: it must be greater than 0.")
     CELERY_BROKER_TRANSPORT_OPTIONS: dict = {
         "visibility_timeout": _visibility,
         "unacked_restore_interval": max(1, min(10, _visibility // 2)),
         "unacked_restore_throttle": 1,
     }
 else:
-    # No Redis: Kombu's filesystem transport lets web and worker share a queue via var/.
+    # No Redis: Kombu's filesystem transport lets web and worker share a queue via var/ (its
+    # folders are made by config/local_state.py).
     _broker_dir = VAR_DIR / "broker"
-    for sub in ("out", "processed", "control"):
-        (_broker_dir / sub).mkdir(parents=True, exist_ok=True)
     CELERY_BROKER_URL = "filesystem://"
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(_broker_dir / "out"),
@@ -204,6 +209,7 @@ REST_FRAMEWORK = {
 # The default guards against a runaway client (1,000 a second for a whole minute); it is not a
 # quota. Lower it to share a registry fairly between clients.
 API_THROTTLE_RATE = env.str("API_THROTTLE_RATE", default="60000/min")
+parse_rate(API_THROTTLE_RATE)  # a malformed rate stops the start-up, not the first request
 # The OpenAPI schema and Swagger UI need a console login or a bearer token unless this is true.
 API_DOCS_PUBLIC = env.bool("API_DOCS_PUBLIC", default=False)
 SPECTACULAR_SETTINGS = {
@@ -237,11 +243,8 @@ RULE_QUERY_MAX_CHARS = env.int("RULE_QUERY_MAX_CHARS", default=10_000)
 RULE_PATTERN_PROBE_MS = env.int("RULE_PATTERN_PROBE_MS", default=50)
 # One resolve stops matching rules past this many seconds and says which rules it skipped.
 RESOLVE_MAX_SECONDS = env.float("RESOLVE_MAX_SECONDS", default=2.0)
-for _name in ("RULE_QUERY_MAX_CHARS", "RULE_PATTERN_PROBE_MS", "RESOLVE_MAX_SECONDS"):
-    if globals()[_name] <= 0:
-        raise ImproperlyConfigured(f"{_name} must be greater than 0.")
 # On PostgreSQL each process LISTENs for registry changes (one extra idle connection) so cached
-# reads skip a query per request; off, every read asks the database (registry/services/generation.py).
+# reads skip a query per request; off, every read asks the database (registry/selectors/generation.py).
 REGISTRY_LISTEN = env.bool("REGISTRY_LISTEN", default=True)
 
 # --- Agent runtime ----------------------------------------------------------------------
@@ -266,8 +269,6 @@ AGENT_SCRATCH_ROOT = Path(env.str("AGENT_SCRATCH_ROOT", default=str(VAR_DIR / "s
 # The longest message a turn accepts (a pasted log or document); what does not fit the model's
 # input is trimmed per call by the runtime (agents/runtime/context.py), never refused.
 AGENT_MAX_MESSAGE_CHARS = env.int("AGENT_MAX_MESSAGE_CHARS", default=200_000)
-if AGENT_MAX_MESSAGE_CHARS < 1:
-    raise ImproperlyConfigured("AGENT_MAX_MESSAGE_CHARS must be at least 1.")
 AGENT_WORKSPACE_ROOT = Path(env.str("AGENT_WORKSPACE_ROOT", default=str(VAR_DIR / "workspaces")))
 # How run_skill and code skills confine a skill's script (agents/runtime/sandbox.py, README
 # "Skill scripts"): `bwrap`, or `none` to run scripts unconfined as the worker's user. There is
@@ -276,8 +277,39 @@ RUN_SKILL_SANDBOX = env.str("RUN_SKILL_SANDBOX", default="bwrap").strip().lower(
 if RUN_SKILL_SANDBOX not in ("bwrap", "none"):
     raise ImproperlyConfigured(f"RUN_SKILL_SANDBOX must be 'bwrap' or 'none', not {RUN_SKILL_SANDBOX!r}.")
 
-if AGENT_ALLOW_SCRIPTED and not (DEBUG or TESTING) and env.bool("PRODUCTION", default=False):
+PRODUCTION = env.bool("PRODUCTION", default=False)
+if AGENT_ALLOW_SCRIPTED and not (DEBUG or TESTING) and PRODUCTION:
     raise ImproperlyConfigured("AGENT_ALLOW_SCRIPTED must be false when PRODUCTION is set.")
+
+# Every limit is validated here, at start-up: zero or less would refuse everything (or nothing)
+# without saying why, at the first request that reaches it.
+for _name in (
+    "LOGIN_FAILURE_LIMIT",
+    "LOGIN_FAILURE_WINDOW_SECONDS",
+    "CELERY_TASK_SOFT_TIME_LIMIT",
+    "SKILL_MD_MAX_BYTES",
+    "SKILL_FILE_MAX_BYTES",
+    "SKILL_BUNDLE_MAX_BYTES",
+    "SKILL_BUNDLE_MAX_FILES",
+    "MAX_PROMPT_CHARS",
+    "RULE_PATTERN_MAX_LENGTH",
+    "RULE_QUERY_MAX_CHARS",
+    "RULE_PATTERN_PROBE_MS",
+    "RESOLVE_MAX_SECONDS",
+    "AGENT_MAX_ITERATIONS",
+    "AGENT_MAX_TOTAL_TOKENS",
+    "AGENT_MAX_SECONDS",
+    "AGENT_MAX_TOOL_CALLS_PER_STEP",
+    "AGENT_TURN_LEASE_SECONDS",
+    "AGENT_TURN_REAPER_SECONDS",
+    "AGENT_MAX_MESSAGE_CHARS",
+):
+    if globals()[_name] <= 0:
+        raise ImproperlyConfigured(f"{_name}={globals()[_name]!r}: it must be greater than 0.")
+# 0 means something for these: list only forced skills; end a turn whose lease lapsed instead of requeueing it.
+for _name in ("MAX_SKILLS_IN_PROMPT", "AGENT_TURN_MAX_TAKEOVERS"):
+    if globals()[_name] < 0:
+        raise ImproperlyConfigured(f"{_name}={globals()[_name]!r}: it must be 0 or more.")
 
 LOGGING = {
     "version": 1,

@@ -11,6 +11,8 @@ from django.http import JsonResponse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
+from config.celery import app
+
 
 def _check(probe) -> dict:
     started = time.perf_counter()
@@ -41,8 +43,6 @@ def _cache() -> str:
 
 
 def _broker() -> str:
-    from config.celery import app
-
     with app.connection_for_write() as conn:
         conn.ensure_connection(max_retries=1, timeout=2)
         return conn.transport_cls if isinstance(conn.transport_cls, str) else conn.transport.driver_type

@@ -69,6 +69,9 @@ class SkillVersion(models.Model):
     skill = models.ForeignKey(Skill, on_delete=models.CASCADE, related_name="versions")
     number = models.PositiveIntegerField()
     skill_md = models.TextField()
+    # The Markdown after the frontmatter, kept at publish so that loading a skill for an agent
+    # does not parse its SKILL.md again.
+    body = models.TextField(default="")
     fingerprint = models.CharField(max_length=64)
     name = models.CharField(max_length=128)
     description = models.TextField()
@@ -94,6 +97,10 @@ class SkillVersion(models.Model):
 
     def __str__(self) -> str:
         return f"{self.skill.name} v{self.number}"
+
+    def label_names(self) -> list[str]:
+        """The labels pointing at this version, by name."""
+        return sorted(self.labels.values_list("name", flat=True))
 
 
 class SkillFile(models.Model):
@@ -242,6 +249,22 @@ class RollupGrain(models.TextChoices):
     DAY = "day"  # skill and version only: what the overview and daily series read
 
 
+# The counters a rollup row keeps, in the order the usage service writes them (analytics sums them).
+ROLLUP_COUNT_COLUMNS = (
+    "offered",
+    "loaded",
+    "executed",
+    "succeeded",
+    "failed",
+    "feedback_up",
+    "feedback_down",
+    "metered",
+    "tokens",
+    "duration_ms",
+    "cost",
+)
+
+
 class UsageRollup(models.Model):
     """Event counts per bucket, kept current in the transaction that stores the events.
 
@@ -340,7 +363,7 @@ class ApiToken(models.Model):
 
 
 class RegistryState(models.Model):
-    """One row whose `generation` grows with every registry write (see services/generation.py)."""
+    """One row whose `generation` grows with every registry write (see selectors/generation.py)."""
 
     generation = models.PositiveBigIntegerField(default=0)
 

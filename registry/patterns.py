@@ -14,7 +14,7 @@ a 10,000-character resolve take 13 s (issue 14). No static rule separates those 
 useful ones, so `pattern_check` measures instead: before a rule is saved its pattern is run
 against worst-case queries of the full matching length built from its own characters (the DFA
 blows up on long runs of what the repetitions accept), and refused if one takes longer than
-RULE_PATTERN_PROBE_MS of CPU time. Resolve keeps a total time budget on top (services/resolve.py).
+RULE_PATTERN_PROBE_MS of CPU time. Resolve keeps a total time budget on top (selectors/resolve.py).
 """
 
 from __future__ import annotations
@@ -107,7 +107,7 @@ def compile_pattern(pattern: str):
             "The pattern is empty; give a regular expression to match against the query.",
             fields={"pattern": "required"},
         )
-    limit = int(getattr(settings, "RULE_PATTERN_MAX_LENGTH", 1000))
+    limit = settings.RULE_PATTERN_MAX_LENGTH
     if len(pattern) > limit:
         raise InvalidPattern(
             f"The pattern is {len(pattern)} characters long; the limit is {limit}.",

@@ -6,8 +6,10 @@ import os
 import textwrap
 
 import pytest
+from django.conf import settings
 from hypothesis import settings as hypothesis_settings
 
+from config import local_state
 from tests.factories import UserFactory, make_skill_md, user_with_role
 
 # CI explores a fixed sequence of examples so a red run can be reproduced; local runs keep
@@ -15,6 +17,12 @@ from tests.factories import UserFactory, make_skill_md, user_with_role
 hypothesis_settings.register_profile("ci", derandomize=True)
 if os.environ.get("CI"):
     hypothesis_settings.load_profile("ci")
+
+
+def pytest_configure(config):
+    # Settings write nothing at import; the SQLite test database and the filesystem broker (when
+    # REDIS_URL is unset) need VAR_DIR's folders, as `make run` makes them.
+    local_state.prepare(settings.VAR_DIR)
 
 
 @pytest.fixture
@@ -69,8 +77,8 @@ def dedent():
 def _fresh_registry_caches():
     """Each test's database rolls back, so generation numbers repeat between tests: a cached
     resolve or SKILL.md from an earlier test must not be served to the next one."""
+    from registry.selectors.resolve import registry_caches_reset
     from registry.services.logins import login_throttle_reset
-    from registry.services.resolve import registry_caches_reset
 
     registry_caches_reset()
     login_throttle_reset()  # failed logins counted in the shared Redis must not lock the next test

@@ -11,12 +11,14 @@ from django.utils.http import parse_etags
 from rest_framework import exceptions, parsers, renderers
 from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.response import Response
+from rest_framework.serializers import Serializer
 from rest_framework.views import APIView
 
+from registry import selectors
 from registry.api.auth import ScopePermission
 from registry.api.errors import RequestTooLarge
 from registry.api.schema import RegistryAutoSchema
-from registry.models import ApiToken
+from registry.models import ApiToken, Skill
 from registry.services.audit import Actor
 
 
@@ -182,6 +184,18 @@ class ApiView(APIView):
         paginator = self.pagination_class()
         page = paginator.paginate_queryset(items, self.request, view=self)
         return paginator.get_paginated_response([render(item) for item in page])
+
+    def skill_and_params(self, name: str, params: type[Serializer], *, body: bool = False) -> tuple[Skill, dict]:
+        """The skill a `/skills/{name}/...` request is about, and its parsed parameters.
+
+        `params` reads the query string (the request body with `body`); its optional `source`
+        picks the skill in that source. A bad parameter is a 400 and an unknown skill a 404,
+        both before the view does anything.
+        """
+        parsed = params(data=self.request.data if body else self.request.query_params)
+        parsed.is_valid(raise_exception=True)
+        skill = selectors.skill_get(name=name, source=parsed.validated_data.get("source"))
+        return skill, parsed.validated_data
 
     def actor(self) -> Actor:
         request = self.request

@@ -4,7 +4,7 @@ Agents fetch SKILL.md on every turn, mostly getting 304s. Going through DRF cost
 for the token (with the user), another for the registry generation, content negotiation and
 Request wrapping — several times the cost of the bytes themselves. Here the token is checked
 (not revoked, user active, scopes cut to the owner's role) against a per-process cache and the generation comes from
-what this process has heard (services/generation.py); both are dropped the moment a
+what this process has heard (selectors/generation.py); both are dropped the moment a
 notification says they changed. Where the process cannot listen (SQLite, inside a transaction,
 REGISTRY_LISTEN off) one raw query checks the token *and* reads the generation. The bytes and
 their ETag come from the per-process cache keyed by that generation (selectors.skill_md_raw).
@@ -28,9 +28,9 @@ from django.utils.dateparse import parse_datetime
 
 from registry.api import throttle
 from registry.api.auth import touch_token
-from registry.models import ApiToken, SkillSource
+from registry.models import ApiToken, RegistryState, SkillSource
 from registry.roles import roles_of, scopes_of
-from registry.services.generation import heard_changes
+from registry.selectors.generation import heard_changes
 
 _LABEL = re.compile(r"^[a-z0-9_.-]{1,36}$")
 _SOURCES = frozenset(SkillSource.values)
@@ -45,8 +45,6 @@ class _TokenRow:
 
 
 def _sql(*, with_generation: bool) -> str:
-    from registry.models import RegistryState
-
     token = ApiToken._meta.db_table
     user_model: Any = ApiToken._meta.get_field("user").related_model
     user = user_model._meta.db_table

@@ -8,7 +8,7 @@ from rest_framework.response import Response
 from registry.api import serializers as s
 from registry.api.base import ApiView, if_none_match, not_modified
 from registry.api.schema import errors
-from registry.services.resolve import resolve, skills_match
+from registry.selectors.resolve import resolve, skills_match
 
 READ = "skills:read"
 

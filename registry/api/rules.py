@@ -9,26 +9,17 @@ from rest_framework.response import Response
 from registry.api import serializers as s
 from registry.api.base import ApiView
 from registry.api.schema import errors
-from registry.errors import NotFound
-from registry.models import ForceIncludeRule
-from registry.services.resolve import rules_test
-from registry.services.rules import rule_create, rule_delete, rule_fields, rule_update
+from registry.selectors.resolve import rules_test
+from registry.selectors.rules import rule_get, rule_list
+from registry.services.rules import RuleWriteResult, rule_create, rule_delete, rule_update
 
 READ, WRITE = "skills:read", "rules:write"
 
 
-def _rule_payload(rule: ForceIncludeRule, warnings: tuple[str, ...] | None = None) -> dict:
-    body = {"id": rule.pk, **rule_fields(rule), "created_at": rule.created_at, "updated_at": rule.updated_at}
-    if warnings is not None:
-        body["warnings"] = list(warnings)
-    return body
-
-
-def _rule(rule_id: int) -> ForceIncludeRule:
-    rule = ForceIncludeRule.objects.filter(pk=rule_id).first()
-    if rule is None:
-        raise NotFound(f"No rule with id {rule_id}.")
-    return rule
+def _written(result: RuleWriteResult) -> dict:
+    # A write also says what it noticed (a skill that does not exist yet): `warnings`, which
+    # reads leave out.
+    return {**s.RuleSerializer(result.rule).data, "warnings": list(result.warnings)}
 
 
 class RuleListCreateApi(ApiView):
@@ -40,7 +31,7 @@ class RuleListCreateApi(ApiView):
         summary="Force-include rules, highest priority first.",
     )
     def get(self, request):
-        return self.paginated(list(ForceIncludeRule.objects.order_by("-priority", "name")), _rule_payload)
+        return self.paginated(rule_list(), lambda rule: s.RuleSerializer(rule).data)
 
     @extend_schema(
         operation_id="rules_create",
@@ -52,7 +43,7 @@ class RuleListCreateApi(ApiView):
         body = s.RuleInputSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         result = rule_create(actor=self.actor(), **body.validated_data)
-        return Response(_rule_payload(result.rule, result.warnings), status=status.HTTP_201_CREATED)
+        return Response(_written(result), status=status.HTTP_201_CREATED)
 
 
 class RuleDetailApi(ApiView):
@@ -60,7 +51,7 @@ class RuleDetailApi(ApiView):
 
     @extend_schema(operation_id="rules_retrieve", responses={200: s.RuleSerializer, **errors(401, 403, 404)})
     def get(self, request, rule_id: int):
-        return Response(_rule_payload(_rule(rule_id)))
+        return Response(s.RuleSerializer(rule_get(rule_id=rule_id)).data)
 
     @extend_schema(
         operation_id="rules_partial_update",
@@ -70,14 +61,14 @@ class RuleDetailApi(ApiView):
     def patch(self, request, rule_id: int):
         body = s.RulePatchInputSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        result = rule_update(rule=_rule(rule_id), actor=self.actor(), **body.validated_data)
-        return Response(_rule_payload(result.rule, result.warnings))
+        result = rule_update(rule=rule_get(rule_id=rule_id), actor=self.actor(), **body.validated_data)
+        return Response(_written(result))
 
     @extend_schema(
         operation_id="rules_delete", responses={204: OpenApiResponse(description="Deleted."), **errors(401, 403, 404)}
     )
     def delete(self, request, rule_id: int):
-        rule_delete(rule=_rule(rule_id), actor=self.actor())
+        rule_delete(rule=rule_get(rule_id=rule_id), actor=self.actor())
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -99,7 +90,7 @@ class RulesTestApi(ApiView):
         return Response(
             {
                 "fired": payload["fired_rules"],
-                "skills": [skill.name for skill in result.skills],
+                "skills": [offered.skill.name for offered in result.skills],
                 "prompt_block": result.prompt_block,
                 "instructions": list(result.instructions),
                 "warnings": list(result.warnings),

@@ -164,7 +164,7 @@ class IssueSerializer(serializers.Serializer):
 class FileEntrySerializer(serializers.Serializer):
     path = _text()
     size = serializers.IntegerField(help_text="For a link, the size of the file it leads to.")
-    sha256 = _text(help_text="For a link, the sha256 of the file it leads to.")
+    sha256 = _text(source="blob_id", help_text="For a link, the sha256 of the file it leads to.")
     executable = serializers.BooleanField()
     link = _text(allow_null=True, help_text="A symbolic link inside the skill: its target as written, else null.")
 
@@ -187,20 +187,24 @@ class SkillListQuerySerializer(serializers.Serializer):
 
 
 class SkillSummarySerializer(serializers.Serializer):
-    name = _text()
-    source = _text()
-    enabled = serializers.BooleanField()
+    """Renders a `selectors.CatalogRow`."""
+
+    name = _text(source="skill.name")
+    source = _text(source="skill.source")
+    enabled = serializers.BooleanField(source="skill.enabled")
     effective = serializers.BooleanField(help_text="This is the skill agents get for the name.")
     shadowed_by = _text(allow_null=True, help_text="Source of the skill that wins the name, when not this one.")
-    version = serializers.IntegerField(help_text="Version shown (the label's, with ?label=, else latest).")
-    latest_version = serializers.IntegerField()
-    description = _text()
-    tags = serializers.ListField(child=_text())
-    triggers = serializers.ListField(child=_text())
-    tools = serializers.ListField(child=_text())
+    version = serializers.IntegerField(
+        source="version.number", help_text="Version shown (the label's, with ?label=, else latest)."
+    )
+    latest_version = serializers.IntegerField(source="skill.latest_version")
+    description = _text(source="version.description")
+    tags = serializers.ListField(child=_text(), source="version.tags")
+    triggers = serializers.ListField(child=_text(), source="version.triggers")
+    tools = serializers.ListField(child=_text(), source="version.tools")
     labels = serializers.DictField(child=serializers.IntegerField(), help_text="Label -> version number.")
-    fingerprint = _text()
-    updated_at = serializers.DateTimeField()
+    fingerprint = _text(source="version.fingerprint")
+    updated_at = serializers.DateTimeField(source="skill.updated_at")
 
 
 class SkillFileInputSerializer(serializers.Serializer):
@@ -262,14 +266,18 @@ class SkillUploadInputSerializer(SkillUploadOptionsSerializer):
 
 
 class PublishResultSerializer(serializers.Serializer):
-    name = _text()
-    source = _text()
-    version = serializers.IntegerField()
+    """Renders a `services.skills.PublishResult`."""
+
+    name = _text(source="version.skill.name")
+    source = _text(source="version.skill.source")
+    version = serializers.IntegerField(source="version.number")
     created = serializers.BooleanField(help_text="False when the content equals the newest version.")
-    fingerprint = _text()
+    fingerprint = _text(source="version.fingerprint")
     warnings = IssueSerializer(many=True)
-    labels = serializers.ListField(child=_text(), help_text="Labels pointing at this version.")
-    message = _text()
+    labels = serializers.ListField(
+        child=_text(), source="version.label_names", help_text="Labels pointing at this version."
+    )
+    message = _text(source="version.message")
 
 
 class SkillVersionQuerySerializer(serializers.Serializer):
@@ -295,29 +303,31 @@ class ShadowSerializer(serializers.Serializer):
 
 
 class SkillDetailSerializer(serializers.Serializer):
-    name = _text()
-    source = _text()
-    enabled = serializers.BooleanField()
+    """Renders a `selectors.SkillVersionDetail`."""
+
+    name = _text(source="skill.name")
+    source = _text(source="skill.source")
+    enabled = serializers.BooleanField(source="skill.enabled")
     effective = serializers.BooleanField()
     shadowed_by = _text(allow_null=True)
     others = ShadowSerializer(many=True, help_text="The same name in other sources.")
-    version = serializers.IntegerField()
-    latest_version = serializers.IntegerField()
+    version = serializers.IntegerField(source="version.number")
+    latest_version = serializers.IntegerField(source="skill.latest_version")
     labels = serializers.DictField(child=serializers.IntegerField())
     version_labels = serializers.ListField(child=_text(), help_text="Labels pointing at the version shown.")
-    description = _text()
-    tags = serializers.ListField(child=_text())
-    triggers = serializers.ListField(child=_text())
-    tools = serializers.ListField(child=_text())
-    frontmatter = serializers.DictField()
+    description = _text(source="version.description")
+    tags = serializers.ListField(child=_text(), source="version.tags")
+    triggers = serializers.ListField(child=_text(), source="version.triggers")
+    tools = serializers.ListField(child=_text(), source="version.tools")
+    frontmatter = serializers.DictField(source="version.frontmatter")
     warnings = IssueSerializer(many=True)
-    fingerprint = _text()
-    skill_md = _text()
+    fingerprint = _text(source="version.fingerprint")
+    skill_md = _text(source="version.skill_md")
     files = FileEntrySerializer(many=True)
     tokens = serializers.DictField(child=serializers.IntegerField())
     author = _text(allow_null=True)
-    message = _text()
-    created_at = serializers.DateTimeField()
+    message = _text(source="version.message")
+    created_at = serializers.DateTimeField(source="version.created_at")
 
 
 class SkillPatchInputSerializer(serializers.Serializer):
@@ -328,6 +338,8 @@ class SkillPatchInputSerializer(serializers.Serializer):
 
 
 class VersionSummarySerializer(serializers.Serializer):
+    """Renders a `selectors.VersionRow`."""
+
     number = serializers.IntegerField()
     fingerprint = _text()
     message = _text()
@@ -362,10 +374,12 @@ class FileChangeSerializer(serializers.Serializer):
 
 
 class DiffSerializer(serializers.Serializer):
-    name = _text()
-    source = _text()
-    from_version = serializers.IntegerField(allow_null=True)
-    to_version = serializers.IntegerField()
+    """Renders a `selectors.VersionDiff`."""
+
+    name = _text(source="new.skill.name")
+    source = _text(source="new.skill.source")
+    from_version = serializers.IntegerField(source="old.number", allow_null=True)
+    to_version = serializers.IntegerField(source="new.number")
     skill_md_diff = _text(help_text="Unified diff of SKILL.md.")
     files = FileChangeSerializer(many=True)
     unchanged_files = serializers.IntegerField()
@@ -381,6 +395,8 @@ class LabelSourceQuerySerializer(serializers.Serializer):
 
 
 class LabelSerializer(serializers.Serializer):
+    """Renders a `selectors.LabelPointer`."""
+
     skill = _text()
     source = _text()
     label = _text()
@@ -394,13 +410,15 @@ class LabelHistorySerializer(serializers.Serializer):
     label = _text()
     from_version = serializers.IntegerField(allow_null=True)
     to_version = serializers.IntegerField(allow_null=True)
-    changed_by = _text(allow_null=True)
+    changed_by = _text(source="changed_by.username", allow_null=True)
     changed_at = serializers.DateTimeField()
 
 
 class LabelListSerializer(serializers.Serializer):
-    skill = _text()
-    source = _text()
+    """Renders a `selectors.SkillLabels`."""
+
+    skill = _text(source="skill.name")
+    source = _text(source="skill.source")
     labels = LabelSerializer(many=True)
     history = LabelHistorySerializer(many=True)
 

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import base64
 import binascii
-import dataclasses
 import hashlib
 import mimetypes
 from urllib.parse import quote
 
 from django.conf import settings
-from django.core.cache import cache
 from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
@@ -22,13 +20,12 @@ from registry.api import fastpath
 from registry.api import serializers as s
 from registry.api.base import ApiView, RawApiView, SafeJSONParser, ZipParser, if_none_match, not_modified
 from registry.api.schema import Responses, errors
-from registry.bundle import Bundle, bundle_from_parts, read_zip, write_zip
+from registry.bundle import Bundle, bundle_from_parts, read_zip
 from registry.errors import ApplicationError, InvalidBundle, NotFound
-from registry.models import Label, LabelHistory, Skill, SkillFile, SkillSource, SkillVersion
+from registry.models import Skill, SkillSource, SkillVersion
 from registry.services.labels import LABEL_NAME, label_delete, label_move, label_name_check
-from registry.services.resolve import cache_namespace
 from registry.services.rules import SKILL_REFERENCE
-from registry.services.skills import PublishResult, registry_limits, skill_set_enabled, skill_version_publish
+from registry.services.skills import registry_limits, skill_set_enabled, skill_version_publish
 
 READ, WRITE = "skills:read", "skills:write"
 
@@ -55,96 +52,6 @@ LABEL_PATH = extend_schema(
         )
     ]
 )
-
-
-def _user(user) -> str | None:
-    return user.get_username() if user is not None else None
-
-
-def _issues(warnings) -> list[dict]:
-    out = []
-    for w in warnings:
-        if isinstance(w, dict):
-            out.append(
-                {
-                    "line": w.get("line"),
-                    "message": w.get("message"),
-                    "field": w.get("field"),
-                    "level": w.get("level", "warning"),
-                }
-            )
-        else:
-            out.append({"line": w.line, "message": w.message, "field": w.field, "level": w.level})
-    return out
-
-
-def _skill_summary(row: selectors.CatalogRow) -> dict:
-    version = row.version
-    return {
-        "name": row.skill.name,
-        "source": row.skill.source,
-        "enabled": row.skill.enabled,
-        "effective": row.effective,
-        "shadowed_by": row.shadowed_by,
-        "version": version.number,
-        "latest_version": row.skill.latest_version,
-        "description": version.description,
-        "tags": version.tags,
-        "triggers": version.triggers,
-        "tools": version.tools,
-        "labels": row.labels,
-        "fingerprint": version.fingerprint,
-        "updated_at": row.skill.updated_at,
-    }
-
-
-def _version_detail(skill: Skill, version: SkillVersion) -> dict:
-    labels = selectors.skill_labels(skill)
-    winner = selectors.effective_skill([skill, *selectors.skill_others(skill)])
-    others = selectors.skill_others(skill)
-    files = version.files.all()
-    return {
-        "name": skill.name,
-        "source": skill.source,
-        "enabled": skill.enabled,
-        "effective": winner == skill,
-        "shadowed_by": winner.source if winner is not None and winner != skill and skill.enabled else None,
-        "others": [{"source": o.source, "enabled": o.enabled, "latest_version": o.latest_version} for o in others],
-        "version": version.number,
-        "latest_version": skill.latest_version,
-        "labels": labels,
-        "version_labels": sorted(name for name, number in labels.items() if number == version.number),
-        "description": version.description,
-        "tags": version.tags,
-        "triggers": version.triggers,
-        "tools": version.tools,
-        "frontmatter": version.frontmatter,
-        "warnings": _issues(version.warnings),
-        "fingerprint": version.fingerprint,
-        "skill_md": version.skill_md,
-        "files": [
-            {"path": f.path, "size": f.size, "sha256": f.blob_id, "executable": f.executable, "link": f.link}
-            for f in files
-        ],
-        "tokens": {"description": version.description_tokens, "body": version.body_tokens},
-        "author": _user(version.author),
-        "message": version.message,
-        "created_at": version.created_at,
-    }
-
-
-def _publish_payload(result: PublishResult) -> dict:
-    version = result.version
-    return {
-        "name": version.skill.name,
-        "source": version.skill.source,
-        "version": version.number,
-        "created": result.created,
-        "fingerprint": version.fingerprint,
-        "warnings": _issues(result.warnings),
-        "labels": sorted(Label.objects.filter(version=version).values_list("name", flat=True)),
-        "message": version.message,
-    }
 
 
 def _bundle_from_json(data: dict) -> Bundle:
@@ -205,7 +112,10 @@ def _publish(view: ApiView, *, expected_name: str | None, default_source: str) -
         expected_name=expected_name,
         actor=view.actor(),
     )
-    return Response(_publish_payload(result), status=status.HTTP_201_CREATED if result.created else status.HTTP_200_OK)
+    return Response(
+        s.PublishResultSerializer(result).data,
+        status=status.HTTP_201_CREATED if result.created else status.HTTP_200_OK,
+    )
 
 
 UPLOAD_PARSERS = [SafeJSONParser, parsers.MultiPartParser, ZipParser]
@@ -246,7 +156,7 @@ class SkillListCreateApi(ApiView):
         query = s.SkillListQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
         rows = selectors.skill_catalog(**query.validated_data)
-        return self.paginated(rows, _skill_summary)
+        return self.paginated(rows, lambda row: s.SkillSummarySerializer(row).data)
 
     @extend_schema(
         operation_id="skills_create",
@@ -257,12 +167,6 @@ class SkillListCreateApi(ApiView):
     )
     def post(self, request):
         return _publish(self, expected_name=None, default_source=SkillSource.USER)
-
-
-def _version_query(request) -> dict:
-    query = s.SkillVersionQuerySerializer(data=request.query_params)
-    query.is_valid(raise_exception=True)
-    return query.validated_data
 
 
 VERSION_PARAMETERS = [s.SkillVersionQuerySerializer]
@@ -279,10 +183,9 @@ class SkillDetailApi(ApiView):
         summary="A skill at a label or version (default: production if set, else latest).",
     )
     def get(self, request, name: str):
-        query = _version_query(request)
-        skill = selectors.skill_get(name=name, source=query.get("source"))
+        skill, query = self.skill_and_params(name, s.SkillVersionQuerySerializer)
         version = selectors.skill_version_for(skill=skill, label=query.get("label"), number=query.get("version"))
-        return Response(_version_detail(skill, version))
+        return Response(s.SkillDetailSerializer(selectors.skill_version_detail(skill=skill, version=version)).data)
 
     @extend_schema(
         operation_id="skills_partial_update",
@@ -291,12 +194,10 @@ class SkillDetailApi(ApiView):
         summary="Enable or disable a skill.",
     )
     def patch(self, request, name: str):
-        body = s.SkillPatchInputSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
-        skill = selectors.skill_get(name=name, source=body.validated_data.get("source"))
-        skill = skill_set_enabled(skill=skill, enabled=body.validated_data["enabled"], actor=self.actor())
+        skill, body = self.skill_and_params(name, s.SkillPatchInputSerializer, body=True)
+        skill = skill_set_enabled(skill=skill, enabled=body["enabled"], actor=self.actor())
         rows = [r for r in selectors.skill_catalog(source=skill.source) if r.skill.pk == skill.pk]
-        return Response(_skill_summary(rows[0]))
+        return Response(s.SkillSummarySerializer(rows[0]).data)
 
 
 def _raw_response(request, content: bytes, etag: str, content_type: str, *, extra: dict | None = None) -> HttpResponse:
@@ -350,9 +251,13 @@ class SkillMarkdownApi(RawApiView):
         summary="The raw SKILL.md (strong ETag; 304 on If-None-Match, GET and HEAD).",
     )
     def get(self, request, name: str):
-        query = _version_query(request)
+        query = s.SkillVersionQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
         raw = selectors.skill_md_raw(
-            name=name, source=query.get("source"), label=query.get("label"), number=query.get("version")
+            name=name,
+            source=query.validated_data.get("source"),
+            label=query.validated_data.get("label"),
+            number=query.validated_data.get("version"),
         )
         return _raw_response(
             request, raw.content, raw.etag, "text/markdown; charset=utf-8", extra={"X-Skill-Version": str(raw.version)}
@@ -416,17 +321,14 @@ class SkillFileApi(RawApiView):
         summary="One bundled file, with a content type from its name.",
     )
     def get(self, request, name: str, path: str):
-        query = _version_query(request)
-        skill = selectors.skill_get(name=name, source=query.get("source"))
+        skill, query = self.skill_and_params(name, s.SkillVersionQuerySerializer)
         version = selectors.skill_version_for(skill=skill, label=query.get("label"), number=query.get("version"))
         if path == "SKILL.md":
             content = version.skill_md.encode("utf-8")
             return _raw_response(
                 request, content, f'"{hashlib.sha256(content).hexdigest()}"', "text/markdown; charset=utf-8"
             )
-        item = SkillFile.objects.filter(version=version, path=path).select_related("blob").first()
-        if item is None:
-            raise NotFound(f"'{skill.name}' v{version.number} has no file '{path}'.")
+        item = selectors.version_file(version, path)
         content = bytes(item.blob.content)
         content_type = _content_type(path, content)
         extra = {"Content-Security-Policy": "default-src 'none'; sandbox", "X-Skill-Version": str(version.number)}
@@ -454,22 +356,17 @@ class SkillBundleApi(RawApiView):
         summary="The whole skill folder as a zip (byte-identical files, modes kept).",
     )
     def get(self, request, name: str):
-        query = _version_query(request)
-        skill = selectors.skill_get(name=name, source=query.get("source"))
+        skill, query = self.skill_and_params(name, s.SkillVersionQuerySerializer)
         version = selectors.skill_version_for(skill=skill, label=query.get("label"), number=query.get("version"))
-        # Versions are immutable, so the zip's digest can be remembered per version.
-        digest_key = f"bundle-zip-sha:{cache_namespace()}:{version.pk}:{skill.name}"
-        known = cache.get(digest_key)
+        known = selectors.bundle_zip_etag(skill=skill, version=version)
         if known and if_none_match(request, known):
             return not_modified(known)
-        content = write_zip(selectors.version_bundle(version), prefix=skill.name)
-        etag = f'"{hashlib.sha256(content).hexdigest()}"'
-        cache.set(digest_key, etag, 24 * 3600)
+        bundle = selectors.bundle_zip(skill=skill, version=version)
         filename = f"{skill.name}-v{version.number}.zip"
         return _raw_response(
             request,
-            content,
-            etag,
+            bundle.content,
+            bundle.etag,
             "application/zip",
             extra={"Content-Disposition": f'attachment; filename="{filename}"'},
         )
@@ -491,27 +388,9 @@ class SkillVersionListApi(ApiView):
         summary="A skill's versions, newest first.",
     )
     def get(self, request, name: str):
-        query = s.VersionsQuerySerializer(data=request.query_params)
-        query.is_valid(raise_exception=True)
-        skill = selectors.skill_get(name=name, source=query.validated_data.get("source"))
-        labels: dict[int, list[str]] = {}
-        for label, number in skill.labels.values_list("name", "version__number"):
-            labels.setdefault(number, []).append(label)
-        versions = list(skill.versions.select_related("author").defer("skill_md", "frontmatter").order_by("-number"))
-
-        def render(version: SkillVersion) -> dict:
-            return {
-                "number": version.number,
-                "fingerprint": version.fingerprint,
-                "message": version.message,
-                "author": _user(version.author),
-                "created_at": version.created_at,
-                "labels": sorted(labels.get(version.number, [])),
-                "warnings": len(version.warnings or []),
-                "description": version.description,
-            }
-
-        return self.paginated(versions, render)
+        skill, _ = self.skill_and_params(name, s.VersionsQuerySerializer)
+        rows = selectors.skill_version_rows(skill)
+        return self.paginated(rows, lambda row: s.VersionSummarySerializer(row).data)
 
     @extend_schema(
         operation_id="skills_versions_publish",
@@ -521,10 +400,10 @@ class SkillVersionListApi(ApiView):
         summary="Publish a new version (201), or nothing when identical to the newest (200).",
     )
     def post(self, request, name: str):
-        existing = Skill.objects.filter(name=name)
-        default_source: str = SkillSource.USER
-        if existing.exists():
-            default_source = selectors.skill_get(name=name).source
+        try:
+            default_source: str = selectors.skill_get(name=name).source
+        except NotFound:
+            default_source = SkillSource.USER
         if default_source == SkillSource.BUNDLED:
             # An edit to a bundled skill becomes a user skill that shadows it; the bundled one
             # stays what the skills/ folder says.
@@ -543,10 +422,9 @@ class SkillVersionDetailApi(ApiView):
         summary="One version of a skill.",
     )
     def get(self, request, name: str, number: int):
-        query = s.VersionsQuerySerializer(data=request.query_params)
-        query.is_valid(raise_exception=True)
-        skill = selectors.skill_get(name=name, source=query.validated_data.get("source"))
-        return Response(_version_detail(skill, selectors.skill_version_for(skill=skill, number=number)))
+        skill, _ = self.skill_and_params(name, s.VersionsQuerySerializer)
+        version = selectors.skill_version_for(skill=skill, number=number)
+        return Response(s.SkillDetailSerializer(selectors.skill_version_detail(skill=skill, version=version)).data)
 
 
 def _version_ref(skill: Skill, ref: str | None) -> SkillVersion | None:
@@ -568,39 +446,12 @@ class SkillDiffApi(ApiView):
         summary="Unified diff of SKILL.md and the file changes between two versions.",
     )
     def get(self, request, name: str):
-        query = s.DiffQuerySerializer(data=request.query_params)
-        query.is_valid(raise_exception=True)
-        skill = selectors.skill_get(name=name, source=query.validated_data.get("source"))
-        new = _version_ref(skill, query.validated_data.get("to")) or selectors.skill_version_for(
-            skill=skill, label="latest"
-        )
-        old = _version_ref(skill, query.validated_data.get("from"))
-        if old is None and "from" not in query.validated_data and new.number > 1:
+        skill, query = self.skill_and_params(name, s.DiffQuerySerializer)
+        new = _version_ref(skill, query.get("to")) or selectors.skill_version_for(skill=skill, label="latest")
+        old = _version_ref(skill, query.get("from"))
+        if old is None and "from" not in query and new.number > 1:
             old = selectors.skill_version_for(skill=skill, number=new.number - 1)
-        diff = selectors.skill_version_diff(old=old, new=new)
-        return Response(
-            {
-                "name": skill.name,
-                "source": skill.source,
-                "from_version": old.number if old else None,
-                "to_version": new.number,
-                "skill_md_diff": diff.skill_md_diff,
-                "files": [dataclasses.asdict(change) for change in diff.files],
-                "unchanged_files": diff.unchanged_files,
-            }
-        )
-
-
-def _label_payload(label: Label, skill: Skill, previous: int | None = None) -> dict:
-    return {
-        "skill": skill.name,
-        "source": skill.source,
-        "label": label.name,
-        "version": label.version.number,
-        "previous_version": previous,
-        "updated_by": _user(label.updated_by),
-        "updated_at": label.updated_at,
-    }
+        return Response(s.DiffSerializer(selectors.skill_version_diff(old=old, new=new)).data)
 
 
 @NAME_PATH
@@ -614,28 +465,8 @@ class SkillLabelListApi(ApiView):
         summary="A skill's labels and their history (who moved what, when).",
     )
     def get(self, request, name: str):
-        query = s.LabelSourceQuerySerializer(data=request.query_params)
-        query.is_valid(raise_exception=True)
-        skill = selectors.skill_get(name=name, source=query.validated_data.get("source"))
-        labels = skill.labels.select_related("version", "updated_by")
-        history = LabelHistory.objects.filter(skill=skill).select_related("changed_by")[:200]
-        return Response(
-            {
-                "skill": skill.name,
-                "source": skill.source,
-                "labels": [_label_payload(label, skill) for label in labels],
-                "history": [
-                    {
-                        "label": h.label,
-                        "from_version": h.from_version,
-                        "to_version": h.to_version,
-                        "changed_by": _user(h.changed_by),
-                        "changed_at": h.changed_at,
-                    }
-                    for h in history
-                ],
-            }
-        )
+        skill, _ = self.skill_and_params(name, s.LabelSourceQuerySerializer)
+        return Response(s.LabelListSerializer(selectors.skill_label_state(skill)).data)
 
 
 @NAME_PATH
@@ -650,13 +481,11 @@ class SkillLabelApi(ApiView):
         summary="Point a label at a version (atomic; recorded in the label history).",
     )
     def put(self, request, name: str, label: str):
-        body = s.LabelMoveInputSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
-        skill = selectors.skill_get(name=name, source=body.validated_data.get("source"))
+        skill, body = self.skill_and_params(name, s.LabelMoveInputSerializer, body=True)
         label_name_check(label)
-        previous = skill.labels.filter(name=label).values_list("version__number", flat=True).first()
-        moved = label_move(skill=skill, label=label, version_number=body.validated_data["version"], actor=self.actor())
-        return Response(_label_payload(moved, skill, previous))
+        previous = selectors.skill_labels(skill).get(label)
+        moved = label_move(skill=skill, label=label, version_number=body["version"], actor=self.actor())
+        return Response(s.LabelSerializer(selectors.label_pointer(moved, skill=skill, previous_version=previous)).data)
 
     @extend_schema(
         operation_id="skills_labels_delete",
@@ -665,8 +494,6 @@ class SkillLabelApi(ApiView):
         summary="Remove a label.",
     )
     def delete(self, request, name: str, label: str):
-        query = s.LabelSourceQuerySerializer(data=request.query_params)
-        query.is_valid(raise_exception=True)
-        skill = selectors.skill_get(name=name, source=query.validated_data.get("source"))
+        skill, _ = self.skill_and_params(name, s.LabelSourceQuerySerializer)
         label_delete(skill=skill, label=label, actor=self.actor())
         return Response(status=status.HTTP_204_NO_CONTENT)

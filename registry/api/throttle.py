@@ -22,35 +22,16 @@ from functools import cache
 
 import redis
 from django.conf import settings
-from django.core.exceptions import ImproperlyConfigured
 from rest_framework.throttling import BaseThrottle
 
 from registry.models import ApiToken
+from registry.rate import parse_rate
 
 log = logging.getLogger(__name__)
 
-_PERIODS = {
-    **dict.fromkeys(("s", "sec", "second"), 1),
-    **dict.fromkeys(("m", "min", "minute"), 60),
-    **dict.fromkeys(("h", "hour"), 3600),
-    **dict.fromkeys(("d", "day"), 86400),
-}
 _KEY_PREFIX = "skill-registry:throttle"
 _SYNC_SECONDS = 0.1
 _REDIS_BACKOFF_SECONDS = 5.0
-
-
-@cache
-def parse_rate(rate: str) -> tuple[int, int] | None:
-    """(requests, seconds) from "6000/min"; None for "" or "off" (no limit)."""
-    if rate.strip().lower() in ("", "off"):
-        return None
-    count, _, period = rate.strip().partition("/")
-    if not count.isdigit() or int(count) < 1 or period.lower() not in _PERIODS:
-        raise ImproperlyConfigured(
-            f"API_THROTTLE_RATE={rate!r}: use requests/period, e.g. 6000/min (s, min, hour, day), or off."
-        )
-    return int(count), _PERIODS[period.lower()]
 
 
 @cache

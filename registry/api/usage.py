@@ -19,7 +19,7 @@ from registry.api import serializers as s
 from registry.api.base import ApiView, SafeJSONRenderer
 from registry.api.schema import errors
 from registry.models import ApiToken, UsageKind, UsageSource
-from registry.services import analytics
+from registry.selectors import analytics
 from registry.services.usage import UsageEventInput, usage_record
 
 

@@ -1,6 +1,6 @@
 """Analytics pages for analysts and up: the overview table and one skill's page.
 
-Everything is read through `registry.services.analytics` (rollups only) with the same filters as
+Everything is read through `registry.selectors.analytics` (rollups only) with the same filters as
 the API. Charts are SVG drawn here on the server, each with a text alternative (a title, a
 description and the numbers in a table), so the pages read the same without JavaScript.
 """
@@ -21,8 +21,8 @@ from django.utils.safestring import SafeString
 from registry.api.serializers import EARLIEST_DAY, LATEST_DAY
 from registry.console.access import console_view
 from registry.errors import ApplicationError
-from registry.services import analytics
-from registry.services.analytics import AnalyticsFilter, SeriesPoint, SkillStats
+from registry.selectors import analytics
+from registry.selectors.analytics import AnalyticsFilter, SeriesPoint, SkillStats
 
 DEFAULT_DAYS = 30
 # SPEC §6.10: the triggers a skill activation records (offered in the filter as suggestions).

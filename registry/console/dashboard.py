@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from registry import selectors
 from registry.console.access import console_view
-from registry.services import analytics
+from registry.selectors import analytics
 
 
 @console_view()

@@ -25,13 +25,11 @@ from registry.console.inputs import json_from_text, text_problem
 from registry.errors import ApplicationError, NotFound
 from registry.models import ForceIncludeRule
 from registry.patterns import pattern_check, pattern_search
+from registry.selectors.resolve import rules_test
 from registry.services.audit import Actor
-from registry.services.resolve import rules_test
 from registry.services.rules import (
     INSTRUCTION_MAX,
-    QUERY_PLACEHOLDER,
     RULE_NAME_MAX,
-    auto_invoke_render,
     rule_create,
     rule_delete,
     rule_update,
@@ -62,7 +60,7 @@ def _rule(rule_id: int) -> ForceIncludeRule:
 
 @console_view(scope=READ)
 def rule_list(request):
-    rows = selectors.rule_list()
+    rows = selectors.rule_rows()
     context = {"rows": rows, "enabled_count": sum(1 for row in rows if row.rule.enabled)}
     return render(request, "registry/rules/list.html", context)
 
@@ -217,7 +215,7 @@ def _render_editor(request, form: RuleInput, *, rule: ForceIncludeRule | None, s
         "picked": picked,
         "check": _editor_check(form),
         "limits": {"name": RULE_NAME_MAX, "instruction": INSTRUCTION_MAX},
-        "placeholder": QUERY_PLACEHOLDER,
+        "placeholder": selectors.QUERY_PLACEHOLDER,
     }
     return render(request, "registry/rules/edit.html", context, status=status)
 
@@ -316,7 +314,7 @@ def _next_url(request, default: str) -> str:
 
 @dataclass(frozen=True)
 class FiredRuleView:
-    fired: Any  # registry.services.resolve.FiredRule
+    fired: Any  # registry.selectors.resolve.FiredRule
     auto_invoke_call: dict[str, Any] | None
     arguments_json: str
 
@@ -336,7 +334,7 @@ def rule_tester(request):
         context.update(
             result=result,
             fired=[_fired_view(rule, query) for rule in result.fired_rules],
-            not_fired=[row.rule for row in selectors.rule_list() if row.rule.pk not in fired_ids],
+            not_fired=[row.rule for row in selectors.rule_rows() if row.rule.pk not in fired_ids],
         )
     elif given:
         context["errors"] = {key: " ".join(str(e) for e in value) for key, value in body.errors.items()}
@@ -345,7 +343,7 @@ def rule_tester(request):
 
 
 def _fired_view(rule, query: str) -> FiredRuleView:
-    call = auto_invoke_render(rule.auto_invoke, query)
+    call = selectors.auto_invoke_render(rule.auto_invoke, query)
     arguments = json.dumps(call["arguments"], indent=2, ensure_ascii=False) if call else ""
     return FiredRuleView(fired=rule, auto_invoke_call=call, arguments_json=arguments)
 

@@ -27,10 +27,10 @@ from registry.console.access import console_view
 from registry.errors import ApplicationError, InvalidSkill, NotFound, VersionConflict
 from registry.models import Skill, SkillSource, SkillVersion
 from registry.rendering import render_markdown
-from registry.services.analytics import AnalyticsFilter, skill_analytics
+from registry.selectors.analytics import AnalyticsFilter, skill_analytics
+from registry.selectors.resolve import render_prompt_block
 from registry.services.audit import Actor
 from registry.services.labels import label_delete, label_move
-from registry.services.resolve import render_prompt_block
 from registry.services.skills import (
     PublishResult,
     registry_limits,
@@ -138,7 +138,7 @@ def _page_context(skill: Skill) -> dict:
     others = getattr(skill, "others", None)
     if others is None:
         others = selectors.skill_others(skill)
-    winner = selectors.effective_skill([skill, *others])
+    winner = selectors.skill_winner([skill, *others])
     resolved = winner or max([skill, *others], key=lambda s: s.priority)
     return {
         "skill": skill,
@@ -148,13 +148,9 @@ def _page_context(skill: Skill) -> dict:
 
 
 @lru_cache(maxsize=256)
-def _body_html(skill_md: str) -> str:
-    """The rendered Markdown after the frontmatter. Versions are immutable, so a stored text
-    renders once per process (parsing and rendering cost more than the rest of the page)."""
-    try:
-        body = parse_skill_md(skill_md, limits=registry_limits()).body
-    except ApplicationError:  # stored versions were accepted, so this is only a safety net
-        body = skill_md
+def _body_html(body: str) -> str:
+    """The rendered Markdown body. Versions are immutable, so a stored body renders once per
+    process (rendering costs more than the rest of the page)."""
     return render_markdown(body)
 
 
@@ -172,7 +168,7 @@ def skill_detail(request, name: str):
         "labels": labels,
         "version_labels": sorted(name for name, number in labels.items() if number == version.number),
         "files": selectors.version_files(version),
-        "body_html": _body_html(version.skill_md),
+        "body_html": _body_html(version.body),
         "frontmatter": _frontmatter_rows(version.frontmatter),
         "usage": usage,
         "curl": f'curl -H "Authorization: Bearer $SKILL_REGISTRY_TOKEN" {api_url}',

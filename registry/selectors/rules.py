@@ -1,9 +1,10 @@
-"""Reads for force-include rules (seed 004): the console's rule list, one rule, and the skill
-names a rule can pick from."""
+"""Reads for force-include rules (seed 004): the API's and the console's rule lists, one rule,
+the skill names a rule can pick from, and the call an `auto_invoke` makes for a query."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from django.db.models import F
 
@@ -41,9 +42,17 @@ def _skill_states(names: set[str]) -> dict[str, str]:
     return states
 
 
-def rule_list() -> list[RuleRow]:
-    """Every rule, highest priority first (the order resolve fires them in), in two queries."""
-    rules = list(ForceIncludeRule.objects.order_by("-priority", "name"))
+QUERY_PLACEHOLDER = "{{query}}"
+
+
+def rule_list() -> list[ForceIncludeRule]:
+    """Every rule, highest priority first (the order resolve fires them in)."""
+    return list(ForceIncludeRule.objects.order_by("-priority", "name"))
+
+
+def rule_rows() -> list[RuleRow]:
+    """Every rule with the state of each skill it names, in two queries."""
+    rules = rule_list()
     states = _skill_states({name for rule in rules for name in rule.skills})
     return [
         RuleRow(rule=rule, skills=tuple(RuleSkill(name, states.get(name, "missing")) for name in rule.skills))
@@ -74,3 +83,21 @@ def rule_skill_choices() -> list[SkillChoice]:
         elif enabled:
             best[name] = (found[0], found[1], True)
     return [SkillChoice(name=name, description=best[name][1], enabled=best[name][2]) for name in sorted(best)]
+
+
+def auto_invoke_render(auto_invoke: dict[str, Any] | None, query: str) -> dict[str, Any] | None:
+    """seed 004: the tool call a rule's `auto_invoke` makes for `query`, with every `{{query}}`
+    in its string arguments replaced (the runtime does the same when it makes the call)."""
+    if not auto_invoke:
+        return None
+
+    def substitute(value: Any) -> Any:
+        if isinstance(value, str):
+            return value.replace(QUERY_PLACEHOLDER, query)
+        if isinstance(value, list):
+            return [substitute(v) for v in value]
+        if isinstance(value, dict):
+            return {k: substitute(v) for k, v in value.items()}
+        return value
+
+    return {"tool": auto_invoke["tool"], "arguments": substitute(auto_invoke.get("arguments") or {})}

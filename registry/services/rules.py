@@ -19,8 +19,8 @@ from django.db import IntegrityError, transaction
 from registry.errors import ApplicationError, Conflict
 from registry.models import ForceIncludeRule, Skill
 from registry.patterns import pattern_check
+from registry.selectors.generation import registry_changed
 from registry.services.audit import SYSTEM, Actor, audit_record
-from registry.services.generation import registry_changed
 
 # Names people give skills: the spec's [a-z0-9-] plus the seeds' underscores and dots, any case.
 SKILL_REFERENCE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
@@ -30,7 +30,6 @@ INSTRUCTION_MAX = 4000
 MAX_TARGETS = 100
 AUTO_INVOKE_MAX_BYTES = 16 * 1024
 PRIORITY_RANGE = (-1_000_000, 1_000_000)
-QUERY_PLACEHOLDER = "{{query}}"
 
 
 class InvalidRule(ApplicationError):
@@ -148,23 +147,6 @@ def auto_invoke_check(auto_invoke: Any) -> dict[str, Any] | None:
             fields={"auto_invoke.arguments": "too large"},
         )
     return {"tool": tool, "arguments": arguments}
-
-
-def auto_invoke_render(auto_invoke: dict[str, Any] | None, query: str) -> dict[str, Any] | None:
-    """seed 004: the tool call to make, with every `{{query}}` in string arguments replaced."""
-    if not auto_invoke:
-        return None
-
-    def substitute(value: Any) -> Any:
-        if isinstance(value, str):
-            return value.replace(QUERY_PLACEHOLDER, query)
-        if isinstance(value, list):
-            return [substitute(v) for v in value]
-        if isinstance(value, dict):
-            return {k: substitute(v) for k, v in value.items()}
-        return value
-
-    return {"tool": auto_invoke["tool"], "arguments": substitute(auto_invoke.get("arguments") or {})}
 
 
 def _skill_warnings(skills: list[str]) -> tuple[str, ...]:

@@ -16,8 +16,8 @@ from registry import selectors
 from registry.bundle import Bundle, Limits, bundle_from_parts, find_skill_folders, read_folder, read_zip
 from registry.errors import ApplicationError, InvalidBundle, InvalidSkill, VersionConflict
 from registry.models import Blob, Skill, SkillFile, SkillSource, SkillVersion
+from registry.selectors.generation import registry_changed
 from registry.services.audit import SYSTEM, Actor, audit_record
-from registry.services.generation import registry_changed
 from registry.skillmd import Issue, ParsedSkill, parse_skill_md
 from registry.token_count import count_tokens
 
@@ -144,7 +144,8 @@ def _create_version(
     version = SkillVersion.objects.create(
         skill=skill,
         number=number,
-        skill_md=bundle.skill_md.decode("utf-8"),
+        skill_md=parsed.raw,
+        body=parsed.body,
         fingerprint=bundle.fingerprint,
         name=parsed.name,
         description=parsed.description,

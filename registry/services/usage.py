@@ -28,6 +28,7 @@ from django.db.models.functions import Coalesce, Trunc
 from django.utils import timezone
 
 from registry.errors import ApplicationError
+from registry.models import ROLLUP_COUNT_COLUMNS as COUNT_COLUMNS
 from registry.models import RollupGrain, UsageEvent, UsageKind, UsageRollup, UsageSource
 from registry.services.audit import SYSTEM, Actor, audit_record
 
@@ -264,19 +265,6 @@ FACT_FIELDS = (
     "offered_skills",
 )
 
-COUNT_COLUMNS = (
-    "offered",
-    "loaded",
-    "executed",
-    "succeeded",
-    "failed",
-    "feedback_up",
-    "feedback_down",
-    "metered",
-    "tokens",
-    "duration_ms",
-    "cost",
-)
 _KIND_COLUMN = {kind: COUNT_COLUMNS.index(kind) for kind in ("offered", "loaded", "executed", "succeeded", "failed")}
 _UP, _DOWN, _METERED, _TOKENS, _DURATION, _COST = (COUNT_COLUMNS.index(c) for c in COUNT_COLUMNS[5:])
 

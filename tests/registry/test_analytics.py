@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from registry.errors import ApplicationError
 from registry.models import RollupGrain, UsageEvent, UsageRollup
-from registry.services.analytics import (
+from registry.selectors.analytics import (
     AnalyticsFilter,
     newcombe_difference,
     probability_b_better,

@@ -19,8 +19,8 @@ from django.test import Client
 
 from registry.models import RegistryState
 from registry.roles import ANALYST
-from registry.services import generation
-from registry.services.generation import change_listener, heard_changes
+from registry.selectors import generation
+from registry.selectors.generation import change_listener, heard_changes
 from registry.services.tokens import api_token_revoke
 from tests.factories import make_skill_md, publish, user_with_role
 from tests.worker import ROOT, _database_url_for_tests

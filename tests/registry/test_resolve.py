@@ -1,5 +1,5 @@
-"""resolve(): the prompt block and its budgets, force-include rules, labels, caching by
-registry generation, and the conversion to the agent runtime's plain dataclasses."""
+"""resolve(): the prompt block and its budgets, force-include rules, labels and caching by
+registry generation (tests/agents/test_store.py: its conversion to the runtime's shapes)."""
 
 from __future__ import annotations
 
@@ -9,10 +9,9 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from agents.runtime.types import Resolution, SkillSummary
 from registry.models import ForceIncludeRule, Skill
+from registry.selectors.resolve import SKILLS_INSTRUCTION, render_prompt_block, resolve
 from registry.services.labels import label_move
-from registry.services.resolve import SKILLS_INSTRUCTION, render_prompt_block, resolve
 from registry.services.rules import rule_create, rule_update
 from registry.services.skills import skill_set_enabled
 from tests.factories import publish
@@ -96,9 +95,9 @@ def test_resolve_lists_effective_enabled_skills_by_relevance():
 
     result = resolve(query="write a sql query")
 
-    assert [s.name for s in result.skills] == ["sql-query", "summarize"]
+    assert [s.skill.name for s in result.skills] == ["sql-query", "summarize"]
     summarize = result.skills[1]
-    assert summarize.source == "workspace" and summarize.description == "Team summarizer for documents."
+    assert summarize.skill.source == "workspace" and summarize.skill.description == "Team summarizer for documents."
     assert "retired" not in result.prompt_block
     assert result.skills[0].reasons
 
@@ -120,7 +119,7 @@ def test_fired_rules_force_include_their_skills_first_with_instructions_and_why(
 
     assert [r.name for r in result.fired_rules] == ["images"]
     assert "'DRAW'" in result.fired_rules[0].why
-    assert [s.name for s in result.skills] == ["image-generation"]  # kept although over budget
+    assert [s.skill.name for s in result.skills] == ["image-generation"]  # kept although over budget
     assert result.skills[0].forced_by == ("images",)
     assert result.instructions == ("Call run_skill first.",)
     assert result.fired_rules[0].auto_invoke == {"tool": "run_skill", "arguments": {"q": "{{query}}"}}
@@ -133,10 +132,10 @@ def test_resolve_at_a_label_falls_back_to_latest_for_unlabelled_skills():
     publish("csv", description="CSV v1.")
     label_move(skill=first, label="staging", version_number=1)
 
-    at_staging = {s.name: s.version for s in resolve(label="staging").skills}
-    default = {s.name: s.version for s in resolve().skills}
+    at_staging = {s.skill.name: s.skill.version for s in resolve(label="staging").skills}
+    default = {s.skill.name: s.skill.version for s in resolve().skills}
     label_move(skill=first, label="production", version_number=1)
-    production = {s.name: s.version for s in resolve().skills}
+    production = {s.skill.name: s.skill.version for s in resolve().skills}
 
     assert at_staging == {"pdf": 1, "csv": 1}
     assert default == {"pdf": 2, "csv": 1}
@@ -146,7 +145,7 @@ def test_resolve_at_a_label_falls_back_to_latest_for_unlabelled_skills():
 def test_a_skill_md_with_disable_model_invocation_is_listed_only_when_forced():
     publish("manual-only", description="Only when asked.", **{"disable-model-invocation": "true"})
     assert resolve(query="only when asked").skills == ()
-    assert [s.name for s in resolve(query="x", forced_skill="manual-only").skills] == ["manual-only"]
+    assert [s.skill.name for s in resolve(query="x", forced_skill="manual-only").skills] == ["manual-only"]
 
 
 def test_an_unknown_forced_skill_is_a_warning_not_an_error():
@@ -164,7 +163,7 @@ def test_a_repeated_resolve_is_served_from_the_cache():
     with CaptureQueriesContext(connection) as queries:
         again = resolve(query="cached")
     assert len(queries) == 1  # the generation, nothing else
-    assert again.skills[0].name == "cached"
+    assert again.skills[0].skill.name == "cached"
 
 
 @pytest.mark.parametrize("change", ["publish", "label", "enable", "rule_create", "rule_update"])
@@ -197,37 +196,3 @@ def test_the_etag_is_stable_for_the_same_state_and_inputs():
 
 
 # --- the agent runtime's shapes -----------------------------------------------------------------
-
-
-def test_the_result_converts_to_the_runtime_resolution():
-    publish(
-        "image-generation",
-        description="Generates images.",
-        tags=["images"],
-        triggers=["task_match"],
-        tools=["run_skill"],
-    )
-    rule_create(
-        name="images",
-        pattern="draw",
-        skills=["image-generation"],
-        instruction="Use it.",
-        auto_invoke={"tool": "run_skill", "arguments": {"args": ["{{query}}"]}},
-    )
-
-    resolution = resolve(query="draw a cat").to_resolution()
-
-    assert isinstance(resolution, Resolution)
-    assert resolution.skills[0] == SkillSummary(
-        name="image-generation",
-        description="Generates images.",
-        version=1,
-        tags=("images",),
-        triggers=("task_match",),
-        tools=("run_skill",),
-    )
-    assert resolution.instructions == ("Use it.",)
-    fired = resolution.fired_rules[0]
-    assert (fired.name, fired.skills, fired.instruction) == ("images", ("image-generation",), "Use it.")
-    assert fired.auto_invoke == {"tool": "run_skill", "arguments": {"args": ["{{query}}"]}}
-    assert resolution.prompt_block.startswith("## Skills (mandatory)")

@@ -9,7 +9,7 @@ import pytest
 from registry.errors import ApplicationError, InvalidPattern
 from registry.models import AuditLog, ForceIncludeRule, RegistryState
 from registry.patterns import compile_pattern, pattern_search
-from registry.services.rules import auto_invoke_render, rule_create, rule_delete, rule_update
+from registry.services.rules import rule_create, rule_delete, rule_update
 from tests.factories import publish
 
 pytestmark = pytest.mark.django_db
@@ -113,16 +113,11 @@ def test_an_invalid_update_writes_nothing():
     assert ForceIncludeRule.objects.get().pattern == "keep"
 
 
-def test_auto_invoke_is_checked_and_query_substituted_at_use_time():
+def test_auto_invoke_is_checked_and_kept_with_its_placeholder():
     arguments = {"args": ["{{query}}", 3], "n": {"q": "{{query}}"}}
     rule = rule_create(
         name="ai", pattern="x", skills=["a"], auto_invoke={"tool": "run_skill", "arguments": arguments}
     ).rule
     assert rule.auto_invoke["arguments"]["args"] == ["{{query}}", 3]
-    assert auto_invoke_render(rule.auto_invoke, "a cat") == {
-        "tool": "run_skill",
-        "arguments": {"args": ["a cat", 3], "n": {"q": "a cat"}},
-    }
-    assert auto_invoke_render(None, "q") is None
     with pytest.raises(ApplicationError):
         rule_create(name="ai2", pattern="x", skills=["a"], auto_invoke={"arguments": {}})

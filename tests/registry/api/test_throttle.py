@@ -13,6 +13,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.test import Client
 
 from registry.api import throttle
+from registry.rate import parse_rate
 from tests.factories import publish
 
 pytestmark = pytest.mark.django_db
@@ -65,12 +66,12 @@ def test_off_means_no_limit(settings, make_token):
 @pytest.mark.parametrize("rate", ["often", "0/min", "10/fortnight", "-5/s", "5"])
 def test_a_malformed_rate_is_a_configuration_error_naming_the_setting(rate):
     with pytest.raises(ImproperlyConfigured, match="API_THROTTLE_RATE"):
-        throttle.parse_rate(rate)
+        parse_rate(rate)
 
 
 @pytest.mark.parametrize(("rate", "parsed"), [("6000/min", (6000, 60)), ("10/s", (10, 1)), ("5/Hour", (5, 3600))])
 def test_rates_read_as_requests_per_period(rate, parsed):
-    assert throttle.parse_rate(rate) == parsed
+    assert parse_rate(rate) == parsed
 
 
 def test_with_redis_every_process_sees_the_others_requests(settings):

@@ -20,11 +20,10 @@ from dataclasses import dataclass, field, replace
 from django.db.models import Q, QuerySet, Sum
 
 from registry.errors import ApplicationError, NotFound
-from registry.models import Label, RollupGrain, UsageRollup
-from registry.services.usage import COUNT_COLUMNS
+from registry.models import ROLLUP_COUNT_COLUMNS, Label, RollupGrain, UsageRollup
 
 Z_95 = 1.959963984540054
-SUM_FIELDS = COUNT_COLUMNS  # every counter a rollup row keeps
+SUM_FIELDS = ROLLUP_COUNT_COLUMNS  # every counter a rollup row keeps
 GROUP_DIMENSIONS = ("trigger", "model", "label")
 INTERVALS = ("hour", "day", "week")
 MAX_POINTS = 5000  # an hourly series of ~7 months; more is not a chart, it is an export

@@ -1,5 +1,6 @@
 """A registry generation number that every cached read (resolve, prompt blocks, raw SKILL.md)
-is keyed by.
+is keyed by. It lives with the reads it serves; the one write here, `registry_changed()`, is the
+bump each service makes inside its own transaction.
 
 Any publish, label move, enable/disable or rule change bumps it inside its own transaction, so
 caches are invalidated the moment the change commits, without tracking which keys it affects.

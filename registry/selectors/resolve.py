@@ -14,7 +14,7 @@ Caching has two layers, both keyed by the registry generation, which every write
 own transaction: a per-process snapshot of the skills, their match index and the compiled rules
 (rebuilt once per generation), and the finished result in the Django cache keyed by generation
 and inputs. A publish, label move, enable/disable or rule change is therefore visible to the
-next call, in every process, without deleting any key (services/generation.py says how a
+next call, in every process, without deleting any key (selectors/generation.py says how a
 process learns the current generation).
 """
 
@@ -22,9 +22,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-import threading
 import time
-from collections import OrderedDict
+import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -33,12 +32,18 @@ from xml.sax.saxutils import escape
 from django.conf import settings
 from django.core.cache import cache
 
-from registry import selectors
 from registry.errors import ApplicationError
 from registry.matching import Match, MatchIndex, find_skills, match
 from registry.models import ForceIncludeRule
 from registry.patterns import compile_pattern, pattern_search
-from registry.services.generation import change_listener, current_generation
+from registry.selectors.generation import change_listener, current_generation
+from registry.selectors.memo import GenerationMemo
+from registry.selectors.skills import (
+    EffectiveSkill,
+    effective_skills,
+    skill_catalog_cache_clear,
+    skill_md_raw_cache_clear,
+)
 
 # seed 003, verbatim: the lazy-loading instruction that precedes the skill list.
 SKILLS_INSTRUCTION = """## Skills (mandatory)
@@ -58,38 +63,6 @@ CONTEXT_TEXT_FIELDS = ("taskDescription", "task_description", "command", "toolNa
 
 
 # --- plain data --------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class SkillEntry:
-    """A skill as resolve, match and the prompt block see it: plain values, no ORM."""
-
-    name: str
-    description: str
-    version: int
-    fingerprint: str
-    tags: tuple[str, ...] = ()
-    triggers: tuple[str, ...] = ()
-    tools: tuple[str, ...] = ()
-    source: str = "user"
-    model_invocable: bool = True  # false for `disable-model-invocation: true`: listed only when forced
-
-    def to_summary(self):
-        return runtime_summary(self)
-
-
-def runtime_summary(skill: SkillEntry | ResolvedSkill):
-    """As `agents.runtime.types.SkillSummary` (imported lazily: the runtime has no Django)."""
-    from agents.runtime.types import SkillSummary
-
-    return SkillSummary(
-        name=skill.name,
-        description=skill.description,
-        version=skill.version,
-        tags=skill.tags,
-        triggers=skill.triggers,
-        tools=skill.tools,
-    )
 
 
 @dataclass(frozen=True)
@@ -118,14 +91,9 @@ class FiredRule:
 
 @dataclass(frozen=True)
 class ResolvedSkill:
-    name: str
-    description: str
-    version: int
-    fingerprint: str
-    tags: tuple[str, ...]
-    triggers: tuple[str, ...]
-    tools: tuple[str, ...]
-    source: str
+    """An effective skill as offered for one turn: why it is there and how it is listed."""
+
+    skill: EffectiveSkill
     score: float = 0.0
     reasons: tuple[str, ...] = ()
     forced_by: tuple[str, ...] = ()  # "forced_skill" and/or the names of fired rules
@@ -163,23 +131,6 @@ class ResolveResult:
         body.update(etag=self.etag, generation=self.generation)
         return body
 
-    def to_resolution(self):
-        """As `agents.runtime.types.Resolution` for the agent runtime."""
-        from agents.runtime.types import FiredRule as RuntimeFiredRule
-        from agents.runtime.types import Resolution
-
-        return Resolution(
-            skills=tuple(runtime_summary(s) for s in self.skills),
-            prompt_block=self.prompt_block,
-            instructions=self.instructions,
-            fired_rules=tuple(
-                RuntimeFiredRule(
-                    name=r.name, why=r.why, skills=r.skills, instruction=r.instruction, auto_invoke=r.auto_invoke
-                )
-                for r in self.fired_rules
-            ),
-        )
-
 
 def _content(result: ResolveResult) -> dict[str, Any]:
     """Everything the ETag covers (the representation minus the ETag and generation)."""
@@ -188,14 +139,14 @@ def _content(result: ResolveResult) -> dict[str, Any]:
     return {
         "skills": [
             {
-                "name": s.name,
-                "version": s.version,
-                "fingerprint": s.fingerprint,
-                "description": s.description,
-                "tags": list(s.tags),
-                "triggers": list(s.triggers),
-                "tools": list(s.tools),
-                "source": s.source,
+                "name": s.skill.name,
+                "version": s.skill.version,
+                "fingerprint": s.skill.fingerprint,
+                "description": s.skill.description,
+                "tags": list(s.skill.tags),
+                "triggers": list(s.skill.triggers),
+                "tools": list(s.skill.tools),
+                "source": s.skill.source,
                 "score": s.score,
                 "reasons": list(s.reasons),
                 "forced_by": list(s.forced_by),
@@ -319,42 +270,18 @@ def prompt_block(
 class Snapshot:
     generation: int
     label: str | None
-    skills: tuple[SkillEntry, ...]
-    by_name: dict[str, SkillEntry]
+    skills: tuple[EffectiveSkill, ...]
+    by_name: dict[str, EffectiveSkill]
     index: MatchIndex
     rules: tuple[tuple[RuleEntry, Any], ...]  # (rule, compiled pattern)
     rule_warnings: tuple[str, ...] = ()
 
 
-_SNAPSHOTS: OrderedDict[tuple[int, str | None], Snapshot] = OrderedDict()
-_SNAPSHOTS_LOCK = threading.Lock()
-_SNAPSHOTS_MAX = 8
-
-
-def _is_true(value: Any) -> bool:
-    return value is True or (isinstance(value, str) and value.strip().lower() in ("true", "yes", "1"))
+_SNAPSHOTS: GenerationMemo[Snapshot] = GenerationMemo(maxsize=8)
 
 
 def _build_snapshot(generation: int, label: str | None) -> Snapshot:
-    entries = []
-    for row in selectors.effective_skill_rows(label=label):
-        fm = row.frontmatter if isinstance(row.frontmatter, dict) else {}
-        if fm.get("enabled") is False:
-            continue  # the SKILL.md itself says it is off
-        invocable = not _is_true(fm.get("disable-model-invocation", fm.get("disable_model_invocation")))
-        entries.append(
-            SkillEntry(
-                name=row.name,
-                description=row.description,
-                version=row.version,
-                fingerprint=row.fingerprint,
-                tags=row.tags,
-                triggers=row.triggers,
-                tools=row.tools,
-                source=row.source,
-                model_invocable=invocable,
-            )
-        )
+    skills = effective_skills(label=label)
     rules = []
     warnings = []
     for rule in ForceIncludeRule.objects.filter(enabled=True).order_by("-priority", "name"):
@@ -382,9 +309,9 @@ def _build_snapshot(generation: int, label: str | None) -> Snapshot:
     return Snapshot(
         generation=generation,
         label=label,
-        skills=tuple(entries),
-        by_name={e.name: e for e in entries},
-        index=MatchIndex([e for e in entries if e.model_invocable]),
+        skills=tuple(skills),
+        by_name={s.name: s for s in skills},
+        index=MatchIndex([s for s in skills if s.model_invocable]),
         rules=tuple(rules),
         rule_warnings=tuple(warnings),
     )
@@ -393,25 +320,16 @@ def _build_snapshot(generation: int, label: str | None) -> Snapshot:
 def registry_snapshot(*, label: str | None = None, generation: int | None = None) -> Snapshot:
     """The skills, match index and compiled rules as of `generation` (built once per process)."""
     generation = current_generation() if generation is None else generation
-    key = (generation, label)
-    with _SNAPSHOTS_LOCK:
-        found = _SNAPSHOTS.get(key)
-        if found is not None:
-            _SNAPSHOTS.move_to_end(key)
-            return found
-    snapshot = _build_snapshot(generation, label)  # outside the lock: two builders just do the work twice
-    with _SNAPSHOTS_LOCK:
-        _SNAPSHOTS[key] = snapshot
-        for stale in [k for k in _SNAPSHOTS if k[0] < generation]:
-            del _SNAPSHOTS[stale]
-        while len(_SNAPSHOTS) > _SNAPSHOTS_MAX:
-            _SNAPSHOTS.popitem(last=False)
+    found = _SNAPSHOTS.get((generation, label))
+    if found is not None:
+        return found
+    snapshot = _build_snapshot(generation, label)  # two threads may build it at once: same result
+    _SNAPSHOTS.put((generation, label), snapshot)
     return snapshot
 
 
 def snapshots_clear() -> None:
-    with _SNAPSHOTS_LOCK:
-        _SNAPSHOTS.clear()
+    _SNAPSHOTS.clear()
 
 
 # --- rules -------------------------------------------------------------------------------
@@ -472,11 +390,9 @@ _NAMESPACE = {"token": "0"}
 
 def registry_caches_reset() -> None:
     """Forget every cached snapshot, raw SKILL.md and resolve result (tests; after a DB restore)."""
-    import uuid
-
     snapshots_clear()
-    selectors.skill_md_raw_cache_clear()
-    selectors.skill_catalog_cache_clear()
+    skill_md_raw_cache_clear()
+    skill_catalog_cache_clear()
     change_listener.close()
     _NAMESPACE["token"] = uuid.uuid4().hex[:12]
 
@@ -570,7 +486,7 @@ def _resolve(
                 warnings.append(f"Rule '{rule.name}' names the skill '{name}', which is not an enabled skill.")
 
     matches = {m.skill.name: m for m in match(_match_text(query, context), snapshot.index)} if query or context else {}
-    ordered: list[SkillEntry] = [snapshot.by_name[name] for name in forced_by]
+    ordered: list[EffectiveSkill] = [snapshot.by_name[name] for name in forced_by]
     ordered += [m.skill for m in matches.values() if m.skill.name not in forced_by]
     ordered += [s for s in snapshot.skills if s.model_invocable and s.name not in forced_by and s.name not in matches]
 
@@ -578,14 +494,7 @@ def _resolve(
     included = set(block.included)
     skills = tuple(
         ResolvedSkill(
-            name=s.name,
-            description=s.description,
-            version=s.version,
-            fingerprint=s.fingerprint,
-            tags=s.tags,
-            triggers=s.triggers,
-            tools=s.tools,
-            source=s.source,
+            skill=s,
             score=matches[s.name].score if s.name in matches else 0.0,
             reasons=tuple(matches[s.name].reasons) if s.name in matches else (),
             forced_by=tuple(forced_by.get(s.name, ())),
@@ -624,15 +533,11 @@ def rules_test(*, query: str, label: str | None = None) -> ResolveResult:
 
 
 def skills_match(*, query: str, label: str | None = None, limit: int | None = None) -> list[Match]:
-    """Ranked effective skills for `query` (Match.skill is a SkillEntry)."""
+    """Ranked effective skills for `query` (Match.skill is an EffectiveSkill)."""
     snapshot = registry_snapshot(label=label)
     return match(query[:MATCH_QUERY_MAX_CHARS], snapshot.index, limit=limit)
 
 
 def skills_find(*, trigger: str, context: Mapping[str, Any] | None = None, label: str | None = None) -> list[Match]:
-    """seed 001 findSkills over the effective skills (Match.skill is a SkillEntry)."""
+    """seed 001 findSkills over the effective skills (Match.skill is an EffectiveSkill)."""
     return find_skills(trigger, context, registry_snapshot(label=label).skills)
-
-
-def skill_entry(*, name: str, label: str | None = None) -> SkillEntry | None:
-    return registry_snapshot(label=label).by_name.get(name)

@@ -1,0 +1,56 @@
+"""agents/store.py: the registry seen through the runtime's plain shapes."""
+
+from __future__ import annotations
+
+import pytest
+
+from agents import store
+from agents.runtime.types import Resolution, SkillSummary
+from registry.selectors.resolve import resolve
+from registry.services.rules import rule_create
+from tests.factories import publish
+
+pytestmark = pytest.mark.django_db
+
+
+def test_the_result_converts_to_the_runtime_resolution():
+    publish(
+        "image-generation",
+        description="Generates images.",
+        tags=["images"],
+        triggers=["task_match"],
+        tools=["run_skill"],
+    )
+    rule_create(
+        name="images",
+        pattern="draw",
+        skills=["image-generation"],
+        instruction="Use it.",
+        auto_invoke={"tool": "run_skill", "arguments": {"args": ["{{query}}"]}},
+    )
+
+    resolution = store.resolution(resolve(query="draw a cat"))
+
+    assert isinstance(resolution, Resolution)
+    assert resolution.skills[0] == SkillSummary(
+        name="image-generation",
+        description="Generates images.",
+        version=1,
+        tags=("images",),
+        triggers=("task_match",),
+        tools=("run_skill",),
+    )
+    assert resolution.instructions == ("Use it.",)
+    fired = resolution.fired_rules[0]
+    assert (fired.name, fired.skills, fired.instruction) == ("images", ("image-generation",), "Use it.")
+    assert fired.auto_invoke == {"tool": "run_skill", "arguments": {"args": ["{{query}}"]}}
+    assert resolution.prompt_block.startswith("## Skills (mandatory)")
+
+
+def test_a_loaded_skill_is_its_body_as_stored_at_publish():
+    version = publish("pdf", description="Reads PDFs.", body="# PDF\n\nUse `pdftotext`.\n").version
+    assert version.body == "\n# PDF\n\nUse `pdftotext`.\n"  # everything after the frontmatter
+
+    document = store.RegistrySkillStore().load("pdf")
+
+    assert (document.name, document.version, document.body) == ("pdf", 1, version.body)
