@@ -28,10 +28,10 @@ FINISHED = ("succeeded", "failed", "cancelled")
 
 
 class WorkerProcess:
-    """`celery worker` as the Procfile starts it (prefork; 1 = solo), from `app`'s code."""
+    """`celery worker` as the Procfile starts it (a prefork pool), from `app`'s code."""
 
     def __init__(self, *, app: Path, env: dict[str, str], concurrency: int) -> None:
-        pool = ["--pool", "solo"] if concurrency == 1 else ["--pool", "prefork", "--concurrency", str(concurrency)]
+        pool = ["--pool", "prefork", "--concurrency", str(concurrency)]
         self.lines: deque[str] = deque(maxlen=500)
         self._ready = threading.Event()
         self.started = time.perf_counter()
