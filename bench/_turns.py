@@ -9,6 +9,7 @@ and a Redis db of its own: the workers take every turn queued there).
 
 from __future__ import annotations
 
+import argparse
 import http.client
 import json
 import os
@@ -22,22 +23,27 @@ from collections import deque
 from pathlib import Path
 from typing import Any
 
+from bench._common import ROOT
 from bench._services import Gunicorn
 
 FINISHED = ("succeeded", "failed", "cancelled")
 
 
 class WorkerProcess:
-    """`celery worker` as the Procfile starts it (a prefork pool), from `app`'s code."""
+    """`celery worker` as the Procfile starts it (a prefork pool, or `solo` as the tests' worker),
+    from `app`'s code, in its own session."""
 
-    def __init__(self, *, app: Path, env: dict[str, str], concurrency: int) -> None:
-        pool = ["--pool", "prefork", "--concurrency", str(concurrency)]
+    def __init__(
+        self, *, env: dict[str, str], concurrency: int, app: Path = ROOT, queue: str | None = None, solo: bool = False
+    ) -> None:
+        pool = ["--pool", "solo"] if solo else ["--pool", "prefork", "--concurrency", str(concurrency)]
+        queues = ["--queues", queue] if queue else []
         self.lines: deque[str] = deque(maxlen=500)
         self._ready = threading.Event()
         self.started = time.perf_counter()
         self.ready_seconds = float("nan")
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "config", "worker", "--loglevel", "INFO"]
+            [sys.executable, "-m", "celery", "-A", "config", "worker", "--loglevel", "INFO", *queues]
             + ["--without-gossip", "--without-mingle", *pool],
             cwd=app,
             env={**env, "PYTHONUNBUFFERED": "1", "PYTHONPATH": str(app)},
@@ -113,6 +119,17 @@ class TurnClient:
         return time.perf_counter() - started, turn
 
 
+def bench_arguments(description: str | None) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--baseline", type=Path, help="another checkout to measure first (e.g. /work/main)")
+    return parser
+
+
+def checkouts(baseline: Path | None) -> list[tuple[str, Path]]:
+    """What to measure, in order: the baseline checkout if one was given, then this one."""
+    return ([("baseline", baseline.resolve())] if baseline else []) + [("this checkout", ROOT)]
+
+
 def bench_env(name: str) -> dict[str, str]:
     """The environment the web and worker processes run with (production settings)."""
     for variable in ("DATABASE_URL", "REDIS_URL"):
@@ -132,8 +149,8 @@ def bench_env(name: str) -> dict[str, str]:
     }
 
 
-def prepare_database(env: dict[str, str]) -> str:
-    """Migrate the bench database and return a token that may run turns."""
+def prepare_database(env: dict[str, str]) -> tuple[str, int]:
+    """Migrate the bench database; a token that may run turns, and how many skills it holds."""
     os.environ.update(env)
     import django
     from django.core.management import call_command
@@ -143,12 +160,14 @@ def prepare_database(env: dict[str, str]) -> str:
     from django.contrib.auth import get_user_model
     from django.db import connections
 
+    from registry import selectors
     from registry.services.tokens import api_token_create
 
     get_user_model().objects.get_or_create(username="turn-bench", defaults={"is_superuser": True, "is_staff": True})
     _, token = api_token_create(name=f"turn-bench-{uuid.uuid4().hex[:8]}", username="turn-bench", scopes=["agent:run"])
+    skills = len(selectors.effective_skill_rows())
     connections.close_all()
-    return token
+    return token, skills
 
 
 class Deployment:

@@ -15,7 +15,6 @@ Target: the first turn within 2 s.
 
 from __future__ import annotations
 
-import argparse
 import os
 import statistics
 import sys
@@ -24,8 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench._common import ROOT  # noqa: E402
-from bench._turns import Deployment, bench_env, prepare_database  # noqa: E402
+from bench._turns import Deployment, bench_arguments, bench_env, checkouts, prepare_database  # noqa: E402
 
 TARGET_SECONDS = 2.0
 
@@ -58,17 +56,16 @@ def measure(app: Path, *, env: dict[str, str], token: str, restarts: int, concur
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--baseline", type=Path, help="another checkout to measure first (e.g. /work/main)")
+    parser = bench_arguments(__doc__)
     parser.add_argument("--restarts", type=int, default=3, help="worker starts measured per checkout")
     parser.add_argument("--concurrency", type=int, default=2, help="pool processes (the Procfile's default: 2)")
     args = parser.parse_args()
     env = bench_env("first-turn")
-    token = prepare_database(env)
-    apps = [("baseline", args.baseline.resolve())] if args.baseline else []
-    apps.append(("this checkout", ROOT))
+    token, skills = prepare_database(env)
+    apps = checkouts(args.baseline)
     print(
-        f"offline model, 1 worker (prefork x{args.concurrency}), {args.restarts} worker starts each, "
+        f"offline model, {skills} skills in the registry, 1 worker (prefork x{args.concurrency}), "
+        f"{args.restarts} worker starts each, "
         f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}",
         flush=True,
     )

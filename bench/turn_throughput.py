@@ -18,7 +18,6 @@ contention, not the workers' capacity.
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 import threading
@@ -28,8 +27,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench._common import ROOT, percentile  # noqa: E402
-from bench._turns import Deployment, TurnClient, bench_env, prepare_database  # noqa: E402
+from bench._common import percentile  # noqa: E402
+from bench._turns import (  # noqa: E402
+    Deployment,
+    TurnClient,
+    bench_arguments,
+    bench_env,
+    checkouts,
+    prepare_database,
+)
 
 SCRIPT = [
     {"content": None, "tool_calls": [{"name": "todoread", "arguments": {}}]},
@@ -88,18 +94,17 @@ def measure(app: Path, *, env: dict[str, str], token: str, workers: int, turns: 
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--baseline", type=Path, help="another checkout to measure first (e.g. /work/main)")
+    parser = bench_arguments(__doc__)
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2, 4], help="pool processes to try")
     parser.add_argument("--turns", type=int, default=40, help="measured turns per configuration")
     args = parser.parse_args()
     env = bench_env("throughput")
-    token = prepare_database(env)
-    apps = [("baseline", args.baseline.resolve())] if args.baseline else []
-    apps.append(("this checkout", ROOT))
+    token, skills = prepare_database(env)
+    apps = checkouts(args.baseline)
     print(
         f"scripted turns of {len(SCRIPT)} steps, gunicorn 2 sync workers, Redis, one Celery worker with N pool "
-        f"processes, 2 x N clients, {args.turns} turns each; {os.cpu_count()} CPUs shared by all of it, "
+        f"processes, 2 x N clients, {args.turns} turns each, {skills} skills in the registry; "
+        f"{os.cpu_count()} CPUs shared by all of it, "
         f"load average {os.getloadavg()[0]:.2f}",
         flush=True,
     )
