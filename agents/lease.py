@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from datetime import timedelta
+from datetime import datetime, timedelta
 from uuid import UUID
 
 from django.conf import settings
@@ -29,12 +29,16 @@ class TurnLost(Exception):
     """This attempt no longer holds its turn; it must stop without writing anything more."""
 
 
+def lease_expiry() -> datetime:
+    """When a lease renewed now lapses."""
+    return timezone.now() + timedelta(seconds=settings.AGENT_TURN_LEASE_SECONDS)
+
+
 def lease_renew(*, turn_id: UUID | str, attempt: int) -> bool:
     """Extend the lease of the running attempt; False when the attempt no longer holds the turn."""
-    expires = timezone.now() + timedelta(seconds=settings.AGENT_TURN_LEASE_SECONDS)
     return bool(
         AgentTurn.objects.filter(pk=turn_id, status=TurnStatus.RUNNING, attempts=attempt).update(
-            lease_expires_at=expires
+            lease_expires_at=lease_expiry()
         )
     )
 

@@ -281,12 +281,8 @@ def agent_turn_finish(*, turn: AgentTurn, result: TurnResult, trace: DatabaseTra
     """Store the outcome, the last trace events and the usage events in one transaction
     (SPEC §8). False, and nothing written, when the attempt no longer holds the turn."""
     with transaction.atomic():
-        if trace is not None:
-            try:
-                trace.hold()
-            except TurnLost:
-                return False
-            trace.flush()
+        # Conditioned on the attempt, as the lease is: it fences this write and locks the row
+        # for the events and usage written after it.
         finished = AgentTurn.objects.filter(pk=turn.pk, status=TurnStatus.RUNNING, attempts=turn.attempts).update(
             status=result.status,
             answer=result.answer,
@@ -299,6 +295,8 @@ def agent_turn_finish(*, turn: AgentTurn, result: TurnResult, trace: DatabaseTra
         )
         if not finished:
             return False
+        if trace is not None:
+            trace.flush()  # its held checkpoints are not: a finished turn is never resumed
         usage_record(events=_usage_events(turn, result), source=UsageSource.RUNTIME, audit=False)
         TurnCheckpoint.objects.filter(turn=turn).delete()  # a finished turn is never resumed
     return True

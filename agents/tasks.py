@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 
 from celery import shared_task
 from celery.signals import worker_init, worker_ready, worker_shutdown
@@ -12,8 +13,8 @@ from django.db import connection
 
 from agents import services
 from agents.lease import TurnLost
-from agents.runtime.llm import TransientLLMError, litellm_module
-from agents.runtime.providers import register_providers
+from agents.runtime.llm import TransientLLMError, warm_up
+from agents.runtime.providers import USAGE_TOKENIZER_MODEL, register_providers
 
 logger = logging.getLogger(__name__)
 
@@ -87,12 +88,17 @@ _reaper: TurnReaper | None = None
 
 
 @worker_init.connect
-def _preload_litellm(**kwargs) -> None:
-    """Import litellm (~3 s, ~180 MB) once in the main process, before the pool forks: the pool
-    processes share it, and a turn's first model call does not pay for it. Its import also holds
-    the interpreter for long stretches, which would starve the lease thread of a running turn."""
-    litellm_module()
+def _warm_up(**kwargs) -> None:
+    """Import litellm (~3 s, ~180 MB) and load the tokenizers a turn counts with (~2 s) once, in
+    the main process before the pool forks: the pool processes share them, and no process's
+    first turn pays for them (it took 4-6 s of the offline model's first turn). Doing it here
+    rather than in worker_process_init also keeps it out of the pool's 4 s wait for a new
+    child's "up" message. The import holds the interpreter for long stretches too, which would
+    starve the lease thread of a running turn."""
+    started = time.monotonic()
     register_providers()
+    warm_up([settings.AGENT_MODEL, "offline", "scripted", USAGE_TOKENIZER_MODEL])
+    logger.info("warmed up litellm and its tokenizers in %.1f s", time.monotonic() - started)
 
 
 @worker_ready.connect

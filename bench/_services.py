@@ -119,8 +119,9 @@ class PrivatePostgres:
 class Gunicorn:
     """The app under gunicorn's sync workers, as production runs it, on a free local port."""
 
-    def __init__(self, *, env: dict[str, str], workers: int = 2) -> None:
+    def __init__(self, *, env: dict[str, str], workers: int = 2, root: Path = ROOT) -> None:
         self.port = free_port()
+        self.root = root  # the checkout whose code it serves
         self.env = env
         self.workers = workers
         self.process: subprocess.Popen | None = None
@@ -131,7 +132,7 @@ class Gunicorn:
         command += ["--workers", str(self.workers), "--worker-class", "sync", "--log-level", "warning"]
         with self.log.open("ab") as log:
             self.process = subprocess.Popen(
-                command, env=self.env, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+                command, env=self.env, cwd=self.root, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
             )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

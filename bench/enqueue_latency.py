@@ -23,18 +23,16 @@ import argparse
 import os
 import random
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
-import threading
 import time
-from collections import deque
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench._common import ROOT, percentile, prepare_environment, setup_django  # noqa: E402
+from bench._common import percentile, prepare_environment, setup_django  # noqa: E402
+from bench._turns import WorkerProcess  # noqa: E402
 
 TARGET_P50_MS = 50.0
 # Random think time before each submission. Without it, a polling broker sees every turn arrive
@@ -42,60 +40,6 @@ TARGET_P50_MS = 50.0
 # broker: Kombu's filesystem transport polls every polling_interval (1 s by default).
 MAX_PAUSE_SECONDS = {"redis": 0.02, "filesystem": 1.0}
 MESSAGE_PREFIX = "bench enqueue latency"
-
-
-class Worker:
-    """A Celery worker subprocess in its own session, stopped by its process-group id."""
-
-    def __init__(self, *, concurrency: int, queue: str) -> None:
-        pool = ["--pool", "solo"] if concurrency == 1 else ["--pool", "prefork", "--concurrency", str(concurrency)]
-        self.lines: deque[str] = deque(maxlen=500)
-        self._ready = threading.Event()
-        self.process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "celery",
-                "-A",
-                "config",
-                "worker",
-                "--loglevel",
-                "INFO",
-                "--queues",
-                queue,
-                "--without-gossip",
-                "--without-mingle",
-                *pool,
-            ],
-            cwd=ROOT,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            start_new_session=True,
-        )
-        threading.Thread(target=self._read_output, daemon=True).start()
-
-    def _read_output(self) -> None:
-        assert self.process.stdout
-        for line in self.process.stdout:
-            self.lines.append(line)
-            if " ready." in line:
-                self._ready.set()
-
-    def wait_ready(self, timeout: float = 60) -> None:
-        if not self._ready.wait(timeout):
-            self.stop()
-            raise SystemExit("the Celery worker did not become ready:\n" + "".join(self.lines))
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(20)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait(10)
 
 
 def submit_and_wait(index: int, timeout: float = 60) -> dict[str, float]:
@@ -156,7 +100,7 @@ def main() -> None:
     broker = "redis" if settings.REDIS_URL else "filesystem"
     queue = app.conf.task_default_queue
     started = time.perf_counter()
-    worker = Worker(concurrency=args.concurrency, queue=queue)
+    worker = WorkerProcess(env=dict(os.environ), concurrency=args.concurrency, queue=queue, solo=args.concurrency == 1)
     try:
         worker.wait_ready()
         pool = "solo" if args.concurrency == 1 else f"prefork x{args.concurrency}"

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cache
 from types import ModuleType
@@ -128,6 +129,17 @@ def max_input_tokens(model: str) -> int | None:
         return None
     limit = info.get("max_input_tokens") or info.get("max_tokens")
     return int(limit) if limit else None
+
+
+def warm_up(models: Iterable[str]) -> None:
+    """Pay now for what a process's first turn would otherwise pay: litellm's import and, the
+    larger part, the tokenizers behind token counting (tiktoken decodes its BPE tables on first
+    use, 1-2 s each) and the model map. Starts no thread, so a process may fork afterwards (the
+    Celery pool does) and its children share all of it."""
+    probe = [{"role": "user", "content": "warm up"}]
+    for model in models:
+        token_count(model, probe, [])
+        max_input_tokens(model)
 
 
 def _to_llm_response(litellm: ModuleType, response: Any, latency_ms: int) -> LLMResponse:

@@ -45,7 +45,8 @@ UNHELPFUL_PHRASES = re.compile(
 
 Complete = Callable[..., LLMResponse]
 # checkpoint(index, record): persist `record` as the turn's checkpoint number `index`, together
-# with the trace events emitted since the previous one (see agents/runtime/replay.py).
+# with the trace events emitted since the previous one (see agents/runtime/replay.py). A record
+# of a tool that ran must be durable when this returns; the others may wait for the next one.
 Checkpoint = Callable[[int, Record], None]
 
 

@@ -24,6 +24,8 @@ OFFLINE_NOTE = (
     "real reasoning. Set AGENT_MODEL to a litellm model (for example `openai/gpt-4o-mini`, with its "
     "API key) to get real answers._"
 )
+# The built-in providers report usage as this model's tokenizer counts it (they have none of their own).
+USAGE_TOKENIZER_MODEL = "gpt-4o"
 MAX_SUMMARY_STEPS = 8
 MAX_STEP_CHARS = 160
 STOPWORDS = frozenset(
@@ -244,8 +246,10 @@ def _handlers() -> dict[str, Any]:
             Choices(finish_reason="tool_calls" if tool_calls else "stop", index=0, message=message)
         ]
         model_response.model = f"{provider}/{model}"
-        prompt_tokens = litellm.token_counter(model="gpt-4o", messages=messages)
-        completion_tokens = litellm.token_counter(model="gpt-4o", text=(reply.content or "") + json.dumps(tool_calls))
+        prompt_tokens = litellm.token_counter(model=USAGE_TOKENIZER_MODEL, messages=messages)
+        completion_tokens = litellm.token_counter(
+            model=USAGE_TOKENIZER_MODEL, text=(reply.content or "") + json.dumps(tool_calls)
+        )
         model_response.usage = Usage(
             prompt_tokens=prompt_tokens,
             completion_tokens=completion_tokens,

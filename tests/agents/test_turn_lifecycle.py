@@ -134,8 +134,9 @@ def test_an_attempt_that_lost_its_turn_writes_nothing():
     services.agent_turn_claim(turn_id=str(claimed.turn.pk))  # a second attempt holds it now
 
     sink.emit("llm_call", {"step": 1})
+    sink.checkpoint(0, {"kind": "model", "step": 1})
     with pytest.raises(TurnLost):
-        sink.checkpoint(0, {"kind": "prepared"})
+        sink.checkpoint(1, {"kind": "tool", "step": 1, "outcome": {"ok": True}})
     finished = services.agent_turn_finish(
         turn=claimed.turn, result=TurnResult(status="succeeded", answer="late"), trace=sink
     )

@@ -1,0 +1,103 @@
+"""The database trace sink: a step is written with its tool call, in one write, fenced by the
+attempt; units without side effects wait for the next write or the turn's outcome."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from agents import services
+from agents.lease import TurnLost
+from agents.models import AgentTurn, TraceEvent, TurnCheckpoint
+from agents.runtime.types import TurnResult
+from agents.trace import DatabaseTraceSink
+from tests.agents.test_turn_lifecycle import running_turn
+
+pytestmark = pytest.mark.django_db
+
+RAN = {"ok": True, "content": "4"}
+
+
+def stored(turn: AgentTurn) -> tuple[list[tuple[int, str]], list[int]]:
+    events = list(TraceEvent.objects.filter(turn=turn).order_by("seq").values_list("seq", "type"))
+    return events, list(TurnCheckpoint.objects.filter(turn=turn).order_by("index").values_list("index", flat=True))
+
+
+def a_step(sink: DatabaseTraceSink, *, step: int, first_index: int, outcome=RAN) -> None:
+    sink.emit("llm_call", {"step": step, "system_prompt": "You are a careful agent."})
+    sink.checkpoint(first_index, {"kind": "model", "step": step})
+    sink.emit("tool_call", {"step": step, "tool": "calculator"})
+    sink.checkpoint(first_index + 1, {"kind": "tool", "step": step, "call_id": "c", "outcome": outcome})
+
+
+def test_a_step_is_written_with_its_tool_call_in_one_statement():
+    turn = running_turn(lapsed=False).turn
+    sink = DatabaseTraceSink(turn)
+    sink.emit("rule_fired", {"name": "pdf"})
+    sink.checkpoint(0, {"kind": "prepared"})
+    sink.emit("llm_call", {"step": 1})
+    sink.checkpoint(1, {"kind": "model", "step": 1})
+    assert stored(turn) == ([], []), "nothing with side effects happened yet"
+
+    sink.emit("tool_call", {"step": 1})
+    with CaptureQueriesContext(connection) as queries:
+        sink.checkpoint(2, {"kind": "tool", "step": 1, "call_id": "c", "outcome": RAN})
+
+    assert stored(turn) == ([(1, "rule_fired"), (2, "llm_call"), (3, "tool_call")], [0, 1, 2])
+    if connection.vendor == "postgresql":
+        assert len(queries) == 1, [query["sql"] for query in queries]
+    assert AgentTurn.objects.get(pk=turn.pk).lease_expires_at > turn.lease_expires_at, "the write renews the lease"
+
+
+def test_a_refused_call_waits_for_the_next_tool_that_ran():
+    turn = running_turn(lapsed=False).turn
+    sink = DatabaseTraceSink(turn)
+    a_step(sink, step=1, first_index=0, outcome=None)  # refused: the tool never ran
+    assert stored(turn) == ([], [])
+
+    a_step(sink, step=2, first_index=2)
+
+    events, checkpoints = stored(turn)
+    assert [seq for seq, _ in events] == [1, 2, 3, 4] and checkpoints == [0, 1, 2, 3]
+
+
+def test_the_outcome_writes_the_last_events_and_drops_the_held_checkpoints():
+    claimed = running_turn(lapsed=False)
+    sink = DatabaseTraceSink(claimed.turn)
+    a_step(sink, step=1, first_index=0)
+    sink.emit("llm_call", {"step": 2})
+    sink.checkpoint(2, {"kind": "model", "step": 2})
+
+    assert services.agent_turn_finish(turn=claimed.turn, result=TurnResult(status="succeeded", answer="4"), trace=sink)
+
+    events, checkpoints = stored(claimed.turn)
+    assert [kind for _, kind in events] == ["llm_call", "tool_call", "llm_call"] and checkpoints == []
+    assert AgentTurn.objects.get(pk=claimed.turn.pk).status == "succeeded"
+
+
+def test_a_lost_attempt_writes_nothing_of_its_step():
+    claimed = running_turn(lapsed=False)
+    sink = DatabaseTraceSink(claimed.turn)
+    AgentTurn.objects.filter(pk=claimed.turn.pk).update(attempts=claimed.attempt + 1)  # taken over
+
+    with pytest.raises(TurnLost):
+        a_step(sink, step=1, first_index=0)
+
+    assert stored(claimed.turn) == ([], [])
+
+
+def test_a_later_attempt_numbers_on_and_replaces_the_checkpoints_it_does_not_replay():
+    claimed = running_turn(lapsed=False)
+    first = DatabaseTraceSink(claimed.turn)
+    a_step(first, step=1, first_index=0)
+    a_step(first, step=2, first_index=2)
+    AgentTurn.objects.filter(pk=claimed.turn.pk).update(attempts=2)  # a takeover: the second attempt
+    claimed.turn.refresh_from_db()
+
+    second = DatabaseTraceSink(claimed.turn)
+    a_step(second, step=2, first_index=2, outcome={"ok": True, "content": "5"})  # step 1 replayed, step 2 anew
+
+    events, checkpoints = stored(claimed.turn)
+    assert [seq for seq, _ in events] == [1, 2, 3, 4, 5, 6] and checkpoints == [0, 1, 2, 3]
+    assert '"5"' in TurnCheckpoint.objects.get(turn=claimed.turn, index=3).record, "the stale record is replaced"
