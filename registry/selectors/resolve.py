@@ -354,10 +354,11 @@ def rules_fire(query: str, rules: Sequence[tuple[RuleEntry, Any]], *, deadline: 
         if found is None:
             continue
         shown = found.text if len(found.text) <= 80 else found.text[:77] + "..."
+        # Written as a person reads a regex (/…/), not as a Python repr, which doubles backslashes.
         why = (
-            f"pattern {rule.pattern!r} matched {shown!r} at characters {found.start}-{found.end} of the query"
+            f'pattern /{rule.pattern}/ matched "{shown}" at characters {found.start}-{found.end} of the query'
             if found.text
-            else f"pattern {rule.pattern!r} matched (empty match at character {found.start})"
+            else f"pattern /{rule.pattern}/ matched (empty match at character {found.start})"
         )
         fired.append(
             FiredRule(

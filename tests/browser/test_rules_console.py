@@ -94,7 +94,7 @@ def test_test_a_rule_in_the_tester(live_server, open_page, author):
     result = page.locator("#test-result")
     expect(result.locator(".fired-rule")).to_have_count(1)
     expect(result.locator(".fired-rule .rule-name")).to_have_text("pdf-questions")
-    expect(result.locator(".fired-rule")).to_contain_text("matched 'PDF'")
+    expect(result.locator(".fired-rule")).to_contain_text('/\\bpdfs?\\b/ matched "PDF"')
     expect(result.locator(".instruction").first).to_have_text("Use the pdf-tools skill before answering.")
     expect(result.locator("#prompt-block")).to_contain_text("<available_skills>")
     expect(result.locator("#prompt-block")).to_contain_text("<name>pdf-tools</name>")

@@ -118,7 +118,7 @@ def test_fired_rules_force_include_their_skills_first_with_instructions_and_why(
     result = resolve(query="summarize then DRAW a picture", max_skills=1, max_chars=50)
 
     assert [r.name for r in result.fired_rules] == ["images"]
-    assert "'DRAW'" in result.fired_rules[0].why
+    assert '"DRAW"' in result.fired_rules[0].why
     assert [s.skill.name for s in result.skills] == ["image-generation"]  # kept although over budget
     assert result.skills[0].forced_by == ("images",)
     assert result.instructions == ("Call run_skill first.",)

@@ -127,7 +127,7 @@ def test_rules_test_shows_what_fires_and_why_and_what_the_agent_gets(api):
     body = api.post("/api/v1/rules/test", {"query": "Please draw a cat"}, format="json").json()
 
     assert [f["name"] for f in body["fired"]] == ["images"]
-    assert "'draw'" in body["fired"][0]["why"]
+    assert '"draw"' in body["fired"][0]["why"]
     assert body["skills"][0] == "image-generation"
     assert body["instructions"] == [IMAGE_RULE["instruction"]]
     assert "<name>image-generation</name>" in body["prompt_block"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 from django.test import Client
+from django.utils.html import escape
 
 from registry.models import AuditLog, ForceIncludeRule
 from registry.services.audit import Actor
@@ -240,7 +241,7 @@ def test_the_tester_shows_what_the_api_answers(author_client, api):
     expected = api.post("/api/v1/rules/test", {"query": query}, format="json").json()
 
     assert [rule["name"] for rule in expected["fired"]] == ["pdf-rule"]
-    assert "pdf-rule" in html and expected["fired"][0]["why"].replace("'", "&#x27;") in html
+    assert "pdf-rule" in html and escape(expected["fired"][0]["why"]) in html
     assert "Read the PDF skill first." in html
     assert expected["prompt_block"].replace("<", "&lt;").replace(">", "&gt;") in html  # the exact block
     assert "&quot;summarise this pdf please&quot;" in html  # auto_invoke with {{query}} substituted
