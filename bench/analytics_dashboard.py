@@ -102,7 +102,7 @@ def main() -> None:
     print(f"analytics bench: {args.events:,} events, {SKILLS} skills x {VERSIONS} versions, {DAYS} days")
     now = dt.datetime.now(dt.UTC).replace(microsecond=0)
     with connection.cursor() as cursor:
-        cursor.execute("TRUNCATE registry_usageevent, registry_usagerollup")
+        cursor.execute("TRUNCATE registry_usageevent, registry_hourlyrollup, registry_dailyrollup")
         cursor.execute("SELECT setseed(0.42)")  # the same events every run
         started = time.perf_counter()
         cursor.execute(
@@ -116,12 +116,14 @@ def main() -> None:
     usage_rollups_rebuild()
     refresh = time.perf_counter() - started
     with connection.cursor() as cursor:
-        cursor.execute("ANALYZE registry_usagerollup")
-        cursor.execute("SELECT grain, count(*) FROM registry_usagerollup GROUP BY grain ORDER BY grain")
-        rollup_rows = dict(cursor.fetchall())
+        rollup_rows = {}
+        for grain in ("hourly", "daily"):
+            cursor.execute(f"ANALYZE registry_{grain}rollup")
+            cursor.execute(f"SELECT count(*) FROM registry_{grain}rollup")
+            rollup_rows[grain] = cursor.fetchone()[0]
     print(
         f"  rollup refresh (full rebuild): {refresh:8.1f} s = {args.events / refresh:,.0f} events/s "
-        f"-> {rollup_rows.get('day', 0):,} daily and {rollup_rows.get('hour', 0):,} hourly rows"
+        f"-> {rollup_rows['daily']:,} daily and {rollup_rows['hourly']:,} hourly rows"
     )
 
     today = now.date()
