@@ -178,7 +178,7 @@ _EVENT_COLUMNS = (
 
 def _store_and_roll_up(events: list[UsageEventInput], *, source: str, now: dt.datetime) -> set[str]:
     """Insert the events and add the plain ones (all but compact offer rows, which the caller
-    counts) to both rollup tables; return the ids that were new (ON CONFLICT DO NOTHING skipped
+    counts) to every rollup table; return the ids that were new (ON CONFLICT DO NOTHING skipped
     the rest, and only new rows are counted)."""
     rows = [
         (
@@ -203,7 +203,7 @@ def _store_and_roll_up(events: list[UsageEventInput], *, source: str, now: dt.da
     ]
     q = connection.ops.quote_name
     if connection.vendor == "postgresql":
-        # One statement: the INSERT's RETURNING rows feed both grouped rollup upserts directly,
+        # One statement: the INSERT's RETURNING rows feed the grouped rollup upserts directly,
         # so the new rows are neither named back to the database nor looked up again.
         insert, params = _insert_sql(UsageEvent, _EVENT_COLUMNS, rows, order_by=("event_id",))
         rollups, rollup_params = _rollups_on_write_sql()

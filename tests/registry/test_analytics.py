@@ -27,7 +27,13 @@ from registry.services.analytics import (
     usage_funnel,
     wilson_interval,
 )
-from registry.services.usage import UsageEventInput, usage_feedback_set, usage_record, usage_rollups_rebuild
+from registry.services.usage import (
+    COUNT_COLUMNS,
+    UsageEventInput,
+    usage_feedback_set,
+    usage_record,
+    usage_rollups_rebuild,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -293,19 +299,7 @@ def rollup_answer(rows) -> dict:
     return {(r.skill, r.version): +Counter({c: getattr(r, c) for c in columns}) for r in rows}
 
 
-COUNTS = (
-    "offered",
-    "loaded",
-    "executed",
-    "succeeded",
-    "failed",
-    "feedback_up",
-    "feedback_down",
-    "metered",
-    "tokens",
-    "duration_ms",
-    "cost",
-)
+COUNTS = COUNT_COLUMNS  # every counter of a rollup row
 HOURLY_KEY = ("skill_name", "bucket", "version", "label", "trigger", "model", "source")
 DAILY_KEY = ("skill_name", "bucket", "version")
 
