@@ -6,9 +6,10 @@ PostgreSQL only (give it a database of its own: the script empties the usage tab
    generate_series (kinds, triggers, models and timestamps drawn with a fixed seed).
 2. Rollup refresh: `analytics rebuild` over all of them (what a backfill costs; on-write
    maintenance is inside the ingest figures below).
-3. p50/p99 of the overview (per-skill table for 90 days, and the same with its sparklines) and of
-   one skill's daily series, from the rollups and, as the baseline, the same answer computed from
-   the raw events in the same run; the answers are checked to be equal.
+3. p50/p99 of the overview (per-skill table for 90 days; the same with its sparklines, weekly as
+   the page draws them for 90 days, and daily) and of one skill's daily series, from the rollups
+   and, as the baseline, the same answer computed from the raw events in the same run; the
+   answers are checked to be equal.
 4. `POST /usage` ingest through gunicorn in batches of 1,000 (events/s), beside the service
    alone (no HTTP, no validation) as its baseline.
 
@@ -73,10 +74,10 @@ GROUP BY day ORDER BY day
 """
 
 RAW_SPARKLINES_SQL = """
-SELECT skill_name, date_trunc('day', at AT TIME ZONE 'UTC') AS day,
+SELECT skill_name, date_trunc(%s, at AT TIME ZONE 'UTC') AS bucket,
        count(*) FILTER (WHERE kind = 'succeeded'), count(*) FILTER (WHERE kind = 'failed')
 FROM registry_usageevent
-WHERE kind IN ('succeeded', 'failed') AND at >= %s AND at < %s GROUP BY skill_name, day
+WHERE kind IN ('succeeded', 'failed') AND at >= %s AND at < %s GROUP BY skill_name, bucket
 """
 
 
@@ -102,7 +103,9 @@ def main() -> None:
     print(f"analytics bench: {args.events:,} events, {SKILLS} skills x {VERSIONS} versions, {DAYS} days")
     now = dt.datetime.now(dt.UTC).replace(microsecond=0)
     with connection.cursor() as cursor:
-        cursor.execute("TRUNCATE registry_usageevent, registry_usagerollup")
+        cursor.execute(
+            "TRUNCATE registry_usageevent, registry_hourlyrollup, registry_dailyrollup, registry_weeklyrollup"
+        )
         cursor.execute("SELECT setseed(0.42)")  # the same events every run
         started = time.perf_counter()
         cursor.execute(
@@ -116,12 +119,14 @@ def main() -> None:
     usage_rollups_rebuild()
     refresh = time.perf_counter() - started
     with connection.cursor() as cursor:
-        cursor.execute("ANALYZE registry_usagerollup")
-        cursor.execute("SELECT grain, count(*) FROM registry_usagerollup GROUP BY grain ORDER BY grain")
-        rollup_rows = dict(cursor.fetchall())
+        rollup_rows = {}
+        for grain in ("hourly", "daily", "weekly"):
+            cursor.execute(f"ANALYZE registry_{grain}rollup")
+            cursor.execute(f"SELECT count(*) FROM registry_{grain}rollup")
+            rollup_rows[grain] = cursor.fetchone()[0]
     print(
         f"  rollup refresh (full rebuild): {refresh:8.1f} s = {args.events / refresh:,.0f} events/s "
-        f"-> {rollup_rows.get('day', 0):,} daily and {rollup_rows.get('hour', 0):,} hourly rows"
+        f"-> {rollup_rows['hourly']:,} hourly, {rollup_rows['daily']:,} daily, {rollup_rows['weekly']:,} weekly rows"
     )
 
     today = now.date()
@@ -145,13 +150,24 @@ def main() -> None:
     raw_series = [(d.replace(tzinfo=dt.UTC), s, f) for d, s, f in raw(RAW_SERIES_SQL, skill, start_at, end_at)]
     assert series == raw_series, "daily series: rollups and raw events disagree"
 
-    def overview_page() -> None:
-        analytics.skill_analytics(filters=window)
-        analytics.skills_sparklines(filters=window, interval="day")
+    weekly = {
+        (name, p.bucket, p.succeeded, p.failed)
+        for name, points in analytics.skills_sparklines(filters=window, interval="week").items()
+        for p in points
+        if p.n
+    }
+    raw_weekly = {
+        (n, b.replace(tzinfo=dt.UTC), s, f) for n, b, s, f in raw(RAW_SPARKLINES_SQL, "week", start_at, end_at)
+    }
+    assert weekly == raw_weekly, "weekly sparklines: rollups and raw events disagree"
 
-    def raw_overview_page() -> None:
+    def overview_page(interval: str) -> None:
+        analytics.skill_analytics(filters=window)
+        analytics.skills_sparklines(filters=window, interval=interval)
+
+    def raw_overview_page(interval: str) -> None:
         raw(RAW_OVERVIEW_SQL, start_at, end_at)
-        raw(RAW_SPARKLINES_SQL, start_at, end_at)
+        raw(RAW_SPARKLINES_SQL, interval, start_at, end_at)
 
     rows = [
         (
@@ -159,7 +175,9 @@ def main() -> None:
             lambda: analytics.skill_analytics(filters=window),
             lambda: raw(RAW_OVERVIEW_SQL, start_at, end_at),
         ),
-        ("overview + daily sparklines", overview_page, raw_overview_page),
+        # What /analytics/ shows for 90 days: one weekly point per sparkline pixel-worth.
+        ("overview + weekly sparklines (the page)", lambda: overview_page("week"), lambda: raw_overview_page("week")),
+        ("overview + daily sparklines", lambda: overview_page("day"), lambda: raw_overview_page("day")),
         (
             f"one skill's daily series ({skill})",
             lambda: analytics.skill_timeseries(name=skill, filters=window),

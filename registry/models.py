@@ -237,16 +237,12 @@ class UsageEvent(models.Model):
     at = models.DateTimeField(db_index=True)
 
     class Meta:
+        # No index beyond event_id's and at's: every read goes to the rollups, and each index is
+        # paid for on every insert of the hot ingest path.
         ordering = ["-at"]
-        indexes = [models.Index(fields=["skill_name", "kind", "at"], name="usage_skill_kind_at")]
 
     def __str__(self) -> str:
         return f"{self.kind} {self.skill_name or 'offer list'} v{self.version}"
-
-
-class RollupGrain(models.TextChoices):
-    HOUR = "hour"  # every dimension: skill, version, label, trigger, model, source
-    DAY = "day"  # skill and version only: what the overview and daily series read
 
 
 # The counters a rollup row keeps, in the order the usage service writes them (analytics sums them).
@@ -265,23 +261,17 @@ ROLLUP_COUNT_COLUMNS = (
 )
 
 
-class UsageRollup(models.Model):
-    """Event counts per bucket, kept current in the transaction that stores the events.
+class RollupCounts(models.Model):
+    """Event counts of one rollup bucket, kept current in the transaction that stores the events.
 
-    Hourly rows carry every dimension an analyst filters by. Daily rows keep only skill and
-    version (the other dimensions are empty): with events spread thinly over dimensions an
-    hourly row holds ~1 event, so the overview reads the daily rows, ~24x fewer. Version 0
-    stands for "version not reported" (a NULL would defeat the unique key).
-    """
+    Hourly and daily rows live in tables of their own: a read names its grain by its table and
+    scans only rows of that grain (one mixed table left the ~1/8 daily rows scattered among
+    the hourly ones). Version 0 stands for "version not reported" (a NULL would defeat the
+    unique key)."""
 
-    grain = models.CharField(max_length=4, choices=RollupGrain.choices)
-    bucket = models.DateTimeField()  # start of the hour or UTC day
+    bucket = models.DateTimeField()  # start of the UTC hour or day
     skill_name = models.CharField(max_length=128)
     version = models.PositiveIntegerField(default=0)
-    label = models.CharField(max_length=36, blank=True)
-    trigger = models.CharField(max_length=32, blank=True)
-    model = models.CharField(max_length=200, blank=True)
-    source = models.CharField(max_length=16, blank=True)
     offered = models.BigIntegerField(default=0)
     loaded = models.BigIntegerField(default=0)
     executed = models.BigIntegerField(default=0)
@@ -295,17 +285,56 @@ class UsageRollup(models.Model):
     cost = models.FloatField(default=0.0)
 
     class Meta:
+        abstract = True
+
+
+class HourlyRollup(RollupCounts):
+    """Every dimension an analyst filters or groups by: skill, version, label, trigger, model, source."""
+
+    label = models.CharField(max_length=36, blank=True)
+    trigger = models.CharField(max_length=32, blank=True)
+    model = models.CharField(max_length=200, blank=True)
+    source = models.CharField(max_length=16, blank=True)
+
+    class Meta:
         constraints = [
             models.UniqueConstraint(
-                # Key order serves one skill's series (grain, skill, bucket range) as well.
-                fields=["grain", "skill_name", "bucket", "version", "label", "trigger", "model", "source"],
-                name="rollup_unique_bucket_key",
+                # Skill first: one skill's series and the upserts on write find their rows by it.
+                fields=["skill_name", "bucket", "version", "label", "trigger", "model", "source"],
+                name="hourly_rollup_key",
             )
         ]
-        indexes = [models.Index(fields=["grain", "bucket"], name="rollup_grain_bucket")]
+        # Reads across skills (the overview filtered by trigger or model) take a range of hours.
+        indexes = [models.Index(fields=["bucket"], name="hourly_rollup_bucket")]
 
     def __str__(self) -> str:
-        return f"{self.grain} {self.bucket:%Y-%m-%d %H:00} {self.skill_name} v{self.version}"
+        return f"{self.bucket:%Y-%m-%d %H:00} {self.skill_name} v{self.version}"
+
+
+class DailyRollup(RollupCounts):
+    """Skill and version per UTC day: what the per-skill tables and daily series read when no
+    trigger, model or event-label dimension is asked for. With events spread thinly over the
+    dimensions an hourly row holds ~1 event; a daily row ~7."""
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["skill_name", "bucket", "version"], name="daily_rollup_key")]
+        indexes = [models.Index(fields=["bucket"], name="daily_rollup_bucket")]
+
+    def __str__(self) -> str:
+        return f"{self.bucket:%Y-%m-%d} {self.skill_name} v{self.version}"
+
+
+class WeeklyRollup(RollupCounts):
+    """Skill and version per ISO week (from Monday 00:00 UTC). A range of whole days reads its
+    whole weeks here and only the days at either end from the daily rows: a 90-day overview
+    adds up ~25 rows per skill and version instead of 90."""
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["skill_name", "bucket", "version"], name="weekly_rollup_key")]
+        indexes = [models.Index(fields=["bucket"], name="weekly_rollup_bucket")]
+
+    def __str__(self) -> str:
+        return f"week of {self.bucket:%Y-%m-%d} {self.skill_name} v{self.version}"
 
 
 class AuditLog(models.Model):

@@ -108,6 +108,14 @@ def _interval_for(filters: AnalyticsFilter) -> str:
     return "day" if filters.date_from else "week"
 
 
+def _sparkline_interval(filters: AnalyticsFilter) -> str:
+    """Daily points up to a month, weekly beyond: a 120-pixel sparkline has no room for 90 days,
+    and weekly points of 500 skills come from ~13 weekly rows each instead of 90 daily ones."""
+    if filters.date_from and filters.date_to and (filters.date_to - filters.date_from).days <= 31:
+        return "day"
+    return "week"
+
+
 # --- pages -----------------------------------------------------------------------------------
 
 
@@ -125,7 +133,7 @@ def analytics_overview(request):
     descending = request.GET.get("dir", "desc" if sort != "skill" else "asc") == "desc"
     stats = analytics.skill_analytics(filters=filters)
     stats.sort(key=SORTS.get(sort, SORTS["n"]), reverse=descending)
-    interval = _interval_for(filters)
+    interval = _sparkline_interval(filters)
     try:
         series = analytics.skills_sparklines(filters=filters, interval=interval) if stats else {}
     except ApplicationError:  # centuries of weeks: the table stands without its trend column

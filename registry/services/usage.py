@@ -1,35 +1,44 @@
 """Usage events (SPEC §8): recorded in batches, idempotent by event id, rolled up on write.
 
 Every source writes through `usage_record`: runtime turns, `POST /usage` from external agents,
-and feedback (API and playground, through `usage_feedback_set`). A batch is two statements:
+and feedback (API and playground, through `usage_feedback_set`). On PostgreSQL a batch is ONE
+statement of three parts:
 
-1. `INSERT ... ON CONFLICT (event_id) DO NOTHING RETURNING event_id` stores the new events and
-   names them. A re-sent batch, or a copy racing in another transaction, inserts nothing (the
-   unique index makes the second writer wait for the first and then skip the row).
-2. One `INSERT ... ON CONFLICT DO UPDATE SET n = n + excluded.n` adds the counts of exactly those
-   new events to their hourly and daily rollups (`UsageRollup`).
+1. `INSERT ... ON CONFLICT (event_id) DO NOTHING RETURNING *` stores the new events. A re-sent
+   batch, or a copy racing in another transaction, inserts nothing (the unique index makes the
+   second writer wait for the first and then skip the row).
+2. Per rollup table (`HourlyRollup`, `DailyRollup`, `WeeklyRollup`), `INSERT ... SELECT <the
+   rows that INSERT returned, grouped by the table's key> ON CONFLICT DO UPDATE SET n = n +
+   excluded.n`: the database counts, with the grouped SELECT `analytics rebuild` runs over all
+   events. (Elsewhere the same SELECT reads the new rows back by id.)
+3. A turn's compact offer row (one per turn, listing every offered skill) is counted per
+   listed skill in Python, as the rebuild does.
 
-Both run in one transaction, so the rollups always equal what the raw events say, late events
-land in their own (old) bucket, and a duplicate is refused before it can be counted. Rows are
-written in a fixed order (event id, rollup key) so two concurrent batches cannot deadlock.
+All run in one transaction, so the rollups always equal what the raw events say, late events
+land in their own (old) bucket, a duplicate is refused before it can be counted, and a batch that
+fails leaves nothing behind. Rows are written in the key order the database sorts by (event id,
+rollup key) so two concurrent batches cannot deadlock.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import functools
+import json
+import uuid
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
 from django.db import connection, models, transaction
-from django.db.models import Count, F, FloatField, Q, QuerySet, Sum, Value
+from django.db.models import Count, F, FloatField, Q, QuerySet, Sum
 from django.db.models.functions import Coalesce, Trunc
 from django.utils import timezone
 
 from registry.errors import ApplicationError
 from registry.models import ROLLUP_COUNT_COLUMNS as COUNT_COLUMNS
-from registry.models import RollupGrain, UsageEvent, UsageKind, UsageRollup, UsageSource
+from registry.models import DailyRollup, HourlyRollup, RollupCounts, UsageEvent, UsageKind, UsageSource, WeeklyRollup
 from registry.services.audit import SYSTEM, Actor, audit_record
 
 MAX_BATCH = 1000
@@ -88,9 +97,11 @@ def usage_record(
             unique[event.event_id] = event
     now = timezone.now()
     with transaction.atomic():
-        inserted = _insert_new(sorted(unique.values(), key=lambda e: e.event_id), source=source, now=now)
+        inserted = _store_and_roll_up(list(unique.values()), source=source, now=now)
         fresh = [event for event_id, event in unique.items() if event_id in inserted]
-        _rollup_add(_rollup_counts(_as_fact(e, source=source, now=now) for e in fresh))
+        offers = [_as_fact(e, source=source, now=now) for e in fresh if e.offered_skills is not None]
+        if offers:
+            _rollup_add(_rollup_counts(offers))
         if fresh and audit:
             audit_record(
                 actor=actor,
@@ -127,14 +138,15 @@ def usage_feedback_set(*, event: UsageEventInput, source: str = UsageSource.RUNT
         old = _fact_of(existing)
         existing.rating = event.rating
         existing.save(update_fields=["rating"])
-        counts = _rollup_counts([old], sign=-1)
-        for key, value in _rollup_counts([_fact_of(existing)]).items():
-            counts[key] = [a + b for a, b in zip(counts.get(key, [0] * len(value)), value, strict=True)]
-        _rollup_add(counts)
+        _rollup_add(_rollup_counts([old], sign=-1))
+        _rollup_add(_rollup_counts([_fact_of(existing)]))
+
+
+_KINDS = frozenset(UsageKind.values)  # `UsageKind.values` builds a new list on every call
 
 
 def _validate(position: int, event: UsageEventInput) -> None:
-    if event.kind not in UsageKind.values:
+    if event.kind not in _KINDS:
         raise ApplicationError(
             f"Event {position} has kind '{event.kind}'; use one of {', '.join(UsageKind.values)}.",
             fields={f"events[{position}].kind": f"one of {', '.join(UsageKind.values)}"},
@@ -165,8 +177,10 @@ _EVENT_COLUMNS = (
 )
 
 
-def _insert_new(events: list[UsageEventInput], *, source: str, now: dt.datetime) -> set[str]:
-    """Insert the events; return the ids that were new (ON CONFLICT DO NOTHING skipped the rest)."""
+def _store_and_roll_up(events: list[UsageEventInput], *, source: str, now: dt.datetime) -> set[str]:
+    """Insert the events and add the plain ones (all but compact offer rows, which the caller
+    counts) to every rollup table; return the ids that were new (ON CONFLICT DO NOTHING skipped
+    the rest, and only new rows are counted)."""
     rows = [
         (
             e.event_id,
@@ -188,51 +202,124 @@ def _insert_new(events: list[UsageEventInput], *, source: str, now: dt.datetime)
         )
         for e in events
     ]
-    event_id = connection.ops.quote_name("event_id")
+    q = connection.ops.quote_name
+    if connection.vendor == "postgresql":
+        # One statement: the INSERT's RETURNING rows feed the grouped rollup upserts directly,
+        # so the new rows are neither named back to the database nor looked up again.
+        insert, params = _insert_sql(UsageEvent, _EVENT_COLUMNS, rows, order_by=("event_id",))
+        rollups, rollup_params = _rollups_on_write_sql()
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"WITH new_events AS ({insert} ON CONFLICT ({q('event_id')}) DO NOTHING RETURNING *), {rollups} "
+                f"SELECT {q('event_id')} FROM new_events",
+                params + list(rollup_params),
+            )
+            return {row[0] for row in cursor.fetchall()}
     returned = _insert_rows(
-        UsageEvent, _EVENT_COLUMNS, rows, f"ON CONFLICT ({event_id}) DO NOTHING RETURNING {event_id}"
+        UsageEvent,
+        _EVENT_COLUMNS,
+        rows,
+        f"ON CONFLICT ({q('event_id')}) DO NOTHING RETURNING {q('event_id')}, {q('id')}",
+        order_by=("event_id",),
     )
-    return {row[0] for row in returned}
+    inserted = dict(returned)
+    new_plain = [inserted[e.event_id] for e in events if e.event_id in inserted and e.offered_skills is None]
+    plain = UsageEvent.objects.filter(offered_skills__isnull=True).order_by()
+    for start in range(0, len(new_plain), 500):  # within every database's limit of parameters
+        for rollup in ROLLUPS:
+            _rollup_insert_grouped(plain.filter(id__in=new_plain[start : start + 500]), rollup)
+    return set(inserted)
 
 
-def _insert_rows(model: type[models.Model], columns: tuple[str, ...], rows: list[tuple], suffix: str) -> list[tuple]:
-    """`INSERT INTO model (columns) <rows> suffix`, returning what the suffix's RETURNING gives.
+@functools.cache
+def _rollups_on_write_sql() -> tuple[str, tuple]:
+    """The WITH queries that add the plain rows of `new_events` to each rollup table; compiled
+    once per process (the ORM took longer to compile them than the database to run them)."""
+    plain = UsageEvent.objects.filter(offered_skills__isnull=True).order_by()
+    statements, params = [], []
+    for rollup in ROLLUPS:
+        sql, rollup_params = _rollup_insert_grouped_sql(plain, rollup, source="new_events")
+        statements.append(f"{rollup._meta.model_name} AS ({sql})")
+        params += rollup_params
+    return ", ".join(statements), tuple(params)
+
+
+def _insert_rows(
+    model: type[models.Model], columns: tuple[str, ...], rows: list[tuple], suffix: str, *, order_by: tuple[str, ...]
+) -> list[tuple]:
+    """`INSERT INTO model (columns) <rows, ordered by order_by> suffix`, returning what the
+    suffix's RETURNING gives.
 
     Django's bulk_create can neither say which rows ON CONFLICT DO NOTHING skipped nor add to a
-    conflicting row, hence the statement is written out. On PostgreSQL the rows go as one array
-    per column through unnest(): 16 parameters instead of 16,000 for a batch of 1,000, which
-    psycopg would otherwise spend most of the batch's time splicing into the SQL."""
+    conflicting row, hence the statement is written out."""
     if not rows:
         return []
-    q = connection.ops.quote_name
-    fields = [cast(models.Field, model._meta.get_field(name)) for name in columns]
-    convert = [f.get_internal_type() in _PREPARED_TYPES for f in fields]
-    prepared = [
-        tuple(
-            f.get_db_prep_save(value, connection) if needed and value is not None else value
-            for f, needed, value in zip(fields, convert, row, strict=True)
-        )
-        for row in rows
-    ]
-    head = f"INSERT INTO {q(model._meta.db_table)} ({', '.join(q(str(f.column)) for f in fields)}) "
-    returned: list[tuple] = []
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
-            arrays = [list(column) for column in zip(*prepared, strict=True)]
-            types = ", ".join(f"%s::{f.db_type(connection)}[]" for f in fields)
-            cursor.execute(f"{head} SELECT * FROM unnest({types}) {suffix}", arrays)
+            sql, params = _insert_sql(model, columns, rows, order_by=order_by)
+            cursor.execute(f"{sql} {suffix}", params)
+            return cursor.fetchall() if cursor.description else []
+        # SQLite (development): one writer at a time, so rows go in plain VALUES chunks.
+        fields = _fields(model, columns)
+        convert = [f.get_internal_type() in _PREPARED_TYPES for f in fields]
+        prepared = [
+            tuple(
+                f.get_db_prep_save(value, connection) if needed and value is not None else value
+                for f, needed, value in zip(fields, convert, row, strict=True)
+            )
+            for row in rows
+        ]
+        returned: list[tuple] = []
+        size = max(1, (connection.features.max_query_params or 999) // len(columns))
+        row_sql = "(" + ", ".join(["%s"] * len(columns)) + ")"
+        head = f"INSERT INTO {_table(model)} ({_column_list(fields)})"
+        for start in range(0, len(prepared), size):
+            chunk = prepared[start : start + size]
+            cursor.execute(
+                f"{head} VALUES {', '.join([row_sql] * len(chunk))} {suffix}", [value for row in chunk for value in row]
+            )
             returned += cursor.fetchall() if cursor.description else []
-        else:
-            size = max(1, (connection.features.max_query_params or 999) // len(columns))
-            row_sql = "(" + ", ".join(["%s"] * len(columns)) + ")"
-            for start in range(0, len(prepared), size):
-                chunk = prepared[start : start + size]
-                cursor.execute(
-                    f"{head} VALUES {', '.join([row_sql] * len(chunk))} {suffix}",
-                    [value for row in chunk for value in row],
-                )
-                returned += cursor.fetchall() if cursor.description else []
     return returned
+
+
+def _insert_sql(
+    model: type[models.Model], columns: tuple[str, ...], rows: list[tuple], *, order_by: tuple[str, ...]
+) -> tuple[str, list]:
+    """PostgreSQL: the INSERT ... SELECT of these rows, sorted, with the whole batch as ONE json
+    parameter that json_populate_recordset turns into rows of the table's own type. psycopg
+    quotes parameters in Python, value by value: sent as 16 arrays of 1,000 values, a batch
+    spent most of its time there. The database sorts the rows, so every writer takes row locks
+    in the same order (no deadlocks between concurrent batches)."""
+    fields = _fields(model, columns)
+    names = [str(f.column) for f in fields]
+    records = json.dumps([dict(zip(names, row, strict=True)) for row in rows], default=_json_value)
+    q = connection.ops.quote_name
+    column_list = _column_list(fields)
+    sql = (
+        f"INSERT INTO {_table(model)} ({column_list}) SELECT {column_list} "
+        f"FROM json_populate_recordset(NULL::{_table(model)}, %s::json) ORDER BY {', '.join(q(c) for c in order_by)}"
+    )
+    return sql, [records]
+
+
+def _fields(model: type[models.Model], columns: tuple[str, ...]) -> list[models.Field]:
+    return [cast(models.Field, model._meta.get_field(name)) for name in columns]
+
+
+def _table(model: type[models.Model]) -> str:
+    return connection.ops.quote_name(model._meta.db_table)
+
+
+def _column_list(fields: list[models.Field]) -> str:
+    return ", ".join(connection.ops.quote_name(str(f.column)) for f in fields)
+
+
+def _json_value(value: object) -> str:
+    if isinstance(value, dt.datetime):
+        return value.isoformat()  # naive ones are read in the connection's time zone, UTC
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    raise TypeError(f"{type(value).__name__} is not a column value")
 
 
 # Column types whose Python values the database driver needs converted first (Django does it in
@@ -244,7 +331,7 @@ _PREPARED_TYPES = {"DateTimeField", "JSONField", "UUIDField", "ForeignKey"}
 
 # What one event contributes: (kind, skill, version, label, trigger, model, source, at, rating,
 # tokens, duration_ms, cost, offered_skills). The same shape comes from an input (on write) and
-# from a stored row (rebuild), so both paths count with `_rollup_counts`.
+# from a stored row (rebuild), so both paths count compact offers with `_rollup_counts`.
 Fact = tuple[
     str, str, int | None, str, str, str, str, dt.datetime, int | None, int | None, int | None, float | None, Any
 ]
@@ -268,7 +355,18 @@ FACT_FIELDS = (
 _KIND_COLUMN = {kind: COUNT_COLUMNS.index(kind) for kind in ("offered", "loaded", "executed", "succeeded", "failed")}
 _UP, _DOWN, _METERED, _TOKENS, _DURATION, _COST = (COUNT_COLUMNS.index(c) for c in COUNT_COLUMNS[5:])
 
-RollupKey = tuple[str, str, dt.datetime, int, str, str, str, str]  # in _ROLLUP_KEY_COLUMNS order
+# The rollup tables and their keys, in the order of their unique constraints (which is also the
+# order every writer sorts by).
+ROLLUPS: tuple[type[RollupCounts], ...] = (HourlyRollup, DailyRollup, WeeklyRollup)
+_DIMENSIONS = ("label", "trigger", "model", "source")
+ROLLUP_KEYS: dict[type[RollupCounts], tuple[str, ...]] = {
+    HourlyRollup: ("skill_name", "bucket", "version", *_DIMENSIONS),
+    DailyRollup: ("skill_name", "bucket", "version"),
+    WeeklyRollup: ("skill_name", "bucket", "version"),
+}
+_TRUNCATE = {HourlyRollup: "hour", DailyRollup: "day", WeeklyRollup: "week"}  # ISO weeks: from Monday
+
+RollupRows = dict[type[RollupCounts], dict[tuple, list]]
 
 
 def _as_fact(e: UsageEventInput, *, source: str, now: dt.datetime) -> Fact:
@@ -297,22 +395,25 @@ def hour_start(at: dt.datetime) -> dt.datetime:
     return at.astimezone(dt.UTC).replace(minute=0, second=0, microsecond=0)
 
 
-def _rollup_counts(facts: Iterable[Fact], sign: int = 1) -> dict[RollupKey, list]:
-    """Counts per hourly and daily rollup key for these events (sign -1 takes them away)."""
-    counts: dict[RollupKey, list] = defaultdict(lambda: [0] * (len(COUNT_COLUMNS) - 1) + [0.0])
+def _rollup_counts(facts: Iterable[Fact], sign: int = 1) -> RollupRows:
+    """Counts per hourly, daily and weekly rollup key for these events (sign -1 takes them away), as
+    `_rollup_insert_grouped` counts them in SQL; a compact offer counts once per listed skill."""
+    counts: RollupRows = {rollup: defaultdict(lambda: [0] * (len(COUNT_COLUMNS) - 1) + [0.0]) for rollup in ROLLUPS}
+    hourly, daily, weekly = counts[HourlyRollup], counts[DailyRollup], counts[WeeklyRollup]
     for kind, skill, version, label, trigger, model, source, at, rating, tokens, duration, cost, offered in facts:
         hour = hour_start(at)
         day = hour.replace(hour=0)
+        week = day - dt.timedelta(days=day.weekday())
         if kind == UsageKind.OFFERED and offered:
             targets = [(name, v) for name, v in offered]
         else:
             targets = [(skill, version)]
         for name, number in targets:
-            for key in (
-                (RollupGrain.HOUR.value, name, hour, number or 0, label, trigger, model, source),
-                (RollupGrain.DAY.value, name, day, number or 0, "", "", "", ""),
+            for row in (
+                hourly[(name, hour, number or 0, label, trigger, model, source)],
+                daily[(name, day, number or 0)],
+                weekly[(name, week, number or 0)],
             ):
-                row = counts[key]
                 if kind == UsageKind.FEEDBACK:
                     row[_UP if (rating or 0) > 0 else _DOWN] += sign
                 else:
@@ -325,19 +426,18 @@ def _rollup_counts(facts: Iterable[Fact], sign: int = 1) -> dict[RollupKey, list
     return counts
 
 
-_ROLLUP_KEY_COLUMNS = ("grain", "skill_name", "bucket", "version", "label", "trigger", "model", "source")
-
-
-def _rollup_add(counts: dict[RollupKey, list]) -> None:
-    """Add the counts to their rollup rows in one upsert, keys in a fixed order (no deadlocks)."""
+def _rollup_upsert_suffix(rollup: type[RollupCounts]) -> str:
     q = connection.ops.quote_name
-    table = q(UsageRollup._meta.db_table)
-    updates = ", ".join(f"{q(c)} = {table}.{q(c)} + EXCLUDED.{q(c)}" for c in COUNT_COLUMNS)
-    conflict = ", ".join(q(c) for c in _ROLLUP_KEY_COLUMNS)
-    rows = [(*key, *values) for key, values in sorted(counts.items())]
-    _insert_rows(
-        UsageRollup, _ROLLUP_KEY_COLUMNS + COUNT_COLUMNS, rows, f"ON CONFLICT ({conflict}) DO UPDATE SET {updates}"
-    )
+    updates = ", ".join(f"{q(c)} = {_table(rollup)}.{q(c)} + EXCLUDED.{q(c)}" for c in COUNT_COLUMNS)
+    return f"ON CONFLICT ({', '.join(q(c) for c in ROLLUP_KEYS[rollup])}) DO UPDATE SET {updates}"
+
+
+def _rollup_add(counts: RollupRows) -> None:
+    """Add the counts to their rollup rows: one upsert per table."""
+    for rollup, keyed in counts.items():
+        keys = ROLLUP_KEYS[rollup]
+        rows = [(*key, *values) for key, values in keyed.items()]
+        _insert_rows(rollup, keys + COUNT_COLUMNS, rows, _rollup_upsert_suffix(rollup), order_by=keys)
 
 
 def usage_rollups_rebuild(*, since: dt.date | None = None, actor: Actor = SYSTEM) -> int:
@@ -346,18 +446,17 @@ def usage_rollups_rebuild(*, since: dt.date | None = None, actor: Actor = SYSTEM
     For backfills and repairs (`manage.py analytics rebuild`): the rollup rows of the range are
     deleted and re-added from the events in the same transaction, so readers never see a half.
     The database groups the per-skill events itself (one INSERT ... SELECT ... GROUP BY per
-    grain); a turn's compact offer rows, one per turn, are expanded here with the same counting
-    as on write. Returns the number of events read."""
+    table, as on write); a turn's compact offer rows, one per turn, are expanded here with the
+    same counting as on write. Returns the number of events read."""
     start = None if since is None else dt.datetime.combine(since, dt.time.min, tzinfo=dt.UTC)
     events = UsageEvent.objects.order_by()
-    rollups = UsageRollup.objects.all()
     if start is not None:
-        events, rollups = events.filter(at__gte=start), rollups.filter(bucket__gte=start)
+        events = events.filter(at__gte=start)
     with transaction.atomic():
-        rollups.delete()
-        plain = events.filter(offered_skills__isnull=True)
-        for grain in RollupGrain:
-            _rollup_insert_grouped(plain, grain)
+        for rollup in ROLLUPS:
+            rows = rollup._default_manager.all()
+            (rows if start is None else rows.filter(bucket__gte=start)).delete()
+            _rollup_insert_grouped(events.filter(offered_skills__isnull=True), rollup)
         offers = events.filter(offered_skills__isnull=False)
         batch: list[Fact] = []
         for fact in offers.values_list(*FACT_FIELDS).iterator(chunk_size=5_000):
@@ -377,16 +476,25 @@ def usage_rollups_rebuild(*, since: dt.date | None = None, actor: Actor = SYSTEM
     return read
 
 
-def _rollup_insert_grouped(events: QuerySet, grain: RollupGrain) -> None:
-    """`INSERT INTO rollup SELECT <events grouped by the grain's key>` (the ORM compiles the
-    SELECT for the database at hand), adding to rows that exist, as `_rollup_counts` counts."""
-    hourly = grain == RollupGrain.HOUR
+def _rollup_insert_grouped(events: QuerySet, rollup: type[RollupCounts]) -> None:
+    sql, params = _rollup_insert_grouped_sql(events, rollup)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+
+
+def _rollup_insert_grouped_sql(
+    events: QuerySet, rollup: type[RollupCounts], *, source: str | None = None
+) -> tuple[str, list]:
+    """`INSERT INTO rollup SELECT <events grouped by the rollup's key> ORDER BY key` (the ORM
+    compiles the SELECT for the database at hand), adding to rows that exist, as
+    `_rollup_counts` counts. For plain events only (no compact offer rows). With `source`, the
+    SELECT reads that relation (a WITH query of the same columns) instead of the events table."""
+    keys = ROLLUP_KEYS[rollup]
     key = {
-        "grain": Value(grain.value),
         "skill_name": F("skill_name"),
-        "bucket": Trunc("at", grain.value, tzinfo=dt.UTC),
+        "bucket": Trunc("at", _TRUNCATE[rollup], tzinfo=dt.UTC),
         "version": Coalesce("version", 0),
-        **{name: F(name) if hourly else Value("") for name in ("label", "trigger", "model", "source")},
+        **{name: F(name) for name in keys if name in _DIMENSIONS},
     }
     feedback = Q(kind=UsageKind.FEEDBACK)
     counts = {
@@ -407,14 +515,18 @@ def _rollup_insert_grouped(events: QuerySet, grain: RollupGrain) -> None:
     )
     compiler = grouped.query.get_compiler(connection=connection)
     select_sql, params = compiler.as_sql()
+    if source is not None:
+        # Aliased with the table's own name, the relation answers every column the compiled
+        # SELECT names as "registry_usageevent"."column".
+        table = _table(UsageEvent)
+        assert select_sql.count(f"FROM {table}") == 1, select_sql
+        select_sql = select_sql.replace(f"FROM {table}", f"FROM {source} AS {table}")
     columns = [alias.removeprefix("k_") for _, _, alias in compiler.select]
     q = connection.ops.quote_name
-    table = q(UsageRollup._meta.db_table)
-    updates = ", ".join(f"{q(c)} = {table}.{q(c)} + EXCLUDED.{q(c)}" for c in COUNT_COLUMNS)
-    conflict = ", ".join(q(c) for c in _ROLLUP_KEY_COLUMNS)
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"INSERT INTO {table} ({', '.join(q(c) for c in columns)}) SELECT * FROM ({select_sql}) AS grouped "
-            f"WHERE true ON CONFLICT ({conflict}) DO UPDATE SET {updates}",
-            params,
-        )
+    order = ", ".join(q(f"k_{name}") for name in keys)
+    return (
+        # WHERE true: SQLite reads `ON CONFLICT` after a bare SELECT ... FROM as a join's ON.
+        f"INSERT INTO {_table(rollup)} ({', '.join(q(c) for c in columns)}) "
+        f"SELECT * FROM ({select_sql}) AS grouped WHERE true ORDER BY {order} {_rollup_upsert_suffix(rollup)}",
+        list(params),
+    )

@@ -9,11 +9,12 @@ from collections import Counter, defaultdict
 
 import pytest
 from django.core.management import call_command
+from django.db import IntegrityError
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from registry.errors import ApplicationError
-from registry.models import RollupGrain, UsageEvent, UsageRollup
+from registry.models import DailyRollup, HourlyRollup, UsageEvent, WeeklyRollup
 from registry.selectors.analytics import (
     AnalyticsFilter,
     newcombe_difference,
@@ -26,7 +27,13 @@ from registry.selectors.analytics import (
     usage_funnel,
     wilson_interval,
 )
-from registry.services.usage import UsageEventInput, usage_feedback_set, usage_record, usage_rollups_rebuild
+from registry.services.usage import (
+    COUNT_COLUMNS,
+    UsageEventInput,
+    usage_feedback_set,
+    usage_record,
+    usage_rollups_rebuild,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -269,10 +276,14 @@ def test_failing_skills_rank_by_the_wilson_upper_bound_with_a_minimum_n():
 # --- rollups against raw events ---------------------------------------------------------------
 
 
-def raw_answer() -> dict:
-    """What the raw events say per (skill, version): the answer rollups must reproduce."""
+def raw_answer(window: AnalyticsFilter | None = None) -> dict:
+    """What the raw events (of the window's days) say per (skill, version): the answer rollups
+    must reproduce."""
     counts: dict[tuple[str, int | None], Counter] = defaultdict(Counter)
     for event in UsageEvent.objects.all():
+        day = event.at.astimezone(dt.UTC).date()
+        if window and ((window.date_from and day < window.date_from) or (window.date_to and day > window.date_to)):
+            continue
         targets = event.offered_skills if event.offered_skills else [(event.skill_name, event.version)]
         for name, version in targets:
             column = (
@@ -288,6 +299,50 @@ def rollup_answer(rows) -> dict:
     return {(r.skill, r.version): +Counter({c: getattr(r, c) for c in columns}) for r in rows}
 
 
+COUNTS = COUNT_COLUMNS  # every counter of a rollup row
+HOURLY_KEY = ("skill_name", "bucket", "version", "label", "trigger", "model", "source")
+DAILY_KEY = ("skill_name", "bucket", "version")
+
+
+def raw_rollups() -> tuple[dict, dict, dict]:
+    """The hourly, daily and weekly rollup rows, worked out here from the raw events alone."""
+    hourly: dict[tuple, Counter] = defaultdict(Counter)
+    daily: dict[tuple, Counter] = defaultdict(Counter)
+    weekly: dict[tuple, Counter] = defaultdict(Counter)
+    for event in UsageEvent.objects.all():
+        hour = event.at.astimezone(dt.UTC).replace(minute=0, second=0, microsecond=0)
+        monday = hour.replace(hour=0) - dt.timedelta(days=hour.weekday())
+        compact = event.kind == "offered" and event.offered_skills
+        for name, version in event.offered_skills if compact else [(event.skill_name, event.version)]:
+            column = {1: "feedback_up", -1: "feedback_down"}[event.rating] if event.kind == "feedback" else event.kind
+            metered = any(value is not None for value in (event.tokens, event.duration_ms, event.cost))
+            for rows, key in (
+                (hourly, (name, hour, version or 0, event.label, event.trigger, event.model, event.source)),
+                (daily, (name, hour.replace(hour=0), version or 0)),
+                (weekly, (name, monday, version or 0)),
+            ):
+                rows[key][column] += 1
+                rows[key]["metered"] += metered
+                rows[key]["tokens"] += event.tokens or 0
+                rows[key]["duration_ms"] += event.duration_ms or 0
+                rows[key]["cost"] += event.cost or 0
+    return _as_rows(hourly), _as_rows(daily), _as_rows(weekly)
+
+
+def _as_rows(counts: dict[tuple, Counter]) -> dict:
+    return {key: tuple(round(c[name], 6) for name in COUNTS) for key, c in counts.items()}
+
+
+def stored_rollups() -> tuple[dict, dict, dict]:
+    def rows(model, key):
+        return {
+            values[: len(key)]: tuple(round(v, 6) for v in values[len(key) :])
+            for values in model.objects.values_list(*key, *COUNTS)
+        }
+
+    return rows(HourlyRollup, HOURLY_KEY), rows(DailyRollup, DAILY_KEY), rows(WeeklyRollup, DAILY_KEY)
+
+
 event_strategy = st.builds(
     dict,
     event_id=st.integers(0, 40).map(lambda i: f"ev-{i}"),  # a small id space: many duplicates
@@ -295,80 +350,102 @@ event_strategy = st.builds(
     skill=st.sampled_from(["pdf", "xlsx", "web"]),
     version=st.sampled_from([None, 1, 2]),
     trigger=st.sampled_from(["", "read_skill", "forced"]),
+    label=st.sampled_from(["", "production"]),
     model=st.sampled_from(["", "gpt", "claude"]),
-    hours_ago=st.integers(0, 24 * 20),  # late events: up to 20 days back
+    # Late and out of order: up to 20 days back, at any minute, in any order within and across batches.
+    minutes_ago=st.integers(0, 60 * 24 * 20),
     rating=st.sampled_from([1, -1]),
     tokens=st.one_of(st.none(), st.integers(0, 5000)),
+    duration_ms=st.one_of(st.none(), st.integers(0, 90_000)),
+    cost=st.one_of(st.none(), st.sampled_from([0.0, 0.25, 0.001])),
     compact=st.booleans(),
+)
+batch_strategy = st.tuples(
+    st.lists(event_strategy, min_size=1, max_size=12),
+    st.sampled_from(["api", "runtime"]),
+    # A batch that breaks at the database (a version below 0 fails its CHECK constraint) after
+    # its other events were sent: it must leave nothing behind.
+    st.booleans(),
 )
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(batches=st.lists(st.lists(event_strategy, min_size=1, max_size=12), min_size=1, max_size=6))
-def test_rollups_equal_the_raw_events_after_any_mix_of_batches(batches):
-    UsageEvent.objects.all().delete()
-    UsageRollup.objects.all().delete()
-    now = dt.datetime(2026, 4, 1, 12, 30, tzinfo=dt.UTC)
-    for batch in batches:
-        inputs = []
-        for e in batch:
-            compact_offer = e["kind"] == "offered" and e["compact"]
-            inputs.append(
-                UsageEventInput(
-                    event_id=e["event_id"],
-                    kind=e["kind"],
-                    skill="" if compact_offer else e["skill"],
-                    version=e["version"],
-                    trigger=e["trigger"],
-                    model=e["model"],
-                    rating=e["rating"] if e["kind"] == "feedback" else None,
-                    tokens=e["tokens"],
-                    at=now - dt.timedelta(hours=e["hours_ago"]),
-                    offered_skills=((e["skill"], e["version"]), ("web", 1)) if compact_offer else None,
-                )
-            )
-        usage_record(events=inputs)
+def as_input(e: dict, now: dt.datetime) -> UsageEventInput:
+    compact_offer = e["kind"] == "offered" and e["compact"]
+    return UsageEventInput(
+        event_id=e["event_id"],
+        kind=e["kind"],
+        skill="" if compact_offer else e["skill"],
+        version=e["version"],
+        trigger=e["trigger"],
+        label=e["label"],
+        model=e["model"],
+        rating=e["rating"] if e["kind"] == "feedback" else None,
+        tokens=e["tokens"],
+        duration_ms=e["duration_ms"],
+        cost=e["cost"],
+        at=now - dt.timedelta(minutes=e["minutes_ago"]),
+        offered_skills=((e["skill"], e["version"]), ("web", 1)) if compact_offer else None,
+    )
 
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    batches=st.lists(batch_strategy, min_size=1, max_size=6),
+    rating_changes=st.lists(st.tuples(st.integers(0, 40), st.sampled_from([1, -1])), max_size=4),
+    # Days back from `now` to the first and last day of a range (empty when first < last).
+    date_ranges=st.lists(st.tuples(st.integers(0, 22), st.integers(0, 22)), max_size=3),
+)
+def test_rollups_equal_the_raw_events_after_any_mix_of_batches(batches, rating_changes, date_ranges):
+    UsageEvent.objects.all().delete()
+    for rollup in (HourlyRollup, DailyRollup, WeeklyRollup):
+        rollup.objects.all().delete()
+    now = dt.datetime(2026, 4, 1, 12, 30, tzinfo=dt.UTC)
+    for events, source, breaks in batches:
+        inputs = [as_input(e, now) for e in events]
+        if breaks:
+            before = stored_rollups(), UsageEvent.objects.count()
+            inputs.append(UsageEventInput(event_id="negative", kind="loaded", skill="pdf", version=-1, at=now))
+            with pytest.raises(IntegrityError):
+                usage_record(events=inputs, source=source)
+            assert (stored_rollups(), UsageEvent.objects.count()) == before
+        else:
+            usage_record(events=inputs, source=source)
+    for number, rating in rating_changes:  # a person changes their mind about a turn
+        usage_feedback_set(
+            event=UsageEventInput(event_id=f"fb-{number}", kind="feedback", skill="pdf", rating=rating, at=now)
+        )
+
+    # Every hourly, daily and weekly row, with every counter, is what the raw events add up to.
+    expected_rollups = raw_rollups()
+    assert stored_rollups() == expected_rollups
+    # What the service answers from them agrees too: per version, over any range of days (whole
+    # weeks from weekly rows, the ends from daily ones), and summed over hourly rows.
     expected = raw_answer()
     assert rollup_answer(skill_analytics(by_version=True)) == expected
-    # The hourly rows (every dimension) add up to the same answer as the daily ones.
-    by_hour = rollup_answer(skill_analytics(by_version=True, by="trigger"))
+    for first, last in date_ranges:
+        window = AnalyticsFilter(
+            date_from=now.date() - dt.timedelta(days=first), date_to=now.date() - dt.timedelta(days=last)
+        )
+        assert rollup_answer(skill_analytics(filters=window, by_version=True)) == raw_answer(window)
     merged: dict = defaultdict(Counter)
     for row in skill_analytics(by_version=True, by="model"):
         merged[(row.skill, row.version)] += rollup_answer([row])[(row.skill, row.version)]
     assert dict(merged) == expected
-    assert set(by_hour) == set(expected)
-    # Series buckets add up to the totals, and a rebuild from raw events changes nothing.
     for skill in {name for name, _ in expected}:
         series = skill_timeseries(name=skill, interval="day")
         outcomes_total = sum(c["succeeded"] + c["failed"] for (name, _), c in expected.items() if name == skill)
         assert sum(p.n for p in series) == outcomes_total
-    before = sorted(UsageRollup.objects.values_list(*ROLLUP_VALUES))
+    # A rebuild from the raw events changes nothing.
     usage_rollups_rebuild()
-    assert sorted(UsageRollup.objects.values_list(*ROLLUP_VALUES)) == before
-
-
-ROLLUP_VALUES = (
-    "grain",
-    "bucket",
-    "skill_name",
-    "version",
-    "label",
-    "trigger",
-    "model",
-    "source",
-    "succeeded",
-    "failed",
-    "offered",
-    "tokens",
-)
+    assert stored_rollups() == expected_rollups
 
 
 def test_rebuild_since_a_day_recounts_only_from_that_day(capsys):
     usage_record(events=outcomes("pdf", 1, 2, 0, at=NOON - dt.timedelta(days=2)) + outcomes("pdf", 1, 1, 1, at=NOON))
     # Rows lost or damaged by hand: the rebuild recounts them from the raw events.
-    UsageRollup.objects.filter(bucket__gte=NOON.replace(hour=0)).update(succeeded=99)
-    UsageRollup.objects.filter(bucket__lt=NOON.replace(hour=0), grain=RollupGrain.DAY).update(failed=7)
+    HourlyRollup.objects.filter(bucket__gte=NOON.replace(hour=0)).update(succeeded=99)
+    DailyRollup.objects.filter(bucket__gte=NOON.replace(hour=0)).update(succeeded=99)
+    DailyRollup.objects.filter(bucket__lt=NOON.replace(hour=0)).update(failed=7)
 
     call_command("analytics", "rebuild", "--since", NOON.date().isoformat())
 

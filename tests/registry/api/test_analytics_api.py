@@ -8,7 +8,7 @@ import io
 import pytest
 from rest_framework.test import APIClient
 
-from registry.models import UsageRollup
+from registry.models import HourlyRollup
 
 pytestmark = pytest.mark.django_db
 
@@ -37,7 +37,7 @@ def test_events_carry_label_trigger_and_model_and_rows_split_by_them(api):
     assert {r["label"]: r["failed"] for r in rows(by="label")} == {"production": 1, "staging": 1}
     assert [r["n"] for r in rows(trigger="forced")] == [1]
     assert api.get("/api/v1/analytics/skills", {"by": "colour"}).status_code == 400
-    assert UsageRollup.objects.filter(source="api").exists()
+    assert HourlyRollup.objects.filter(source="api").exists()
 
 
 def test_timeseries_shape_buckets_and_intervals(api):
