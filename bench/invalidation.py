@@ -2,10 +2,11 @@
 
 Starts gunicorn with several sync workers (each request may land on any of them), then N times:
 publishes a new version of one skill through the API and, the moment the 201 arrives, sends
-`GET /skills/{name}/SKILL.md` on several fresh connections at the same instant. A read that
-answers with an older version than the one just published is stale. Prints the stale count and
-the publish and read latencies. On PostgreSQL this exercises LISTEN/NOTIFY (REGISTRY_LISTEN=false
-measures the query-per-read path for comparison).
+`GET /skills/{name}/SKILL.md` and `POST /resolve` (half each) on several fresh connections at the
+same instant. A read that answers with an older version than the one just published is stale
+(for resolve: the worker's snapshot, moved forward by the change log, lists the old version).
+Prints the stale counts and the publish and SKILL.md read latencies. On PostgreSQL this exercises
+LISTEN/NOTIFY (REGISTRY_LISTEN=false measures the query-per-read path for comparison).
 
     .venv/bin/python bench/invalidation.py [--rounds 200] [--readers 8] [--workers 4]
 """
@@ -74,6 +75,7 @@ def main() -> None:
         wait_for(port, "/healthz", {})
         publish(0)
         stale, reads, publish_ms, read_ms = 0, 0, [], []
+        stale_resolves, resolves = 0, 0
         lock = threading.Lock()
 
         def read(gate: threading.Barrier, published: int) -> None:
@@ -87,11 +89,24 @@ def main() -> None:
                 read_ms.append(took)
                 stale += int(response.getheader("X-Skill-Version")) < published
 
+        def resolve(gate: threading.Barrier, published: int) -> None:
+            # Every other reader resolves: the worker's snapshot must have moved to the new version.
+            nonlocal stale_resolves, resolves
+            gate.wait()
+            body = json.dumps({"query": f"use {name}"}).encode()
+            _, payload = request(port, "POST", "/api/v1/resolve", {**auth, "Content-Type": "application/json"}, body)
+            listed = {skill["name"]: skill["version"] for skill in json.loads(payload)["skills"]}
+            with lock:
+                resolves += 1
+                stale_resolves += listed.get(name, 0) < published
+
         for n in range(1, args.rounds + 1):
             version, elapsed = publish(n)
             publish_ms.append(elapsed)
             gate = threading.Barrier(args.readers)
-            threads = [threading.Thread(target=read, args=(gate, version)) for _ in range(args.readers)]
+            threads = [
+                threading.Thread(target=resolve if i % 2 else read, args=(gate, version)) for i in range(args.readers)
+            ]
             for thread in threads:
                 thread.start()
             for thread in threads:
@@ -100,7 +115,7 @@ def main() -> None:
             f"database: {vendor} ({'LISTEN for changes' if listening else 'a query per read'});"
             f" gunicorn sync workers: {args.workers}; {args.rounds} publishes, {args.readers} reads right after each"
         )
-        print(f"  stale reads: {stale} of {reads}")
+        print(f"  stale reads: {stale} of {reads} SKILL.md, {stale_resolves} of {resolves} resolves")
         print(
             f"  publish p50 {percentile(publish_ms, 50):.1f} ms;"
             f" read right after p50 {percentile(read_ms, 50):.1f} ms, p99 {percentile(read_ms, 99):.1f} ms"

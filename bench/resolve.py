@@ -1,16 +1,23 @@
-"""resolve() with 1,000 skills and 200 force-include rules: cold, new-query and warm latency.
+"""resolve() at 1,000 skills / 200 rules (and 10,000 / 1,000 with --large): today's path and the
+indexed one (issue 12), side by side in the same run.
 
-    .venv/bin/python bench/resolve.py [--skills 1000] [--rules 200] [--repeat 200]
+    .venv/bin/python bench/resolve.py [--large] [--skills N --rules N] [--repeat 200] [--updates 5]
 
-"cold" rebuilds the per-generation snapshot (skills, match index, compiled rules); "new query"
-is a query not seen before at a built snapshot (matching + rules + prompt block); "warm" is a
-repeated call served from the cache (target: p50 <= 10 ms). Uses DATABASE_URL when set (give it
-a database of its own), else a fresh SQLite file.
+For each path (`RESOLVE_INDEX` off: a full scan of every skill and rule, a snapshot rebuilt per
+change; on: inverted index, RE2 sets, snapshots updated in place):
+- cold: the per-generation snapshot built from scratch, then one resolve;
+- new query: a query not seen before at a built snapshot (what an agent's every turn costs);
+- warm: the same query again, served from the result cache;
+- after a publish / label move / enable-disable / rule edit: the next snapshot read, which today
+  rebuilds and indexed moves forward (the write itself is not timed).
+Skills and rules are bulk-inserted (the bench-* names are replaced on each run). Uses DATABASE_URL
+when set (give it a database of its own), else a fresh SQLite file.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import random
 import sys
 import time
@@ -18,73 +25,189 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench._common import WORDS, describe, prepare_environment, setup_django, timed  # noqa: E402
+from bench._common import WORDS, percentile, prepare_environment, setup_django, timed  # noqa: E402
+
+PATHS = (("today", False), ("indexed", True))
+
+
+def seed(skills: int, rules: int, rng: random.Random) -> None:
+    """Replace the bench-* skills and rules with `skills` and `rules` new ones, in bulk."""
+    from django.db import transaction
+
+    from registry.models import ForceIncludeRule, Label, Skill, SkillVersion
+    from registry.selectors.generation import registry_changed
+
+    with transaction.atomic():
+        Label.objects.filter(skill__name__startswith="bench-").delete()
+        Skill.objects.filter(name__startswith="bench-").delete()
+        ForceIncludeRule.objects.filter(name__startswith="bench-").delete()
+        rows = Skill.objects.bulk_create(
+            Skill(name=f"bench-skill-{i:05d}", source="user", latest_version=1) for i in range(skills)
+        )
+        versions = []
+        for row in rows:
+            topic = rng.sample(WORDS, 3)
+            description = (
+                f"Handles {' and '.join(topic)} tasks - {rng.choice(WORDS)} helpers for {rng.choice(WORDS)} work. "
+                f"Use when asked about {topic[0]}."
+            )
+            text = (
+                f"---\nname: {row.name}\ndescription: {description}\ntags: [{', '.join(topic)}]\n"
+                f"triggers: [task_match]\n---\n\n# {row.name}\n\nSteps.\n"
+            )
+            frontmatter = {"name": row.name, "description": description, "tags": topic, "triggers": ["task_match"]}
+            versions.append(
+                SkillVersion(
+                    skill=row,
+                    number=1,
+                    skill_md=text,
+                    fingerprint=hashlib.sha256(text.encode()).hexdigest(),
+                    name=row.name,
+                    description=description,
+                    frontmatter=frontmatter,
+                    tags=topic,
+                    triggers=["task_match"],
+                )
+            )
+        SkillVersion.objects.bulk_create(versions, batch_size=2000)
+        ForceIncludeRule.objects.bulk_create(
+            ForceIncludeRule(
+                name=f"bench-rule-{i:04d}",
+                pattern=rf"\b{rng.choice(WORDS)}\s+{rng.choice(WORDS)}\b",
+                skills=[f"bench-skill-{rng.randrange(skills):05d}"],
+                instruction=f"Rule {i}.",
+            )
+            for i in range(rules)
+        )
+        registry_changed()
+
+
+def measure(indexed: bool, queries: list[str], *, cold_rounds: int, updates: int, rng: random.Random) -> dict:
+    """The figures for one path, `indexed` or today's."""
+    from django.test import override_settings
+
+    from registry.bundle import bundle_from_parts
+    from registry.models import ForceIncludeRule, Label, Skill
+    from registry.selectors.resolve import registry_caches_reset, registry_snapshot, resolve
+    from registry.services.labels import label_delete, label_move
+    from registry.services.rules import rule_update
+    from registry.services.skills import skill_set_enabled, skill_version_publish
+
+    figures: dict[str, list[float]] = {}
+
+    def move_production(skill: Skill) -> None:
+        if Label.objects.filter(skill=skill, name="production").exists():
+            label_delete(skill=skill, label="production")
+        else:
+            label_move(skill=skill, label="production", version_number=skill.latest_version)
+
+    with override_settings(RESOLVE_INDEX=indexed):
+
+        def cold():
+            registry_caches_reset()
+            resolve(query=queries[0])
+
+        figures["cold"] = timed(cold, cold_rounds)
+        registry_caches_reset()  # a fresh result-cache namespace: every query below is new
+        resolve(query="warm the snapshot")
+        fresh = iter(queries)
+        figures["new"] = timed(lambda: resolve(query=next(fresh)), len(queries))
+        figures["warm"] = timed(lambda: resolve(query=queries[0]), len(queries))
+
+        skills = list(Skill.objects.filter(name__startswith="bench-skill-").order_by("?")[: updates * 3])
+        rules = list(ForceIncludeRule.objects.filter(name__startswith="bench-rule-").order_by("?")[:updates])
+        edits = {
+            "publish": [
+                lambda skill=skill: skill_version_publish(
+                    bundle=bundle_from_parts(
+                        (
+                            f"---\nname: {skill.name}\ndescription: Handles {rng.choice(WORDS)} and "
+                            f"{rng.choice(WORDS)} tasks, edition {rng.random()}.\n---\n\nSteps.\n"
+                        ).encode(),
+                        [],
+                    ),
+                    source="user",
+                )
+                for skill in skills[:updates]
+            ],
+            "label move": [lambda skill=skill: move_production(skill) for skill in skills[updates : updates * 2]],
+            "enable/disable": [
+                lambda skill=skill: skill_set_enabled(skill=skill, enabled=False)
+                for skill in skills[updates * 2 : updates * 3]
+            ],
+            "rule edit": [
+                lambda rule=rule: rule_update(rule=rule, pattern=rf"\b{rng.choice(WORDS)}\s+{rng.choice(WORDS)}\b")
+                for rule in rules
+            ],
+        }
+        for kind, writes in edits.items():
+            figures[kind] = []
+            for write in writes:
+                registry_snapshot()  # the snapshot of the generation before the write is held
+                write()
+                started = time.perf_counter()
+                registry_snapshot()
+                figures[kind].append((time.perf_counter() - started) * 1000)
+        for skill in skills[updates * 2 : updates * 3]:
+            skill_set_enabled(skill=skill, enabled=True)
+    return figures
+
+
+def answers(indexed: bool, queries: list[str]) -> list[dict]:
+    from django.test import override_settings
+
+    from registry.selectors.resolve import registry_caches_reset, resolve
+
+    with override_settings(RESOLVE_INDEX=indexed):
+        registry_caches_reset()
+        return [resolve(query=query, use_cache=False).as_dict() for query in queries]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--skills", type=int, default=1000)
-    parser.add_argument("--rules", type=int, default=200)
-    parser.add_argument("--repeat", type=int, default=200)
+    parser.add_argument("--large", action="store_true", help="10,000 skills and 1,000 rules")
+    parser.add_argument("--skills", type=int)
+    parser.add_argument("--rules", type=int)
+    parser.add_argument("--repeat", type=int, default=200, help="new and warm queries per path")
+    parser.add_argument("--updates", type=int, default=5, help="writes of each kind per path")
     args = parser.parse_args()
+    skills = args.skills or (10_000 if args.large else 1_000)
+    rules = args.rules or (1_000 if args.large else 200)
     prepare_environment("resolve")
     setup_django()
 
-    from django.db import connection, transaction
-
-    from registry.bundle import bundle_from_parts
-    from registry.models import ForceIncludeRule
-    from registry.selectors.resolve import registry_caches_reset, resolve
-    from registry.services.rules import rule_create
-    from registry.services.skills import skill_version_publish
+    from django.db import connection
 
     rng = random.Random(7)
     started = time.perf_counter()
-    with transaction.atomic():
-        for i in range(args.skills):
-            topic = rng.sample(WORDS, 3)
-            text = (
-                f"---\nname: bench-skill-{i:04d}\ndescription: Handles {' and '.join(topic)} tasks - "
-                f"{rng.choice(WORDS)} helpers for {rng.choice(WORDS)} work. Use when asked about {topic[0]}.\n"
-                f"tags: [{', '.join(topic)}]\ntriggers: [task_match]\n---\n\n# Skill {i}\n\nSteps.\n"
-            )
-            skill_version_publish(bundle=bundle_from_parts(text.encode(), []), source="user")
-        for i in range(args.rules):
-            if not ForceIncludeRule.objects.filter(name=f"bench-rule-{i:03d}").exists():
-                rule_create(
-                    name=f"bench-rule-{i:03d}",
-                    pattern=rf"\b{rng.choice(WORDS)}\s+{rng.choice(WORDS)}\b",
-                    skills=[f"bench-skill-{rng.randrange(args.skills):04d}"],
-                    instruction=f"Rule {i}.",
-                )
+    seed(skills, rules, rng)
     print(
-        f"database: {connection.vendor}; {args.skills} skills and {args.rules} rules set up in "
-        f"{time.perf_counter() - started:.1f}s"
+        f"database: {connection.vendor}; {skills:,} skills and {rules:,} rules bulk-inserted in "
+        f"{time.perf_counter() - started:.1f} s"
     )
-
     queries = [" ".join(rng.sample(WORDS, 5)) for _ in range(args.repeat)]
+    results = {
+        name: measure(indexed, queries, cold_rounds=3 if skills > 2_000 else 10, updates=args.updates, rng=rng)
+        for name, indexed in PATHS
+    }
 
-    def cold():
-        registry_caches_reset()
-        resolve(query=queries[0])
+    def row(title: str, key: str, pcts: tuple[int, ...] = (50,)) -> None:
+        cells = []
+        for name, _ in PATHS:
+            samples = results[name][key]
+            cells.append(" / ".join(f"{percentile(samples, p):8.2f}" for p in pcts))
+        today, indexed = (percentile(results[name][key], 50) for name, _ in PATHS)
+        print(f"  {title:<34}" + "".join(f"{cell:>22}" for cell in cells) + f"{today / indexed:>10.1f}x")
 
-    print("  cold (snapshot rebuilt):", describe(timed(cold, 10)))
-    resolve(query="warm the snapshot")
-    fresh = iter(queries)
-    print(
-        "  new query (snapshot warm, result not cached):",
-        describe(timed(lambda: resolve(query=next(fresh)), args.repeat)),
-    )
-    result = resolve(query=queries[0])
-    print(
-        "  warm (cached result):",
-        describe(timed(lambda: resolve(query=queries[0]), args.repeat)),
-        "- target p50 <= 10 ms",
-    )
-    print(
-        f"  prompt block: {len(result.prompt_block):,} chars, {len(result.skills)} skills listed, "
-        f"{len(result.fired_rules)} rules fired"
-    )
+    print(f"  {'ms':<34}{'today':>22}{'indexed':>22}{'p50 ratio':>10}")
+    row("cold (snapshot built) p50", "cold")
+    row("new query p50 / p99", "new", (50, 99))
+    row("warm (cached) p50", "warm")
+    for kind in ("publish", "label move", "enable/disable", "rule edit"):
+        row(f"snapshot after a {kind} p50", kind)
+    checked = queries[:50]
+    same = answers(False, checked) == answers(True, checked)
+    print(f"  the same answers on both paths for {len(checked)} queries: {'yes' if same else 'NO'}")
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 
 class SkillLike(Protocol):
@@ -157,11 +157,34 @@ def seed002_match(query: str, skills: Iterable[SkillLike], threshold: float = 0.
 
 # Field weights and length normalisation: a word in the name says more than one in the tags,
 # which says more than one in a 1,000-character description.
-_FIELDS = (("name", 3.0, 0.3), ("tags", 2.0, 0.3), ("description", 1.0, 0.75))
-_K1 = 1.2
+BM25_FIELDS = (("name", 3.0, 0.3), ("tags", 2.0, 0.3), ("description", 1.0, 0.75))
+BM25_K1 = 1.2
 # Maps the unbounded BM25 sum to 0..1: a query whose rarest word hits one name scores ~0.5.
-_SATURATION = 4.0
-_NAME_PHRASE_BONUS = 0.3
+SATURATION = 4.0
+NAME_PHRASE_BONUS = 0.3
+
+
+def skill_terms(skill: SkillLike) -> tuple[dict[str, list[str]], dict[str, str]]:
+    """A skill's stemmed terms per BM25F field, and for each stem the word as first written in
+    the skill (name, then tags, then description), which reasons show."""
+    surface: dict[str, str] = {}
+
+    def field_terms(text: str) -> list[str]:
+        out = []
+        for w in words(text):
+            if w in STOP_WORDS:
+                continue
+            t = stem(w)
+            surface.setdefault(t, w)
+            out.append(t)
+        return out
+
+    per_field = {
+        "name": field_terms(skill.name),
+        "tags": [t for tag in (skill.tags or ()) for t in field_terms(str(tag))],
+        "description": field_terms(skill.description or ""),
+    }
+    return per_field, surface
 
 
 @dataclass(frozen=True)
@@ -179,14 +202,9 @@ class MatchIndex:
     def __init__(self, skills: Iterable[SkillLike]) -> None:
         self.docs: list[_Doc] = []
         document_frequency: Counter = Counter()
-        totals = dict.fromkeys((f for f, _, _ in _FIELDS), 0)
+        totals = dict.fromkeys((f for f, _, _ in BM25_FIELDS), 0)
         for skill in skills:
-            surface: dict[str, str] = {}
-            per_field: dict[str, list[str]] = {
-                "name": self._terms(skill.name, surface),
-                "tags": [t for tag in (skill.tags or ()) for t in self._terms(str(tag), surface)],
-                "description": self._terms(skill.description or "", surface),
-            }
+            per_field, surface = skill_terms(skill)
             counters = {f: Counter(ts) for f, ts in per_field.items()}
             lengths = {f: len(ts) for f, ts in per_field.items()}
             for f, n in lengths.items():
@@ -196,17 +214,6 @@ class MatchIndex:
         count = max(len(self.docs), 1)
         self.average = {f: max(totals[f] / count, 1.0) for f in totals}
         self.idf = {t: math.log(1 + (len(self.docs) - df + 0.5) / (df + 0.5)) for t, df in document_frequency.items()}
-
-    @staticmethod
-    def _terms(text: str, surface: dict[str, str]) -> list[str]:
-        out = []
-        for w in words(text):
-            if w in STOP_WORDS:
-                continue
-            t = stem(w)
-            surface.setdefault(t, w)
-            out.append(t)
-        return out
 
     def __len__(self) -> int:
         return len(self.docs)
@@ -227,20 +234,20 @@ class MatchIndex:
                 if idf is None:
                     continue
                 weighted = 0.0
-                for f, weight, b in _FIELDS:
+                for f, weight, b in BM25_FIELDS:
                     tf = doc.fields[f].get(t, 0)
                     if tf:
                         norm = 1 - b + b * doc.lengths[f] / self.average[f]
                         weighted += weight * tf / norm
                         hits[f].append(shown.get(t, t))
                 if weighted:
-                    raw += idf * weighted * (_K1 + 1) / (_K1 + weighted)
+                    raw += idf * weighted * (BM25_K1 + 1) / (BM25_K1 + weighted)
             if not raw:
                 continue
             reasons = []
-            score = raw / (raw + _SATURATION)
-            if doc.name_terms and _contains_sequence(query_sequence, doc.name_terms):
-                score = min(1.0, score + _NAME_PHRASE_BONUS)
+            score = raw / (raw + SATURATION)
+            if doc.name_terms and contains_sequence(query_sequence, doc.name_terms):
+                score = min(1.0, score + NAME_PHRASE_BONUS)
                 reasons.append(f"name '{doc.skill.name}' appears in the query")
             if hits["name"]:
                 reasons.append("name matches: " + ", ".join(hits["name"]))
@@ -253,20 +260,28 @@ class MatchIndex:
         return matches
 
 
-def _contains_sequence(haystack: Sequence[str], needle: Sequence[str]) -> bool:
+def contains_sequence(haystack: Sequence[str], needle: Sequence[str]) -> bool:
     n = len(needle)
     return any(tuple(haystack[i : i + n]) == tuple(needle) for i in range(len(haystack) - n + 1))
 
 
+@runtime_checkable
+class Ranker(Protocol):
+    """A prebuilt index: `MatchIndex`, or the resolve snapshot's inverted index that gives the
+    same answers (registry/resolve_index.py)."""
+
+    def score(self, query: str) -> list[Match]: ...
+
+
 def match(
-    query: str, skills: Iterable[SkillLike] | MatchIndex, threshold: float = 0.0, limit: int | None = None
+    query: str, skills: Iterable[SkillLike] | Ranker, threshold: float = 0.0, limit: int | None = None
 ) -> list[Match]:
     """Skills relevant to `query`, best first, each with a 0..1 score and the reasons for it.
 
-    Pass a prebuilt `MatchIndex` to rank many queries against one set of skills cheaply.
+    Pass a prebuilt index (`MatchIndex`) to rank many queries against one set of skills cheaply.
     Only skills scoring above `threshold` are returned; ties break by name.
     """
-    index = skills if isinstance(skills, MatchIndex) else MatchIndex(skills)
+    index = skills if isinstance(skills, Ranker) else MatchIndex(skills)
     found = [m for m in index.score(query) if m.score > threshold]
     return found[:limit] if limit is not None else found
 

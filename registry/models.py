@@ -398,3 +398,20 @@ class RegistryState(models.Model):
 
     def __str__(self) -> str:
         return f"generation {self.generation}"
+
+
+class RegistryChange(models.Model):
+    """What one generation changed, written in the same transaction as the bump, so a process
+    holding a resolve snapshot of an earlier generation re-reads only that (registry/snapshot_delta.py)."""
+
+    class Scope(models.TextChoices):
+        SKILL = "skill", "a skill"  # a publish, label move or enable/disable of `skill_name`
+        RULES = "rules", "the rules"
+        ALL = "all", "anything"  # processes rebuild their snapshots
+
+    generation = models.PositiveBigIntegerField(db_index=True)
+    scope = models.CharField(max_length=8, choices=Scope.choices)
+    skill_name = models.CharField(max_length=128, blank=True)
+
+    def __str__(self) -> str:
+        return f"generation {self.generation}: {self.scope} {self.skill_name}".rstrip()

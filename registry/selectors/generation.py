@@ -37,9 +37,9 @@ import time
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import F
+from django.db.models import F, Q
 
-from registry.models import RegistryState
+from registry.models import RegistryChange, RegistryState
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +50,10 @@ _RETRY_SECONDS = 5.0
 _VERIFY_SECONDS = 1.0
 # Notice a silently dead listening connection within about a minute rather than hours.
 _KEEPALIVES = {"keepalives": 1, "keepalives_idle": 30, "keepalives_interval": 10, "keepalives_count": 3}
+
+# The change log covers this many generations back (a process further behind rebuilds anyway).
+_CHANGES_KEPT = 1024
+_CHANGES_PRUNE_EVERY = 256
 
 
 def _fresh_start() -> int:
@@ -64,11 +68,30 @@ def registry_generation() -> int:
     return generation
 
 
-def registry_changed() -> None:
-    """Call inside the writing transaction; readers see the new number only once it commits."""
+def registry_changed(*, skill: str | None = None, rules: bool = False) -> None:
+    """Call inside the writing transaction; readers see the new number only once it commits.
+
+    Say what changed — `skill`, the name whose effective skill may now differ (a publish, label
+    move, enable/disable), and/or `rules` — and processes update their resolve snapshots in place
+    (registry/snapshot_delta.py); say nothing and they rebuild them.
+    """
     updated = RegistryState.objects.filter(pk=_ROW).update(generation=F("generation") + 1)
     if not updated:
         RegistryState.objects.get_or_create(pk=_ROW, defaults={"generation": _fresh_start()})
+    # The row stays locked by this transaction until it commits: the number read back is ours.
+    generation = registry_generation()
+    scopes = [(RegistryChange.Scope.SKILL, skill)] if skill else []
+    if rules:
+        scopes.append((RegistryChange.Scope.RULES, ""))
+    RegistryChange.objects.bulk_create(
+        RegistryChange(generation=generation, scope=scope, skill_name=name)
+        for scope, name in scopes or [(RegistryChange.Scope.ALL, "")]
+    )
+    if generation % _CHANGES_PRUNE_EVERY == 0:
+        # Also rows above this generation: left by a row that was reset to a smaller number.
+        RegistryChange.objects.filter(
+            Q(generation__lt=generation - _CHANGES_KEPT) | Q(generation__gt=generation)
+        ).delete()
     transaction.on_commit(change_listener.changed_here)
 
 

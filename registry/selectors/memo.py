@@ -31,6 +31,13 @@ class GenerationMemo(Generic[Value]):
                 self._entries.move_to_end(key)
             return found
 
+    def newest_before(self, generation: int, *rest: object) -> Value | None:
+        """The entry of the newest generation below `generation` whose key ends in `rest`: what a
+        resolve snapshot is moved forward from (registry/snapshot_delta.py)."""
+        with self._lock:
+            held = [(key[0], value) for key, value in self._entries.items() if key[0] < generation and key[1:] == rest]
+        return max(held, key=lambda item: item[0])[1] if held else None
+
     def put(self, key: tuple, value: Value) -> None:
         generation = key[0]
         with self._lock:

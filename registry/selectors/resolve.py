@@ -12,20 +12,24 @@
 
 Caching has two layers, both keyed by the registry generation, which every write bumps in its
 own transaction: a per-process snapshot of the skills, their match index and the compiled rules
-(rebuilt once per generation), and the finished result in the Django cache keyed by generation
-and inputs. A publish, label move, enable/disable or rule change is therefore visible to the
-next call, in every process, without deleting any key (selectors/generation.py says how a
-process learns the current generation).
+(moved forward by what each write changed, registry/snapshot_delta.py, or rebuilt), and the
+finished result keyed by generation and inputs (in this process: registry/resolve_index.py says
+why; in the Django cache with RESOLVE_INDEX off). A publish, label move, enable/disable or rule
+change is therefore visible to the next call, in every process, without deleting any key
+(selectors/generation.py says how a process learns the current generation).
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import itertools
 import json
 import time
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from json.encoder import encode_basestring
 from typing import Any
 from xml.sax.saxutils import escape
 
@@ -36,6 +40,7 @@ from registry.errors import ApplicationError
 from registry.matching import Match, MatchIndex, find_skills, match
 from registry.models import ForceIncludeRule
 from registry.patterns import compile_pattern, pattern_search
+from registry.resolve_index import ResultCache, RuleSet, TermIndex, rank_for_block
 from registry.selectors.generation import change_listener, current_generation
 from registry.selectors.memo import GenerationMemo
 from registry.selectors.skills import (
@@ -44,6 +49,7 @@ from registry.selectors.skills import (
     skill_catalog_cache_clear,
     skill_md_raw_cache_clear,
 )
+from registry.snapshot_delta import registry_delta, snapshot_advance
 
 # seed 003, verbatim: the lazy-loading instruction that precedes the skill list.
 SKILLS_INSTRUCTION = """## Skills (mandatory)
@@ -189,6 +195,7 @@ def strong_etag(payload: Any) -> str:
 # --- the prompt block --------------------------------------------------------------------
 
 
+@functools.lru_cache(maxsize=32_768)  # a skill's entry is the same in every block it is in (issue 12)
 def _skill_xml(name: str, description: str | None) -> str:
     lines = ["<skill>", f"  <name>{escape(name)}</name>"]
     if description is not None:
@@ -205,7 +212,12 @@ def _truncation_note(included: int, total: int, described: int) -> str:
 
 
 def render_prompt_block(
-    skills: Sequence[Any], *, max_skills: int | None = None, max_chars: int | None = None, forced: Iterable[str] = ()
+    skills: Sequence[Any],
+    *,
+    max_skills: int | None = None,
+    max_chars: int | None = None,
+    forced: Iterable[str] = (),
+    total: int | None = None,
 ) -> PromptBlock:
     """seed 003's lazy block: the `## Skills (mandatory)` instruction and `<available_skills>`.
 
@@ -214,11 +226,13 @@ def render_prompt_block(
     relevant are kept; descriptions are dropped from the least relevant before any skill is
     dropped, and the block says `Skills truncated: included X of Y`. Skills named in `forced`
     (fired rules, a forced skill) are always listed, even when that breaks the budget.
+    `total` is the length of the whole ranking when `skills` is only its head (forced skills
+    and at least `max_skills` others, as resolve_index.rank_for_block gives).
     """
     max_skills = settings.MAX_SKILLS_IN_PROMPT if max_skills is None else max_skills
     max_chars = settings.MAX_PROMPT_CHARS if max_chars is None else max_chars
     forced_names = set(forced)
-    total = len(skills)
+    total = len(skills) if total is None else total
     if not total:
         return PromptBlock(text="", included=(), described=frozenset(), total=0)
     # Forced skills first (they are never dropped), then the rest by relevance, up to max_skills.
@@ -229,9 +243,12 @@ def render_prompt_block(
     full = [_skill_xml(s.name, s.description) for s in chosen]
     short = [_skill_xml(s.name, None) for s in chosen]
     frame = len(SKILLS_INSTRUCTION) + len("\n<available_skills>\n") + len("\n</available_skills>")
+    # Sizes of the first n entries, so each trial below costs O(1), not a sum over the block.
+    full_sizes = list(itertools.accumulate((len(x) for x in full), initial=0))
+    short_sizes = list(itertools.accumulate((len(x) for x in short), initial=0))
 
     def size(count: int, described: int) -> int:
-        entries = sum(len(x) for x in full[:described]) + sum(len(x) for x in short[described:count])
+        entries = full_sizes[described] + short_sizes[count] - short_sizes[described]
         note = 0 if (count == total and described == count) else 1 + len(_truncation_note(count, total, described))
         return frame + entries + max(count - 1, 0) + note  # newlines between entries
 
@@ -272,48 +289,79 @@ class Snapshot:
     label: str | None
     skills: tuple[EffectiveSkill, ...]
     by_name: dict[str, EffectiveSkill]
-    index: MatchIndex
+    index: MatchIndex | TermIndex  # TermIndex with settings.RESOLVE_INDEX (registry/resolve_index.py)
     rules: tuple[tuple[RuleEntry, Any], ...]  # (rule, compiled pattern)
     rule_warnings: tuple[str, ...] = ()
+    rule_set: RuleSet | None = None  # with settings.RESOLVE_INDEX: which rules can match, in one pass
 
 
 _SNAPSHOTS: GenerationMemo[Snapshot] = GenerationMemo(maxsize=8)
 
 
-def _build_snapshot(generation: int, label: str | None) -> Snapshot:
-    skills = effective_skills(label=label)
+def _snapshot_rules() -> tuple[tuple[tuple[RuleEntry, Any], ...], tuple[str, ...]]:
     rules = []
     warnings = []
-    for rule in ForceIncludeRule.objects.filter(enabled=True).order_by("-priority", "name"):
+    # Plain values, not model instances: a third of the time at 1,000 rules, which a rule edit
+    # pays to move every process's snapshot forward (issue 12).
+    enabled = ForceIncludeRule.objects.filter(enabled=True).order_by("-priority", "name")
+    for rule in enabled.values("id", "name", "pattern", "skills", "tools", "instruction", "auto_invoke", "priority"):
         try:
-            compiled = compile_pattern(rule.pattern)
+            compiled = compile_pattern(rule["pattern"])
         except ApplicationError as exc:
             # Stored before a limit was lowered, or written around the service: skip, say so.
-            warnings.append(f"Rule '{rule.name}' is skipped: {exc.detail}")
+            warnings.append(f"Rule '{rule['name']}' is skipped: {exc.detail}")
             continue
         rules.append(
             (
                 RuleEntry(
-                    id=rule.pk,
-                    name=rule.name,
-                    pattern=rule.pattern,
-                    skills=tuple(rule.skills or ()),
-                    tools=tuple(rule.tools or ()),
-                    instruction=rule.instruction or "",
-                    auto_invoke=rule.auto_invoke or None,
-                    priority=rule.priority,
+                    id=rule["id"],
+                    name=rule["name"],
+                    pattern=rule["pattern"],
+                    skills=tuple(rule["skills"] or ()),
+                    tools=tuple(rule["tools"] or ()),
+                    instruction=rule["instruction"] or "",
+                    auto_invoke=rule["auto_invoke"] or None,
+                    priority=rule["priority"],
                 ),
                 compiled,
             )
         )
+    return tuple(rules), tuple(warnings)
+
+
+def _build_snapshot(generation: int, label: str | None) -> Snapshot:
+    skills = effective_skills(label=label)
+    rules, warnings = _snapshot_rules()
+    invocable = [s for s in skills if s.model_invocable]
+    indexed = settings.RESOLVE_INDEX  # off: today's path (MatchIndex, every pattern), for bench/resolve.py
     return Snapshot(
         generation=generation,
         label=label,
         skills=tuple(skills),
         by_name={s.name: s for s in skills},
-        index=MatchIndex([s for s in skills if s.model_invocable]),
-        rules=tuple(rules),
-        rule_warnings=tuple(warnings),
+        index=TermIndex(invocable) if indexed else MatchIndex(invocable),
+        rules=rules,
+        rule_warnings=warnings,
+        rule_set=RuleSet((rule.id, rule.pattern) for rule, _ in rules) if indexed else None,
+    )
+
+
+# --- hook (issue 12): move a held snapshot forward instead of rebuilding (registry/snapshot_delta.py)
+def _advanced_snapshot(generation: int, label: str | None) -> Snapshot | None:
+    """The newest snapshot this process holds for `label`, moved to `generation` by re-reading
+    only what changed since; None when it holds none or the change log cannot say."""
+    previous = _SNAPSHOTS.newest_before(generation, label)
+    if previous is None or previous.rule_set is None:
+        return None
+    delta = registry_delta(since=previous.generation, until=generation)
+    if delta is None:
+        return None
+    return snapshot_advance(
+        previous,
+        generation=generation,
+        delta=delta,
+        entries=effective_skills(label=label, names=delta.skills) if delta.skills else [],
+        rules=_snapshot_rules() if delta.rules else None,
     )
 
 
@@ -323,7 +371,8 @@ def registry_snapshot(*, label: str | None = None, generation: int | None = None
     found = _SNAPSHOTS.get((generation, label))
     if found is not None:
         return found
-    snapshot = _build_snapshot(generation, label)  # two threads may build it at once: same result
+    # Two threads may build it at once: same result.
+    snapshot = _advanced_snapshot(generation, label) or _build_snapshot(generation, label)
     _SNAPSHOTS.put((generation, label), snapshot)
     return snapshot
 
@@ -341,13 +390,23 @@ class RulesFired:
     unchecked: tuple[str, ...] = ()  # rules the time budget left out, highest priority first
 
 
-def rules_fire(query: str, rules: Sequence[tuple[RuleEntry, Any]], *, deadline: float | None = None) -> RulesFired:
+def rules_fire(
+    query: str,
+    rules: Sequence[tuple[RuleEntry, Any]],
+    *,
+    deadline: float | None = None,
+    candidates: Collection[int] | None = None,
+) -> RulesFired:
     """The rules whose pattern matches `query`, in priority order, each with why it fired.
 
     Past `deadline` (time.monotonic()) the rest are not matched: a rule saved before the pattern
-    probe existed, or a machine too busy to keep up, cannot make one resolve run on and on."""
+    probe existed, or a machine too busy to keep up, cannot make one resolve run on and on.
+    Rules whose ids are not in `candidates` (when given: `RuleSet.candidates`) cannot match and
+    are passed over."""
     fired: list[FiredRule] = []
     for index, (rule, compiled) in enumerate(rules):
+        if candidates is not None and rule.id not in candidates:
+            continue
         if deadline is not None and time.monotonic() > deadline:
             return RulesFired(fired, tuple(entry.name for entry, _ in rules[index:]))
         found = pattern_search(compiled, query)
@@ -387,11 +446,13 @@ def _match_text(query: str, context: Mapping[str, Any] | None) -> str:
 # back between tests (or a restored backup) repeats them: `registry_caches_reset()` moves to a
 # fresh namespace so results computed for another state can never be served.
 _NAMESPACE = {"token": "0"}
+_RESULTS = ResultCache(256)
 
 
 def registry_caches_reset() -> None:
     """Forget every cached snapshot, raw SKILL.md and resolve result (tests; after a DB restore)."""
     snapshots_clear()
+    _RESULTS.clear()
     skill_md_raw_cache_clear()
     skill_catalog_cache_clear()
     change_listener.close()
@@ -430,8 +491,9 @@ def resolve(
         "max_chars": max_chars,
     }
     key = _cache_key(generation, inputs)
+    results = _RESULTS if settings.RESOLVE_INDEX else cache  # hook (issue 12): see ResultCache
     if use_cache:
-        cached = cache.get(key)
+        cached = results.get(key)
         if cached is not None:
             return cached
     result = _resolve(
@@ -444,7 +506,7 @@ def resolve(
         max_chars=max_chars,
     )
     if use_cache and result.complete:
-        cache.set(key, result, CACHE_TIMEOUT)
+        results.set(key, result, CACHE_TIMEOUT)
     return result
 
 
@@ -457,11 +519,16 @@ def _resolve(
     context: Mapping[str, Any] | None,
     max_skills: int,
     max_chars: int,
+    snapshot: Snapshot | None = None,  # the registry's at `generation` unless given (tests compare two)
 ) -> ResolveResult:
+    if snapshot is None:
+        snapshot = registry_snapshot(label=label, generation=generation)
+    # The budget is for matching rules: a snapshot built first (seconds at 10,000 skills) must
+    # not leave every rule unchecked in the first resolve after a change.
     started = time.monotonic()
-    snapshot = registry_snapshot(label=label, generation=generation)
     warnings = list(snapshot.rule_warnings)
-    matched = rules_fire(query, snapshot.rules, deadline=started + settings.RESOLVE_MAX_SECONDS)
+    candidates = snapshot.rule_set.candidates(query) if snapshot.rule_set is not None else None
+    matched = rules_fire(query, snapshot.rules, deadline=started + settings.RESOLVE_MAX_SECONDS, candidates=candidates)
     fired = matched.fired
     if matched.unchecked:
         shown = ", ".join(f"'{name}'" for name in matched.unchecked[:10])
@@ -486,12 +553,27 @@ def _resolve(
             else:
                 warnings.append(f"Rule '{rule.name}' names the skill '{name}', which is not an enabled skill.")
 
-    matches = {m.skill.name: m for m in match(_match_text(query, context), snapshot.index)} if query or context else {}
-    ordered: list[EffectiveSkill] = [snapshot.by_name[name] for name in forced_by]
-    ordered += [m.skill for m in matches.values() if m.skill.name not in forced_by]
-    ordered += [s for s in snapshot.skills if s.model_invocable and s.name not in forced_by and s.name not in matches]
+    if isinstance(snapshot.index, TermIndex):  # hook (issue 12): only the head of the ranking
+        ranking = rank_for_block(
+            snapshot.index,
+            _match_text(query, context) if query or context else None,
+            forced=[snapshot.by_name[name] for name in forced_by],
+            skills=snapshot.skills,
+            limit=max_skills,
+        )
+        matches, ordered, total = ranking.matches, ranking.ordered, ranking.total
+    else:
+        matches = (
+            {m.skill.name: m for m in match(_match_text(query, context), snapshot.index)} if query or context else {}
+        )
+        ordered = [snapshot.by_name[name] for name in forced_by]
+        ordered += [m.skill for m in matches.values() if m.skill.name not in forced_by]
+        ordered += [
+            s for s in snapshot.skills if s.model_invocable and s.name not in forced_by and s.name not in matches
+        ]
+        total = len(ordered)
 
-    block = render_prompt_block(ordered, max_skills=max_skills, max_chars=max_chars, forced=forced_by)
+    block = render_prompt_block(ordered, max_skills=max_skills, max_chars=max_chars, forced=forced_by, total=total)
     included = set(block.included)
     skills = tuple(
         ResolvedSkill(
@@ -522,7 +604,65 @@ def _resolve(
 
 
 def _with_etag(result: ResolveResult) -> ResolveResult:
-    return replace(result, etag=strong_etag(_content(result)))
+    return replace(result, etag=_result_etag(result))
+
+
+# --- hook (issue 12): the ETag without encoding every skill's unchanging JSON for every query.
+# Encoding ~80 KB of JSON was a third of a new query's cost; a skill's JSON is the same in every
+# result but for four values (`described`, `forced_by`, `reasons`, `score`), so the rest is
+# encoded once. tests/registry/test_resolve_index.py checks it equals strong_etag(_content(...)).
+_ENCODE = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode
+
+
+@functools.lru_cache(maxsize=32_768)
+def _skill_json_parts(
+    name: str,
+    description: str,
+    version: int,
+    fingerprint: str,
+    tags: tuple[str, ...],
+    triggers: tuple[str, ...],
+    tools: tuple[str, ...],
+    source: str,
+) -> tuple[str, str, str]:
+    """A skill's JSON as `_content` gives it (keys sorted), around its per-result values."""
+    return (
+        f',"description":{_ENCODE(description)},"fingerprint":{_ENCODE(fingerprint)},"forced_by":',
+        f',"name":{_ENCODE(name)},"reasons":',
+        f',"source":{_ENCODE(source)},"tags":{_ENCODE(list(tags))},"tools":{_ENCODE(list(tools))}'
+        f',"triggers":{_ENCODE(list(triggers))},"version":{_ENCODE(version)}}}',
+    )
+
+
+def _strings_json(values: tuple[str, ...]) -> str:
+    return "[" + ",".join(map(encode_basestring, values)) + "]"
+
+
+def _result_etag(result: ResolveResult) -> str:
+    """`strong_etag(_content(result))`, byte for byte."""
+    content = _content(result)
+    del content["skills"]  # the keys sort around it: fired_rules .. prompt_block, skills, truncated, warnings
+    head = _ENCODE({key: value for key, value in content.items() if key < "skills"})
+    tail = _ENCODE({key: value for key, value in content.items() if key > "skills"})
+    skills = []
+    for s in result.skills:
+        skill = s.skill
+        description, name, rest = _skill_json_parts(
+            skill.name,
+            skill.description,
+            skill.version,
+            skill.fingerprint,
+            skill.tags,
+            skill.triggers,
+            skill.tools,
+            skill.source,
+        )
+        skills.append(
+            f'{{"described":{"true" if s.described else "false"}{description}{_strings_json(s.forced_by)}'
+            f'{name}{_strings_json(s.reasons)},"score":{float.__repr__(s.score)}{rest}'
+        )
+    encoded = f'{head[:-1]},"skills":[{",".join(skills)}],{tail[1:]}'.encode()
+    return f'"{hashlib.sha256(encoded).hexdigest()}"'
 
 
 def rules_test(*, query: str, label: str | None = None) -> ResolveResult:

@@ -7,7 +7,7 @@ read that picks "the" skill of a name goes through it.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
 from django.db.models import F
@@ -149,30 +149,34 @@ def _is_true(value: object) -> bool:
     return value is True or (isinstance(value, str) and value.strip().lower() in ("true", "yes", "1"))
 
 
-def effective_skills(*, label: str | None = None) -> list[EffectiveSkill]:
+def effective_skills(*, label: str | None = None, names: Collection[str] | None = None) -> list[EffectiveSkill]:
     """Every effective enabled skill (precedence applied) by name, at `label` where it has it.
 
     Like `skill_version_for`: no label means `production` where it exists, else latest; a named
     label falls back to latest for skills that do not carry it (so a new skill is visible before
     anyone labels it); `latest` means the newest version everywhere. A skill whose SKILL.md says
     `enabled: false` is left out. Three queries, whatever the number of skills, and no SKILL.md
-    text is loaded.
+    text is loaded. With `names`, only skills of those names (what a resolve snapshot re-reads
+    after a change, registry/snapshot_delta.py).
     """
-    skills = Skill.objects.filter(enabled=True).only("id", "name", "source", "enabled")
+    skills = Skill.objects.filter(enabled=True)
+    versions = SkillVersion.objects.filter(skill__enabled=True)
+    if names is not None:
+        skills = skills.filter(name__in=list(names))
+        versions = versions.filter(skill__name__in=list(names))
+    skills = skills.only("id", "name", "source", "enabled")
     winners = {winner.pk: winner for group in _by_name(skills).values() if (winner := skill_winner(group))}
 
     label_name = "production" if label is None else label
     labelled: dict[int, dict] = {}
     if label_name != "latest":
-        for row in SkillVersion.objects.filter(labels__name=label_name, skill__enabled=True).values(*_EFFECTIVE_FIELDS):
+        for row in versions.filter(labels__name=label_name).values(*_EFFECTIVE_FIELDS):
             if row["skill_id"] in winners:
                 labelled[row["skill_id"]] = row
     latest = (
         {
             row["skill_id"]: row
-            for row in SkillVersion.objects.filter(skill__enabled=True, number=F("skill__latest_version")).values(
-                *_EFFECTIVE_FIELDS
-            )
+            for row in versions.filter(number=F("skill__latest_version")).values(*_EFFECTIVE_FIELDS)
             if row["skill_id"] in winners and row["skill_id"] not in labelled
         }
         if len(labelled) < len(winners)

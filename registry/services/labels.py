@@ -76,7 +76,7 @@ def label_move(*, skill: Skill, label: str, version_number: int, actor: Actor = 
             before={"label": label, "version": before},
             after={"label": label, "version": version.number},
         )
-        registry_changed()
+        registry_changed(skill=skill.name)
     return current
 
 
@@ -99,4 +99,4 @@ def label_delete(*, skill: Skill, label: str, actor: Actor = SYSTEM) -> None:
             object_repr=f"{skill.name}@{skill.source}",
             before={"label": label, "version": before},
         )
-        registry_changed()
+        registry_changed(skill=skill.name)

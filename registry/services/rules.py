@@ -224,7 +224,7 @@ def rule_create(
             audit_record(
                 actor=actor, action="rule.create", object_type="rule", object_repr=name, after=rule_fields(rule)
             )
-            registry_changed()
+            registry_changed(rules=True)
     except IntegrityError:
         raise _duplicate(name) from None
     return RuleWriteResult(rule=rule, warnings=_skill_warnings(skills))
@@ -287,7 +287,7 @@ def rule_update(
                 before={k: before[k] for k in changed},
                 after={k: rule_fields(rule)[k] for k in changed},
             )
-            registry_changed()
+            registry_changed(rules=True)
     except IntegrityError:
         raise _duplicate(changes.get("name", rule.name)) from None
     return RuleWriteResult(rule=rule, warnings=_skill_warnings(rule.skills))
@@ -299,4 +299,4 @@ def rule_delete(*, rule: ForceIncludeRule, actor: Actor = SYSTEM) -> None:
         deleted, _ = ForceIncludeRule.objects.filter(pk=rule.pk).delete()
         if deleted:
             audit_record(actor=actor, action="rule.delete", object_type="rule", object_repr=rule.name, before=before)
-            registry_changed()
+            registry_changed(rules=True)

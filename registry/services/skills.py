@@ -106,7 +106,7 @@ def skill_version_publish(
             before={"version": newest.number if newest else None},
             after={"version": version.number, "fingerprint": version.fingerprint},
         )
-        registry_changed()
+        registry_changed(skill=skill.name)
     return PublishResult(version=version, created=True, warnings=parsed.warnings)
 
 
@@ -300,7 +300,7 @@ def skill_set_enabled(*, skill: Skill, enabled: bool, actor: Actor = SYSTEM) -> 
             before={"enabled": not enabled},
             after={"enabled": enabled},
         )
-        registry_changed()
+        registry_changed(skill=skill.name)
     return skill
 
 

@@ -1,0 +1,208 @@
+"""The indexed resolve path (registry/resolve_index.py) gives exactly the answers of the
+straightforward one — MatchIndex over every skill, every rule pattern searched in turn, the whole
+ranking sorted — on random registries and queries (issue 12)."""
+
+from __future__ import annotations
+
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from registry.matching import MatchIndex
+from registry.patterns import compile_pattern, pattern_search
+from registry.resolve_index import ResultCache, RuleSet, TermIndex
+from registry.selectors.resolve import (
+    RuleEntry,
+    Snapshot,
+    _content,
+    _resolve,
+    rules_fire,
+    strong_etag,
+)
+from registry.selectors.skills import EffectiveSkill
+
+# Words that exercise the matcher: stems shared by several forms, stop words, camelCase and
+# snake_case, digits, a word every skill may share (df = N), and non-ASCII.
+VOCABULARY = (
+    "pdf csv report reports summary summarize summaries summarizing use the a in commit committing "
+    "debug debugging FileSystem file_system data v2 skill tool review reviewer kubernetes café 2026"
+).split() + ['say "hi"', "back\\slash", "tab\there", "<xml>&", "\u2028"]
+
+words = st.lists(st.sampled_from(VOCABULARY), min_size=0, max_size=8).map(" ".join)
+names = st.lists(st.sampled_from([w.lower() for w in VOCABULARY if w.isalnum()]), min_size=1, max_size=3).map("-".join)
+
+
+@st.composite
+def skill_entries(draw) -> list[EffectiveSkill]:
+    chosen = draw(st.lists(names, min_size=0, max_size=12, unique=True))
+    return [
+        EffectiveSkill(
+            skill_id=0,
+            name=name,
+            source="user",
+            description=draw(words),
+            version=1,
+            fingerprint=name,
+            tags=tuple(draw(st.lists(st.sampled_from(VOCABULARY), max_size=3))),
+            model_invocable=draw(st.booleans()) or draw(st.booleans()),
+        )
+        for name in chosen
+    ]
+
+
+# RE2 syntax pieces that a rule pattern may be built from.
+_ATOMS = ["pdf", "report", "summar", "é", "café", ".", r"\b", r"\s", r"\w+", "[a-d]", "[0-9]", "^", "$", "x*", "2026"]
+
+
+def _patterns():
+    leaves = st.sampled_from(_ATOMS)
+
+    def extend(inner):
+        return st.one_of(
+            st.tuples(inner, inner).map("".join),
+            st.tuples(inner, inner).map("|".join),
+            inner.map(lambda p: f"({p})"),
+            st.tuples(inner, st.sampled_from(["*", "+", "?", "{1,2}"])).map(lambda t: f"(?:{t[0]}){t[1]}"),
+        )
+
+    return st.recursive(leaves, extend, max_leaves=6)
+
+
+patterns = _patterns()
+
+
+@st.composite
+def rule_entries(draw, skill_names: list[str]) -> tuple[tuple[RuleEntry, object], ...]:
+    rules = []
+    ids = draw(st.lists(st.integers(1, 300), max_size=8, unique=True))
+    for position, rule_id in enumerate(ids):
+        pattern = draw(patterns)
+        try:
+            compiled = compile_pattern(pattern)
+        except Exception:
+            continue
+        rules.append(
+            (
+                RuleEntry(
+                    id=rule_id,
+                    name=f"rule-{position}",
+                    pattern=pattern,
+                    skills=tuple(draw(st.lists(st.sampled_from([*skill_names, "unknown-skill"]), max_size=2))),
+                    tools=(),
+                    instruction=draw(st.sampled_from(["", f"Instruction {position}."])),
+                    auto_invoke=None,
+                    priority=draw(st.integers(0, 3)),
+                ),
+                compiled,
+            )
+        )
+    rules.sort(key=lambda rule: (-rule[0].priority, rule[0].name))
+    return tuple(rules)
+
+
+def both_snapshots(entries: list[EffectiveSkill], rules) -> tuple[Snapshot, Snapshot]:
+    invocable = [e for e in entries if e.model_invocable]
+    common = {
+        "generation": 1,
+        "label": None,
+        "skills": tuple(sorted(entries, key=lambda e: e.name)),
+        "by_name": {e.name: e for e in entries},
+        "rules": rules,
+    }
+    plain = Snapshot(index=MatchIndex(invocable), **common)
+    indexed = Snapshot(index=TermIndex(invocable), rule_set=RuleSet((r.id, r.pattern) for r, _ in rules), **common)
+    return plain, indexed
+
+
+queries = st.one_of(words, st.text(alphabet="pdf REPORT summar é2026 x\n-_.", max_size=40))
+
+
+@settings(max_examples=300, deadline=None)
+@given(entries=skill_entries(), query=queries)
+def test_the_inverted_index_scores_exactly_as_match_index(entries, query):
+    invocable = [e for e in entries if e.model_invocable]
+    expected = MatchIndex(invocable).score(query)
+    found = TermIndex(invocable).score(query)
+    assert [(m.skill, m.score, m.reasons) for m in found] == [(m.skill, m.score, m.reasons) for m in expected]
+
+
+@settings(max_examples=200, deadline=None)
+@given(before=skill_entries(), after=skill_entries(), query=queries)
+def test_an_index_with_changes_equals_one_built_afresh(before, after, query):
+    # Given an index of `before`, when the names of both are replaced by `after`'s skills ...
+    changed = TermIndex(before).with_changes(removed=[e.name for e in before], added=after)
+    # ... then it is the index of `after`, down to its answers.
+    fresh = TermIndex(after)
+    assert changed.state() == fresh.state()
+    assert [(m.skill, m.score, m.reasons) for m in changed.score(query)] == [
+        (m.skill, m.score, m.reasons) for m in fresh.score(query)
+    ]
+
+
+@settings(max_examples=300, deadline=None)
+@given(rule_patterns=st.lists(patterns, min_size=1, max_size=10), query=queries)
+def test_a_rule_set_never_misses_a_rule_whose_pattern_matches(rule_patterns, query):
+    compiled = []
+    for pattern in rule_patterns:
+        try:
+            compiled.append(compile_pattern(pattern))
+        except Exception:
+            compiled.append(None)
+    assume(any(compiled))
+    rules = [(rule_id, p) for rule_id, (p, c) in enumerate(zip(rule_patterns, compiled, strict=True)) if c]
+    candidates = RuleSet(rules).candidates(query)
+    matching = {rule_id for rule_id, p in rules if pattern_search(compile_pattern(p), query)}
+    assert matching <= candidates
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data(), query=queries)
+def test_resolve_gives_the_same_answer_on_both_paths(data, query):
+    entries = data.draw(skill_entries())
+    rules = data.draw(rule_entries([e.name for e in entries]))
+    plain, indexed = both_snapshots(entries, rules)
+    inputs = {
+        "generation": 1,
+        "query": query,
+        "label": None,
+        "forced_skill": data.draw(st.one_of(st.none(), st.sampled_from([e.name for e in entries] or ["none"]))),
+        "context": data.draw(st.one_of(st.none(), st.fixed_dictionaries({"taskDescription": words}))),
+        "max_skills": data.draw(st.integers(0, 14)),
+        "max_chars": data.draw(st.sampled_from([300, 800, 2000, 18_000])),
+    }
+    found = _resolve(snapshot=indexed, **inputs)
+    assert found == _resolve(snapshot=plain, **inputs)
+    assert found.etag == strong_etag(_content(found))  # the ETag as it was always computed
+    assert rules_fire(query, rules, candidates=indexed.rule_set.candidates(query)) == rules_fire(query, rules)
+
+
+def test_a_rule_set_reuses_the_compiled_buckets_a_change_left_alone():
+    rules = [(rule_id, f"word{rule_id}") for rule_id in range(1, 200)]
+    before = RuleSet(rules)
+    after = RuleSet([*rules[:-1], (199, "changed")], previous=before)
+    kept = [b for b in after._buckets if b in before._buckets]
+    assert len(kept) == len(after._buckets) - 1  # only the last bucket (ids 192..) was compiled again
+    assert after.candidates("changed word5") == {5, 199}
+
+
+def test_the_result_cache_keeps_the_most_recent_results():
+    results = ResultCache(2)
+    results.set("a", 1)
+    results.set("b", 2)
+    results.get("a")
+    results.set("c", 3)
+    assert (results.get("a"), results.get("b"), results.get("c")) == (1, None, 3)
+
+
+def test_a_word_every_skill_has_scores_zero_and_matches_nothing_on_both_paths():
+    # Past ~2,500 skills sharing a word its IDF is so small that a skill's score rounds to 0.0,
+    # and `match` leaves out scores of 0: they rank as unmatched skills, by name, with no reasons.
+    entries = [EffectiveSkill(0, f"s{i:04d}", "user", 1, "Writes the report.", "f") for i in range(3000)]
+    entries.append(EffectiveSkill(0, "rare", "user", 1, "Writes the kubernetes report.", "f"))
+    plain, indexed = both_snapshots(entries, ())
+    inputs = {"generation": 1, "label": None, "forced_skill": None, "context": None, "max_chars": 18_000}
+    found = _resolve(snapshot=indexed, query="kubernetes report", max_skills=5, **inputs)
+    assert [(s.skill.name, s.score > 0, bool(s.reasons)) for s in found.skills] == [
+        ("rare", True, True),
+        *((f"s{i:04d}", False, False) for i in range(4)),
+    ]
+    assert found == _resolve(snapshot=plain, query="kubernetes report", max_skills=5, **inputs)
