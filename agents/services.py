@@ -27,6 +27,7 @@ from typing import Any
 
 import jsonschema
 import kombu.exceptions
+from celery import current_app
 from django.conf import settings
 from django.db import transaction
 from django.db.models import F
@@ -35,8 +36,11 @@ from django.utils import timezone
 
 from agents.lease import LeaseKeeper, TurnLost
 from agents.models import AgentTurn, Conversation, TurnCheckpoint, TurnStatus
-from agents.runtime.forcing import split_slash_command
+from agents.runtime.forcing import forced_skill_and_query
+from agents.runtime.loop import run_turn
 from agents.runtime.types import TurnRequest, TurnResult
+from agents.store import RegistrySkillStore, resolution_for_turn
+from agents.tools import tool_registry
 from agents.trace import DatabaseTraceSink, trace_event_append
 from registry import selectors
 from registry.errors import ApplicationError, Conflict, NotFound
@@ -44,6 +48,8 @@ from registry.models import UsageKind, UsageSource
 from registry.services.usage import UsageEventInput, usage_feedback_set, usage_record
 
 logger = logging.getLogger(__name__)
+
+TURN_TASK = "agents.tasks.agent_turn_run_task"
 
 # SPEC §6.9: the scripted model's request contract.
 SCRIPT_SCHEMA = {
@@ -78,8 +84,6 @@ def agent_turn_create(
     max_input_tokens: int | None = None,
 ) -> AgentTurn:
     """Queue a turn; the worker is told only after the row is committed."""
-    from agents.tasks import agent_turn_run_task
-
     model = (model or settings.AGENT_MODEL).strip()
     if model == "scripted":
         if not settings.AGENT_ALLOW_SCRIPTED:
@@ -104,13 +108,13 @@ def agent_turn_create(
             max_input_tokens=max_input_tokens,
             lease_expires_at=_lease_from_now(),  # queued: when the reaper sends the message again
         )
-        transaction.on_commit(lambda: _enqueue(agent_turn_run_task, str(turn.id)))
+        transaction.on_commit(lambda: _enqueue(str(turn.id)))
     return turn
 
 
-def _enqueue(task, turn_id: str) -> None:
+def _enqueue(turn_id: str) -> None:
     try:
-        task.delay(turn_id)
+        _queue_turn_message(turn_id)
     except kombu.exceptions.OperationalError as error:
         # No worker will ever hear of this turn: say so on the turn rather than leave it queued.
         # The error itself goes on to the caller, who gets a 503 and can send the turn again.
@@ -123,7 +127,7 @@ def _check_forced_skill(*, message: str, forced_skill: str | None) -> None:
     that fails in the worker. The name is found as the runtime finds it (the `forced_skill`
     field, else a leading `/command` read by the runtime's own parser), so "/tmp/x is broken"
     is a plain message here as it is there."""
-    name = forced_skill or split_slash_command(message)[0]
+    name, _ = forced_skill_and_query(message, forced_skill)
     if name is None:
         return
     try:
@@ -366,19 +370,17 @@ def agent_turn_run(*, claimed: ClaimedTurn) -> TurnResult:
     Raises TransientLLMError for the task to retry, and TurnLost when another attempt or a cancel
     took the turn meanwhile (this attempt then stops and writes nothing more).
     """
-    from agents.runtime.loop import run_turn
-    from agents.store import RegistrySkillStore, resolution_for_turn
-    from agents.tools import tool_registry
-
     turn = claimed.turn
     workspace = settings.AGENT_WORKSPACE_ROOT / str(turn.conversation_id or turn.pk)
     workspace.mkdir(parents=True, exist_ok=True)
+    forced_skill, query = forced_skill_and_query(turn.message, turn.forced_skill or None)
     request = TurnRequest(
         message=turn.message,
+        query=query,
+        forced_skill=forced_skill,
         model=turn.model,
         workspace=workspace,
         history=_history(turn),
-        forced_skill=turn.forced_skill or None,
         max_iterations=settings.AGENT_MAX_ITERATIONS,
         max_input_tokens=turn.max_input_tokens,
         max_total_tokens=settings.AGENT_MAX_TOTAL_TOKENS,
@@ -394,7 +396,7 @@ def agent_turn_run(*, claimed: ClaimedTurn) -> TurnResult:
         result = run_turn(
             request,
             store=RegistrySkillStore(),
-            resolution=resolution_for_turn(message=turn.message, forced_skill=request.forced_skill),
+            resolution=resolution_for_turn(request),
             tools=tool_registry(),
             trace=sink,
             should_cancel=sink.should_cancel,
@@ -517,12 +519,16 @@ def agent_turns_reap(*, limit: int = 200) -> ReapReport:
 def _send(turn_id: Any) -> None:
     """Queue a turn's message from the reaper. The broker may be down: the turn keeps its
     deadline and the next round sends again."""
-    from agents.tasks import agent_turn_run_task
-
     try:
-        agent_turn_run_task.delay(str(turn_id))
+        _queue_turn_message(str(turn_id))
     except kombu.exceptions.OperationalError:
         logger.warning("could not queue turn %s; the reaper will try again", turn_id, exc_info=True)
+
+
+def _queue_turn_message(turn_id: str) -> None:
+    """Tell a worker to run the turn. The task is named rather than imported: agents/tasks.py
+    calls into this module, and the dependency stays one way."""
+    current_app.send_task(TURN_TASK, args=[turn_id])
 
 
 def _history(turn: AgentTurn) -> list[dict[str, str]]:

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agents.runtime.forcing import split_slash_command
-from agents.runtime.types import FiredRule, Resolution, SkillDocument, SkillSummary
+from agents.runtime.types import Resolution, SkillDocument, SkillSummary, TurnRequest
 from registry import selectors
 from registry.errors import NotFound
 from registry.models import SkillVersion
@@ -34,10 +33,7 @@ def resolution(result: registry_resolve.ResolveResult) -> Resolution:
         skills=tuple(skill_summary(offered.skill) for offered in result.skills),
         prompt_block=result.prompt_block,
         instructions=result.instructions,
-        fired_rules=tuple(
-            FiredRule(name=r.name, why=r.why, skills=r.skills, instruction=r.instruction, auto_invoke=r.auto_invoke)
-            for r in result.fired_rules
-        ),
+        fired_rules=result.fired_rules,
     )
 
 
@@ -98,11 +94,6 @@ class RegistrySkillStore:
         ]
 
 
-def resolution_for_turn(*, message: str, forced_skill: str | None, label: str | None = None) -> Resolution:
-    """The registry's resolve() for this turn, in the runtime's plain shapes.
-
-    A leading `/skill-name` is a command, not part of what the user asks about: it is matched
-    against rules and skills without it, and names the forced skill unless one was given.
-    """
-    slash_skill, query = split_slash_command(message)
-    return resolution(registry_resolve.resolve(query=query, label=label, forced_skill=forced_skill or slash_skill))
+def resolution_for_turn(request: TurnRequest, label: str | None = None) -> Resolution:
+    """The registry's resolve() for this turn's query and forced skill, in the runtime's shapes."""
+    return resolution(registry_resolve.resolve(query=request.query, label=label, forced_skill=request.forced_skill))

@@ -138,6 +138,7 @@ def run_one(*, message: str, steps: int, database_trace: bool, counter: TimedTok
     workspace.mkdir(parents=True, exist_ok=True)
     request = TurnRequest(
         message=message,
+        query=message,
         model="scripted",
         workspace=workspace,
         max_iterations=steps + 1,
@@ -149,7 +150,7 @@ def run_one(*, message: str, steps: int, database_trace: bool, counter: TimedTok
     counted_before = counter.seconds
     sink: Any = DatabaseTraceSink(turn) if database_trace else MemoryTraceSink()
     started = time.perf_counter()
-    resolution = resolution_for_turn(message=message, forced_skill=None)
+    resolution = resolution_for_turn(request)
     resolved = time.perf_counter()
     result = run_turn(
         request,
@@ -244,7 +245,7 @@ def main() -> None:
     from django.db import connection
 
     from agents.models import AgentTurn
-    from agents.runtime.llm import litellm_module
+    from agents.runtime.litellm_import import litellm_module
     from registry.selectors.resolve import registry_caches_reset
 
     started = time.perf_counter()

@@ -19,7 +19,7 @@ def _encoding():
         bundled = Path(spec.origin).parent / "litellm_core_utils" / "tokenizers"
         if bundled.is_dir():
             os.environ.setdefault("TIKTOKEN_CACHE_DIR", str(bundled))
-    import tiktoken
+    import tiktoken  # heavy: only the processes that count tokens pay for it
 
     return tiktoken.get_encoding("cl100k_base")
 

@@ -11,7 +11,6 @@ from agents.runtime.loop import run_turn
 from agents.runtime.providers import register_providers
 from agents.runtime.tools import Tool, ToolContext, ToolFailure, ToolRegistry, ToolResult
 from agents.runtime.types import (
-    FiredRule,
     Resolution,
     SkillActivation,
     SkillDocument,
@@ -22,6 +21,7 @@ from agents.runtime.types import (
     TurnRequest,
     TurnResult,
 )
+from registry.fired_rule import FiredRule
 
 __all__ = [
     "FiredRule",

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from agents.runtime.builtin_tools import ESSENTIAL_TOOLS
 from agents.runtime.skill_tools import SKILL_LOADERS
 from agents.runtime.tools import ToolRegistry
-from agents.runtime.types import SkillDocument, SkillStore
+from agents.runtime.types import SkillDocument, SkillStore, TurnRequest
 
 # "/code-review check app.py": a skill name (SPEC §2 characters, underscores tolerated) right
 # at the start, followed by whitespace or the end. "/usr/bin is slow" is not a command.
@@ -39,22 +39,26 @@ def split_slash_command(message: str) -> tuple[str | None, str]:
     return found.group(1).lower(), message[found.end() :].strip()
 
 
-def detect_forced_skill(
-    *, message: str, forced_skill: str | None, store: SkillStore, tools: ToolRegistry
-) -> tuple[ForcedSkill | None, str]:
-    """The forced skill of this turn (request field first, then a slash command) and the message
-    to send; raises UnknownForcedSkill with a readable message."""
+def forced_skill_and_query(message: str, forced_skill: str | None) -> tuple[str | None, str]:
+    """What a turn forces and what it asks, read once where the turn comes in (TurnRequest).
+
+    The request's `forced_skill` wins, else a leading `/skill-name` names it. A command naming
+    the forced skill is not part of the query; any other message is the query as written.
+    """
     command, rest = split_slash_command(message)
     name = forced_skill or command
-    if name is None:
-        return None, message
-    document = store.load(name)
+    return name, rest if command is not None and command == name else message
+
+
+def detect_forced_skill(*, request: TurnRequest, store: SkillStore, tools: ToolRegistry) -> ForcedSkill | None:
+    """The forced skill of this turn; raises UnknownForcedSkill with a readable message."""
+    if request.forced_skill is None:
+        return None
+    document = store.load(request.forced_skill)
     if document is None:
-        raise UnknownForcedSkill(f"unknown skill '/{name}': no enabled skill has that name")
-    if command == document.name:
-        message = rest or f"Run the /{document.name} skill."
+        raise UnknownForcedSkill(f"unknown skill '/{request.forced_skill}': no enabled skill has that name")
     offered, fallback = allowed_tools(document, tools)
-    return ForcedSkill(document, offered, fallback), message
+    return ForcedSkill(document, offered, fallback)
 
 
 def allowed_tools(document: SkillDocument, tools: ToolRegistry) -> tuple[tuple[str, ...], bool]:

@@ -1,19 +1,19 @@
 """A thin wrapper over litellm: one call in, plain data out, two error classes.
 
-litellm is imported lazily and once (SPEC §1: it costs ~3 s and ~180 MB), with the local cost map
-so that importing never touches the network.
+litellm itself is reached through `litellm_module()` (imported once, on first use).
 """
 
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from functools import cache
 from types import ModuleType
 from typing import Any
+
+from agents.runtime.litellm_import import litellm_module
+from agents.runtime.providers import register_providers
 
 # The API's "model": "scripted" / "offline" must work, but litellm needs "provider/model".
 MODEL_ALIASES = {"scripted": "scripted/default", "offline": "offline/default"}
@@ -47,23 +47,12 @@ class LLMResponse:
     latency_ms: int = 0
 
 
-@cache
-def litellm_module() -> ModuleType:
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    import litellm
-
-    litellm.suppress_debug_info = True  # its "Give Feedback" banner would land in worker logs
-    return litellm
-
-
 def resolve_model(model: str) -> str:
     return MODEL_ALIASES.get(model, model)
 
 
 def complete(model: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]], **options: Any) -> LLMResponse:
     """One chat completion through litellm; raises TransientLLMError or LLMError."""
-    from agents.runtime.providers import register_providers
-
     litellm = litellm_module()
     register_providers()
     started = time.monotonic()

@@ -112,7 +112,7 @@ class _Turn:
         self.failures: Counter[str] = Counter()
         self.auto_invoked: set[str] = set()
         self.forced: ForcedSkill | None = None
-        self.message = request.message
+        self.message = request.query
         self.offered: list[str] = []
         self.prompt = SystemPrompt(())
         self.conversation: list[dict[str, Any]] = []
@@ -124,11 +124,11 @@ class _Turn:
 
     def run(self) -> TurnResult:
         try:
-            self.forced, self.message = detect_forced_skill(
-                message=self.request.message, forced_skill=self.request.forced_skill, store=self.store, tools=self.tools
-            )
+            self.forced = detect_forced_skill(request=self.request, store=self.store, tools=self.tools)
         except UnknownForcedSkill as error:
             return self._finish("failed", error=str(error))
+        if self.forced and not self.message:  # a bare "/skill-name": the command is the whole ask
+            self.message = f"Run the /{self.forced.document.name} skill."
         self._prepare()
         self._checkpoint({"kind": "prepared"})
         return self._loop()
@@ -448,11 +448,11 @@ class _Turn:
         if not looks_unhelpful(answer):
             return []
         for rule in self.resolution.fired_rules:
-            if not rule.auto_invoke or rule.name in self.auto_invoked:
+            call = rule.auto_invoke_call(self.request.query)
+            if call is None or rule.name in self.auto_invoked:
                 continue
             self.auto_invoked.add(rule.name)  # once per rule and turn: no loop of fallbacks
-            tool_name = str(rule.auto_invoke.get("tool", ""))
-            arguments = _substitute(rule.auto_invoke.get("arguments") or {}, self.message)
+            tool_name, arguments = call["tool"], call["arguments"]
             if tool_name not in self.offered:
                 self._emit(
                     "warning",
@@ -557,14 +557,3 @@ def _assistant_message(content: str | None, calls: list[ToolCall]) -> dict[str, 
             for call in calls
         ],
     }
-
-
-def _substitute(value: Any, query: str) -> Any:
-    """Replace "{{query}}" in every string of a rule's auto_invoke arguments."""
-    if isinstance(value, str):
-        return value.replace("{{query}}", query)
-    if isinstance(value, list):
-        return [_substitute(item, query) for item in value]
-    if isinstance(value, dict):
-        return {key: _substitute(item, query) for key, item in value.items()}
-    return value

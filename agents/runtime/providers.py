@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
-from agents.runtime.llm import litellm_module
+from agents.runtime.litellm_import import litellm_module
 from agents.runtime.skill_tools import FILES_HEADING
 
 SCRIPT_DONE_ANSWER = "done"
@@ -224,6 +224,7 @@ def register_providers() -> None:
 @cache
 def _handlers() -> dict[str, Any]:
     litellm = litellm_module()
+    # heavy: litellm's classes are imported with litellm itself, on first use
     from litellm.llms.custom_llm import CustomLLM, CustomLLMError
     from litellm.types.utils import Choices, Message, Usage
 

@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
+from registry.fired_rule import FiredRule
+
 # Values of `skill_activated.trigger` (SPEC §6.10).
 Trigger = Literal[
     "forced",
@@ -68,16 +70,6 @@ class SkillStore(Protocol):
 
 
 @dataclass(frozen=True)
-class FiredRule:
-    name: str
-    why: str
-    skills: tuple[str, ...] = ()
-    instruction: str | None = None
-    # {"tool": str, "arguments": dict}; string values may contain "{{query}}" (seed 004).
-    auto_invoke: dict[str, Any] | None = None
-
-
-@dataclass(frozen=True)
 class Resolution:
     """What the registry resolved for this turn before it starts (force-include rules applied)."""
 
@@ -89,11 +81,15 @@ class Resolution:
 
 @dataclass(kw_only=True)
 class TurnRequest:
-    message: str
+    """One turn as the runtime takes it. Build it with `forcing.forced_skill_and_query`'s answer:
+    the slash command is read once, where the turn comes in."""
+
+    message: str  # as the user sent it
+    query: str  # what the user asks: the message without a command naming the forced skill
+    forced_skill: str | None = None  # the request's forced skill, else the one a `/command` names
     model: str
     workspace: Path
     history: list[dict[str, Any]] = field(default_factory=list)  # prior user/assistant messages
-    forced_skill: str | None = None
     max_iterations: int = 10
     max_input_tokens: int | None = None
     max_total_tokens: int | None = None

@@ -23,6 +23,7 @@ from registry.api.serializers import RulesTestInputSerializer
 from registry.console.access import console_view
 from registry.console.inputs import json_from_text, text_problem
 from registry.errors import ApplicationError, NotFound
+from registry.fired_rule import QUERY_PLACEHOLDER, FiredRule
 from registry.models import ForceIncludeRule
 from registry.patterns import pattern_check, pattern_search
 from registry.selectors.resolve import rules_test
@@ -215,7 +216,7 @@ def _render_editor(request, form: RuleInput, *, rule: ForceIncludeRule | None, s
         "picked": picked,
         "check": _editor_check(form),
         "limits": {"name": RULE_NAME_MAX, "instruction": INSTRUCTION_MAX},
-        "placeholder": selectors.QUERY_PLACEHOLDER,
+        "placeholder": QUERY_PLACEHOLDER,
     }
     return render(request, "registry/rules/edit.html", context, status=status)
 
@@ -314,7 +315,7 @@ def _next_url(request, default: str) -> str:
 
 @dataclass(frozen=True)
 class FiredRuleView:
-    fired: Any  # registry.selectors.resolve.FiredRule
+    fired: FiredRule
     auto_invoke_call: dict[str, Any] | None
     arguments_json: str
 
@@ -342,8 +343,8 @@ def rule_tester(request):
     return render(request, template, context, status=400 if context.get("errors") else 200)
 
 
-def _fired_view(rule, query: str) -> FiredRuleView:
-    call = selectors.auto_invoke_render(rule.auto_invoke, query)
+def _fired_view(rule: FiredRule, query: str) -> FiredRuleView:
+    call = rule.auto_invoke_call(query)
     arguments = json.dumps(call["arguments"], indent=2, ensure_ascii=False) if call else ""
     return FiredRuleView(fired=rule, auto_invoke_call=call, arguments_json=arguments)
 

@@ -20,11 +20,9 @@ from registry.models import ForceIncludeRule, Skill, SkillVersion
 from registry.selectors.accounts import AccountRow, account_list
 from registry.selectors.audit import AuditEntry, AuditFilter, audit_log_for_user, audit_page
 from registry.selectors.rules import (
-    QUERY_PLACEHOLDER,
     RuleRow,
     RuleSkill,
     SkillChoice,
-    auto_invoke_render,
     rule_get,
     rule_list,
     rule_rows,
@@ -92,8 +90,6 @@ __all__ = [
     "rule_get",
     "rule_list",
     "rule_rows",
-    "QUERY_PLACEHOLDER",
-    "auto_invoke_render",
     "rule_skill_choices",
     "DIFF_TEXT_MAX",
     "BundleZip",

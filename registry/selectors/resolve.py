@@ -37,6 +37,7 @@ from django.conf import settings
 from django.core.cache import cache
 
 from registry.errors import ApplicationError
+from registry.fired_rule import FiredRule
 from registry.matching import Match, MatchIndex, find_skills, match
 from registry.models import ForceIncludeRule
 from registry.patterns import compile_pattern, pattern_search
@@ -81,18 +82,6 @@ class RuleEntry:
     instruction: str
     auto_invoke: dict[str, Any] | None
     priority: int
-
-
-@dataclass(frozen=True)
-class FiredRule:
-    id: int
-    name: str
-    why: str
-    skills: tuple[str, ...] = ()
-    tools: tuple[str, ...] = ()
-    instruction: str | None = None
-    auto_invoke: dict[str, Any] | None = None  # `{{query}}` is substituted at use time (seed 004)
-    priority: int = 0
 
 
 @dataclass(frozen=True)

@@ -1,10 +1,9 @@
 """Reads for force-include rules (seed 004): the API's and the console's rule lists, one rule,
-the skill names a rule can pick from, and the call an `auto_invoke` makes for a query."""
+and the skill names a rule can pick from."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from django.db.models import F
 
@@ -40,9 +39,6 @@ def _skill_states(names: set[str]) -> dict[str, str]:
         if enabled or name not in states:
             states[name] = "enabled" if enabled else "disabled"
     return states
-
-
-QUERY_PLACEHOLDER = "{{query}}"
 
 
 def rule_list() -> list[ForceIncludeRule]:
@@ -83,21 +79,3 @@ def rule_skill_choices() -> list[SkillChoice]:
         elif enabled:
             best[name] = (found[0], found[1], True)
     return [SkillChoice(name=name, description=best[name][1], enabled=best[name][2]) for name in sorted(best)]
-
-
-def auto_invoke_render(auto_invoke: dict[str, Any] | None, query: str) -> dict[str, Any] | None:
-    """seed 004: the tool call a rule's `auto_invoke` makes for `query`, with every `{{query}}`
-    in its string arguments replaced (the runtime does the same when it makes the call)."""
-    if not auto_invoke:
-        return None
-
-    def substitute(value: Any) -> Any:
-        if isinstance(value, str):
-            return value.replace(QUERY_PLACEHOLDER, query)
-        if isinstance(value, list):
-            return [substitute(v) for v in value]
-        if isinstance(value, dict):
-            return {k: substitute(v) for k, v in value.items()}
-        return value
-
-    return {"tool": auto_invoke["tool"], "arguments": substitute(auto_invoke.get("arguments") or {})}

@@ -44,6 +44,8 @@ def test_the_result_converts_to_the_runtime_resolution():
     fired = resolution.fired_rules[0]
     assert (fired.name, fired.skills, fired.instruction) == ("images", ("image-generation",), "Use it.")
     assert fired.auto_invoke == {"tool": "run_skill", "arguments": {"args": ["{{query}}"]}}
+    # The call the runtime makes is the one the console's rule tester shows: the same method.
+    assert fired.auto_invoke_call("draw a cat") == {"tool": "run_skill", "arguments": {"args": ["draw a cat"]}}
     assert resolution.prompt_block.startswith("## Skills (mandatory)")
 
 

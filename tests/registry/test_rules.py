@@ -7,6 +7,7 @@ import time
 import pytest
 
 from registry.errors import ApplicationError, InvalidPattern
+from registry.fired_rule import FiredRule
 from registry.models import AuditLog, ForceIncludeRule, RegistryState
 from registry.patterns import compile_pattern, pattern_search
 from registry.services.rules import rule_create, rule_delete, rule_update
@@ -111,6 +112,17 @@ def test_an_invalid_update_writes_nothing():
     with pytest.raises(InvalidPattern):
         rule_update(rule=rule, pattern=r"(\w)\1")
     assert ForceIncludeRule.objects.get().pattern == "keep"
+
+
+def test_auto_invoke_call_substitutes_the_query_in_every_nested_string():
+    rule = FiredRule(
+        id=1,
+        name="ai",
+        why="pattern /x/ matched",
+        auto_invoke={"tool": "run_skill", "arguments": {"args": ["{{query}}", 3], "n": {"q": "say {{query}}!"}}},
+    )
+    assert rule.auto_invoke_call("hi") == {"tool": "run_skill", "arguments": {"args": ["hi", 3], "n": {"q": "say hi!"}}}
+    assert FiredRule(id=2, name="plain", why="w").auto_invoke_call("hi") is None
 
 
 def test_auto_invoke_is_checked_and_kept_with_its_placeholder():

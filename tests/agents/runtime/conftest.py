@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from agents.runtime.builtin_tools import default_tool_registry
+from agents.runtime.forcing import forced_skill_and_query
 from agents.runtime.llm import LLMResponse, ToolCall
 from agents.runtime.loop import run_turn
 from agents.runtime.tools import ToolRegistry
@@ -161,8 +162,14 @@ class Harness:
         should_cancel: Callable[[], bool] = lambda: False,
         **request: Any,
     ) -> TurnResult:
+        forced_skill, query = forced_skill_and_query(message, request.pop("forced_skill", None))
         turn = TurnRequest(
-            message=message, model=request.pop("model_name", "fake"), workspace=self.workspace, **request
+            message=message,
+            query=query,
+            forced_skill=forced_skill,
+            model=request.pop("model_name", "fake"),
+            workspace=self.workspace,
+            **request,
         )
         return run_turn(
             turn,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agents.runtime.forcing import split_slash_command
+from agents.runtime.forcing import forced_skill_and_query, split_slash_command
 
 from .conftest import FakeModel, answer, call, tool_step
 
@@ -22,6 +22,29 @@ DONE = "The review is complete: no defects found in the files that were read."
 )
 def test_slash_command_is_split_from_the_message(message, expected):
     assert split_slash_command(message) == expected
+
+
+@pytest.mark.parametrize(
+    "message, forced_skill, expected",
+    [
+        ("/code-review check app.py", None, ("code-review", "check app.py")),
+        ("/code-review check app.py", "code-review", ("code-review", "check app.py")),
+        # The field wins; a command naming another skill is left in what the user asks.
+        ("/other check app.py", "code-review", ("code-review", "/other check app.py")),
+        ("check app.py", "code-review", ("code-review", "check app.py")),
+        ("/usr/bin is slow", None, (None, "/usr/bin is slow")),
+        ("/code-review", None, ("code-review", "")),
+    ],
+)
+def test_forced_skill_and_query_are_read_once_from_message_and_field(message, forced_skill, expected):
+    assert forced_skill_and_query(message, forced_skill) == expected
+
+
+def test_a_bare_slash_command_asks_the_model_to_run_the_skill(harness, store):
+    store.add("code-review", tools=("file_read",))
+    model = FakeModel([answer(DONE)])
+    harness.run("/code-review", model)
+    assert model.calls[0]["messages"][-1] == {"role": "user", "content": "Run the /code-review skill."}
 
 
 def test_forced_skill_offers_only_declared_and_essential_tools(harness, store):

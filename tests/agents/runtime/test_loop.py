@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from agents.runtime.llm import LLMError, LLMResponse, TransientLLMError
-from agents.runtime.types import FiredRule, Resolution, SkillActivation, SkillExecution
+from agents.runtime.types import Resolution, SkillActivation, SkillExecution
+from registry.fired_rule import FiredRule
 
 from .conftest import FakeModel, answer, call, tool_step
 
@@ -14,6 +15,7 @@ HELPFUL = (
     "with those settings once you confirm."
 )
 IMAGE_RULE = FiredRule(
+    id=1,
     name="images",
     why="pattern 'image' matched",
     skills=("image-gen",),

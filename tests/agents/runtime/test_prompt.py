@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from agents.runtime.types import FiredRule, Resolution, SkillSummary
+from agents.runtime.types import Resolution, SkillSummary
+from registry.fired_rule import FiredRule
 
 from .conftest import FakeModel, answer
 
@@ -23,7 +24,7 @@ def resolution_with_rule() -> Resolution:
         skills=(SkillSummary("code-review", "Reviews code changes.", 1),),
         prompt_block=LAZY_BLOCK,
         instructions=("For this request, you MUST call read_skill first.",),
-        fired_rules=(FiredRule(name="review", why="pattern 'review' matched", skills=("code-review",)),),
+        fired_rules=(FiredRule(id=1, name="review", why="pattern 'review' matched", skills=("code-review",)),),
     )
 
 

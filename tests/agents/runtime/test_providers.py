@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from agents.runtime.builtin_tools import default_tool_registry
-from agents.runtime.llm import LLMError, TransientLLMError, complete, litellm_module
+from agents.runtime.litellm_import import litellm_module
+from agents.runtime.llm import LLMError, TransientLLMError, complete
 from agents.runtime.providers import OFFLINE_NOTE, best_skill, register_providers, summary_steps
 from agents.runtime.types import Resolution, SkillActivation, SkillSummary
 

@@ -74,7 +74,7 @@ def script() -> FakeModel:
 
 def attempt(workspace, model, tools, trace, resume=()):
     return run_turn(
-        TurnRequest(message="write the notes", model="fake", workspace=workspace),
+        TurnRequest(message="write the notes", query="write the notes", model="fake", workspace=workspace),
         store=_EmptyStore(),
         resolution=Resolution(),
         tools=tools,
