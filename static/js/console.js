@@ -116,6 +116,37 @@
     }
   });
 
+  // A request htmx does not swap in (a 5xx, a 4xx outside data-swap-errors, no connection)
+  // would otherwise change nothing on screen: say what happened where flash messages appear,
+  // until the same control is tried again. A 503 names the service that is down (plain text).
+  var failedElt = null;
+
+  function showProblem(elt, text) {
+    var box = document.getElementById("request-problem");
+    if (!box) { return; }
+    var item = document.createElement("p");
+    item.className = "flash flash-error";
+    item.textContent = text;
+    box.replaceChildren(item);
+    box.hidden = false;
+    failedElt = elt;
+  }
+
+  document.addEventListener("htmx:responseError", function (event) {
+    var xhr = event.detail.xhr;
+    var plain = (xhr.getResponseHeader("Content-Type") || "").indexOf("text/plain") === 0;
+    var said = plain ? xhr.responseText.trim().slice(0, 300) : "";
+    showProblem(event.detail.elt, said || "The server could not complete this request (HTTP " + xhr.status +
+      "). Try again; if it keeps failing, an admin can find the error in the server log.");
+  });
+  document.addEventListener("htmx:sendError", function (event) {
+    showProblem(event.detail.elt, "The server could not be reached. Check the connection and try again.");
+  });
+  document.addEventListener("htmx:beforeRequest", function (event) {
+    var box = document.getElementById("request-problem");
+    if (box && event.detail.elt === failedElt) { box.hidden = true; failedElt = null; }
+  });
+
   document.addEventListener("htmx:afterSwap", renderGutter);
   document.addEventListener("DOMContentLoaded", renderGutter);
 })();

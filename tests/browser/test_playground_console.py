@@ -139,3 +139,33 @@ def test_stored_xss_in_trace_data_stays_inert(live_server, open_page):
     assert page.evaluate("window.__xss") is None
     assert dialogs == []
     screenshot(page, "playground-xss-inert-author")
+
+
+def test_a_send_the_server_cannot_take_says_why_instead_of_doing_nothing(live_server, open_page):
+    # The server's 503 for a broker outage is covered with real processes in
+    # tests/faults/test_redis_outage.py; here the browser gets that answer and must show it.
+    user_with_role("ada", "author")
+    page = open_page("ada")
+    page.goto(f"{live_server.url}/playground/")
+    outage = "The task broker is unavailable right now; try again shortly."
+    page.route(
+        "**/playground/",
+        lambda route: route.fulfill(status=503, content_type="text/plain", body=outage)
+        if route.request.method == "POST"
+        else route.continue_(),
+    )
+
+    page.fill("textarea[name=message]", "hello")
+    page.get_by_role("button", name="Send").click()
+
+    problem = page.locator("#request-problem")
+    expect(problem).to_be_visible()
+    expect(problem).to_have_text(outage)
+    expect(page.locator("textarea[name=message]")).to_have_value("hello")  # nothing typed is lost
+    screenshot(page, "playground-503")
+
+    page.unroute("**/playground/")
+    page.select_option("#id_model", "offline")
+    page.get_by_role("button", name="Send").click()
+    expect(page.locator("#turn-status")).to_be_visible()
+    expect(problem).to_be_hidden()  # the same control was tried again, and worked
