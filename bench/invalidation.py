@@ -2,9 +2,11 @@
 
 Starts gunicorn with several sync workers (each request may land on any of them), then N times:
 publishes a new version of one skill through the API and, the moment the 201 arrives, sends
-`GET /skills/{name}/SKILL.md` and `POST /resolve` (half each) on several fresh connections at the
-same instant. A read that answers with an older version than the one just published is stale
-(for resolve: the worker's snapshot, moved forward by the change log, lists the old version).
+`GET /skills/{name}/SKILL.md` and `POST /resolve` (half each; the resolves alternate between no
+label and `production`, so each worker holds a snapshot of both) on several fresh connections at
+the same instant. A read that answers with an older version than the one just published is stale
+(for resolve: the worker's snapshot at that label, moved forward by the change log, lists the old
+version).
 Prints the stale counts and the publish and SKILL.md read latencies. On PostgreSQL this exercises
 LISTEN/NOTIFY (REGISTRY_LISTEN=false measures the query-per-read path for comparison).
 
@@ -89,11 +91,12 @@ def main() -> None:
                 read_ms.append(took)
                 stale += int(response.getheader("X-Skill-Version")) < published
 
-        def resolve(gate: threading.Barrier, published: int) -> None:
-            # Every other reader resolves: the worker's snapshot must have moved to the new version.
+        def resolve(gate: threading.Barrier, published: int, label: str | None) -> None:
+            # The worker's snapshot at `label` must have moved to the new version (the skill
+            # carries no label, so every label lists its latest).
             nonlocal stale_resolves, resolves
             gate.wait()
-            body = json.dumps({"query": f"use {name}"}).encode()
+            body = json.dumps({"query": f"use {name}", "label": label}).encode()
             _, payload = request(port, "POST", "/api/v1/resolve", {**auth, "Content-Type": "application/json"}, body)
             listed = {skill["name"]: skill["version"] for skill in json.loads(payload)["skills"]}
             with lock:
@@ -105,7 +108,10 @@ def main() -> None:
             publish_ms.append(elapsed)
             gate = threading.Barrier(args.readers)
             threads = [
-                threading.Thread(target=resolve if i % 2 else read, args=(gate, version)) for i in range(args.readers)
+                threading.Thread(target=resolve, args=(gate, version, "production" if i % 4 == 3 else None))
+                if i % 2
+                else threading.Thread(target=read, args=(gate, version))
+                for i in range(args.readers)
             ]
             for thread in threads:
                 thread.start()

@@ -18,12 +18,15 @@ and "tokens" when a token or a user's is_active changes. NOTIFY is delivered whe
 transaction commits and `current_generation()` drains the socket without blocking on every read,
 so a process answers from memory and sees another's change as soon as PostgreSQL hands it over
 (bench/invalidation.py measures that). The hand-over is asynchronous, though: a listening backend
-forwards a notification a moment after the writer's COMMIT returns. So a process that writes
-does not wait for its own notification: the commit itself makes it read again (`changed_here`),
-and whoever wrote sees the change on their very next read. If the listening connection is down
-the reader falls back to the query; one that died without a word (a half-open TCP connection,
-until keepalives notice) is covered by reading the row again once a second, which bounds how
-stale a process can be.
+forwards a notification a moment after the writer's COMMIT returns. So the commit itself makes
+the process that wrote read again (`changed_here`), and whoever wrote sees the change on their
+very next read. The write then waits, briefly, for its own notification to come back
+(`committed`) before it answers: the other processes were signalled at the same moment, so when
+the writer's client reads next from one of them, that one has most likely heard it too (a
+listening backend the CPU is too busy to run can still be later; bench/invalidation.py counts
+reads that come too soon). If the listening connection is down the reader falls back to the
+query; one that died without a word (a half-open TCP connection, until keepalives notice) is
+covered by reading the row again once a second, which bounds how stale a process can be.
 """
 
 from __future__ import annotations
@@ -50,6 +53,10 @@ _RETRY_SECONDS = 5.0
 _VERIFY_SECONDS = 1.0
 # Notice a silently dead listening connection within about a minute rather than hours.
 _KEEPALIVES = {"keepalives": 1, "keepalives_idle": 30, "keepalives_interval": 10, "keepalives_count": 3}
+
+# How long a write waits for its own notification (about a millisecond on a quiet machine); it
+# is only a wait: a listening connection that went quiet costs each write this much, no more.
+_ECHO_SECONDS = 0.25
 
 # The change log covers this many generations back (a process further behind rebuilds anyway).
 _CHANGES_KEPT = 1024
@@ -92,7 +99,7 @@ def registry_changed(*, skill: str | None = None, rules: bool = False) -> None:
         RegistryChange.objects.filter(
             Q(generation__lt=generation - _CHANGES_KEPT) | Q(generation__gt=generation)
         ).delete()
-    transaction.on_commit(change_listener.changed_here)
+    transaction.on_commit(lambda: change_listener.committed(generation))
 
 
 def tokens_changed(**_signal_kwargs) -> None:
@@ -119,6 +126,8 @@ class ChangeListener:
         self._pid = 0
         self._retry_at = 0.0
         self._generation: int | None = None
+        self._notified = 0  # the highest generation notified on this connection
+        self._heard = threading.Condition(self._lock)
         self._verified_at = 0.0
         self.token_epoch = 0
 
@@ -142,6 +151,15 @@ class ChangeListener:
         starts token caches over) rather than wait for the notification to arrive."""
         with self._lock:
             self._generation = None
+
+    def committed(self, generation: int) -> None:
+        """This process committed `generation`: as `changed_here`, and return once the
+        notification of it has come back on this process's connection (or after _ECHO_SECONDS).
+        A process that is not listening yet does not start to here."""
+        with self._lock:
+            self._generation = None
+            if self._conn is not None and self._pid == os.getpid():
+                self._heard.wait_for(lambda: self._notified >= generation or self._conn is None, _ECHO_SECONDS)
 
     def close(self) -> None:
         with self._lock:
@@ -172,6 +190,7 @@ class ChangeListener:
             self._retry_at = time.monotonic() + _RETRY_SECONDS
             return False
         self._conn, self._poller, self._pid, self._generation = conn, poller, os.getpid(), None
+        self._notified = 0
         threading.Thread(target=self._watch, args=(conn,), name="registry-listen", daemon=True).start()
         return True
 
@@ -191,10 +210,13 @@ class ChangeListener:
             payload = notify.extra.decode()
             if payload == "tokens":
                 self.token_epoch += 1
-            elif payload == "reset" or self._generation is None:
+            elif payload == "reset":
                 self._generation = None
             else:
-                self._generation = max(self._generation, int(payload))
+                self._notified = max(self._notified, int(payload))
+                if self._generation is not None:
+                    self._generation = max(self._generation, int(payload))
+        self._heard.notify_all()
         return True
 
     def _drop(self) -> None:
@@ -203,6 +225,7 @@ class ChangeListener:
         self._conn = self._poller = None
         self._generation = None
         self._retry_at = time.monotonic() + _RETRY_SECONDS
+        self._heard.notify_all()
 
     def _watch(self, conn) -> None:
         poller = select.poll()

@@ -1,10 +1,15 @@
 """One small per-process cache for reads keyed by the registry generation.
 
-Every key starts with the generation it was computed at (selectors/generation.py). Writes bump
-the generation, so an entry is never invalidated, only outgrown: storing an entry of a newer
-generation drops the older ones (no reader asks for them again), and past `maxsize` the least
-recently used entry goes. Used for the raw SKILL.md bytes, the skill catalogue and the resolve
-snapshots.
+Every key starts with the generation it was computed at (selectors/generation.py); the rest of
+the key says what was read (a skill name, a label). Writes bump the generation, so an entry is
+never invalidated, only outgrown: each rest of a key holds one entry, the newest generation's (no
+reader asks for an older one again), and past `maxsize` the least recently used rest goes.
+
+An entry of an older generation is replaced only by one under the same rest, not dropped when any
+newer one is stored: a resolve snapshot is moved forward from the one held at its label
+(registry/snapshot_delta.py), and every label read since the last write must still have one, not
+only the label read first after it. Used for the raw SKILL.md bytes, the skill catalogue and the
+resolve snapshots.
 """
 
 from __future__ import annotations
@@ -19,37 +24,37 @@ Value = TypeVar("Value")
 class GenerationMemo(Generic[Value]):
     def __init__(self, maxsize: int) -> None:
         self._maxsize = maxsize
-        self._entries: OrderedDict[tuple, Value] = OrderedDict()
-        self._newest = 0
+        self._entries: OrderedDict[tuple, tuple[int, Value]] = OrderedDict()  # rest -> (generation, value)
         self._lock = threading.Lock()
 
     def get(self, key: tuple) -> Value | None:
         """The value stored under `key` (its first item is the generation), or None."""
+        generation, rest = key[0], key[1:]
         with self._lock:
-            found = self._entries.get(key)
-            if found is not None:
-                self._entries.move_to_end(key)
-            return found
+            held = self._entries.get(rest)
+            if held is None or held[0] != generation:
+                return None
+            self._entries.move_to_end(rest)
+            return held[1]
 
     def newest_before(self, generation: int, *rest: object) -> Value | None:
-        """The entry of the newest generation below `generation` whose key ends in `rest`: what a
+        """The entry held under `rest` when it is of a generation below `generation`: what a
         resolve snapshot is moved forward from (registry/snapshot_delta.py)."""
         with self._lock:
-            held = [(key[0], value) for key, value in self._entries.items() if key[0] < generation and key[1:] == rest]
-        return max(held, key=lambda item: item[0])[1] if held else None
+            held = self._entries.get(rest)
+        return held[1] if held is not None and held[0] < generation else None
 
     def put(self, key: tuple, value: Value) -> None:
-        generation = key[0]
+        generation, rest = key[0], key[1:]
         with self._lock:
-            if generation > self._newest:
-                self._newest = generation
-                for stale in [k for k in self._entries if k[0] < generation]:
-                    del self._entries[stale]
-            self._entries[key] = value
+            held = self._entries.get(rest)
+            if held is not None and held[0] > generation:
+                return  # stored by a reader still at an older generation: keep what others ask for
+            self._entries[rest] = (generation, value)
+            self._entries.move_to_end(rest)
             while len(self._entries) > self._maxsize:
                 self._entries.popitem(last=False)
 
     def clear(self) -> None:
         with self._lock:
             self._entries.clear()
-            self._newest = 0

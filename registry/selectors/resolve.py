@@ -284,6 +284,8 @@ class Snapshot:
     rule_set: RuleSet | None = None  # with settings.RESOLVE_INDEX: which rules can match, in one pass
 
 
+# One snapshot per label (the newest read), for the few labels agents resolve at; each moves
+# forward on its own from what it was when last read.
 _SNAPSHOTS: GenerationMemo[Snapshot] = GenerationMemo(maxsize=8)
 
 

@@ -9,12 +9,13 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 import time
 from contextlib import contextmanager
 
 import pytest
 from django.contrib.auth import get_user_model
-from django.db import connection
+from django.db import connection, transaction
 from django.test import Client
 
 from registry.models import RegistryState
@@ -115,6 +116,28 @@ def test_this_process_sees_its_own_writes_at_once_without_a_notification(listeni
     with notifications_off():
         user.save(update_fields=["is_active"])
     assert skill_md(client).status_code == 401
+
+
+def test_a_write_answers_once_its_notification_has_come_back(listening, monkeypatch):
+    monkeypatch.setattr(generation, "_ECHO_SECONDS", 10)  # only a sign of something broken
+    publish()
+    assert skill_md(listening).status_code == 200  # this process listens
+    following = generation.registry_generation() + 1
+
+    def commit_a_moment_later() -> None:
+        time.sleep(0.05)
+        with transaction.atomic():
+            generation.registry_changed()
+        connection.close()  # this thread's own
+
+    writer = threading.Thread(target=commit_a_moment_later)
+    writer.start()
+    # As a write's on_commit does: wait for generation `following` to be notified back.
+    change_listener.committed(following)
+    heard = change_listener._notified
+    writer.join()
+
+    assert heard == following
 
 
 def test_a_token_revoked_or_a_user_deactivated_elsewhere_is_refused_once_heard(listening, make_token):

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from registry.models import ForceIncludeRule, RegistryChange, Skill
 from registry.selectors.generation import current_generation, registry_changed
 from registry.selectors.resolve import (
+    _SNAPSHOTS,
     Snapshot,
     _build_snapshot,
     _resolve,
@@ -85,7 +86,11 @@ def look(label: str | None, seen: dict[str | None, int]) -> None:
     forward, and check it against a rebuild."""
     generation = current_generation()
     if generation != seen[label]:
-        # The change log accounts for every generation since: the snapshot moves, not rebuilds.
+        # The snapshot last read at this label is still held, however often the other labels
+        # moved on since, and the change log accounts for every generation after it: the
+        # snapshot moves, not rebuilds.
+        held = _SNAPSHOTS.newest_before(generation, label)
+        assert held is not None and held.generation == seen[label]
         assert registry_delta(since=seen[label], until=generation) is not None
     assert_same(registry_snapshot(label=label), _build_snapshot(generation, label))
     seen[label] = generation
