@@ -125,9 +125,10 @@ def _warm_up_process(**kwargs) -> None:
         complete("scripted", [{"role": "user", "content": "warm up"}], [], script=[{"content": "warm"}])
     except Exception:
         logger.warning("could not warm up this pool process; its first turn does the rest", exc_info=True)
+        return
     finally:
         connection.close()  # Celery's Django fixup closes it before each task anyway
-    logger.info("warmed up the resolve snapshot, tools and model call path in %.2f s", time.monotonic() - started)
+    logger.info("warmed up this pool process's resolve snapshot and tools in %.2f s", time.monotonic() - started)
 
 
 @worker_ready.connect
