@@ -165,7 +165,7 @@ def prepare_database(env: dict[str, str]) -> tuple[str, int]:
 
     get_user_model().objects.get_or_create(username="turn-bench", defaults={"is_superuser": True, "is_staff": True})
     _, token = api_token_create(name=f"turn-bench-{uuid.uuid4().hex[:8]}", username="turn-bench", scopes=["agent:run"])
-    skills = len(selectors.effective_skill_rows())
+    skills = len(selectors.effective_skills())
     connections.close_all()
     return token, skills
 

@@ -12,7 +12,8 @@ statement of three parts:
    excluded.n`: the database counts, with the grouped SELECT `analytics rebuild` runs over all
    events. (Elsewhere the same SELECT reads the new rows back by id.)
 3. A turn's compact offer row (one per turn, listing every offered skill) is counted per
-   listed skill in Python, as the rebuild does.
+   listed skill: on PostgreSQL inside the same statement (each listed skill stands in as a
+   plain row for the grouped upserts of part 2), elsewhere in Python, as the rebuild does.
 
 All run in one transaction, so the rollups always equal what the raw events say, late events
 land in their own (old) bucket, a duplicate is refused before it can be counted, and a batch that
@@ -99,9 +100,6 @@ def usage_record(
     with transaction.atomic():
         inserted = _store_and_roll_up(list(unique.values()), source=source, now=now)
         fresh = [event for event_id, event in unique.items() if event_id in inserted]
-        offers = [_as_fact(e, source=source, now=now) for e in fresh if e.offered_skills is not None]
-        if offers:
-            _rollup_add(_rollup_counts(offers))
         if fresh and audit:
             audit_record(
                 actor=actor,
@@ -178,9 +176,8 @@ _EVENT_COLUMNS = (
 
 
 def _store_and_roll_up(events: list[UsageEventInput], *, source: str, now: dt.datetime) -> set[str]:
-    """Insert the events and add the plain ones (all but compact offer rows, which the caller
-    counts) to every rollup table; return the ids that were new (ON CONFLICT DO NOTHING skipped
-    the rest, and only new rows are counted)."""
+    """Insert the events and add them to every rollup table; return the ids that were new (ON
+    CONFLICT DO NOTHING skipped the rest, and only new rows are counted)."""
     rows = [
         (
             e.event_id,
@@ -228,20 +225,61 @@ def _store_and_roll_up(events: list[UsageEventInput], *, source: str, now: dt.da
     for start in range(0, len(new_plain), 500):  # within every database's limit of parameters
         for rollup in ROLLUPS:
             _rollup_insert_grouped(plain.filter(id__in=new_plain[start : start + 500]), rollup)
+    offers = [e for e in events if e.event_id in inserted and e.offered_skills is not None]
+    _rollup_add(_rollup_counts(_as_fact(e, source=source, now=now) for e in offers))
     return set(inserted)
+
+
+def usage_statements_compile() -> None:
+    """Compile the statements `usage_record` reuses, now rather than in a worker's first turn
+    (~60 ms of the ORM's compiling)."""
+    if connection.vendor == "postgresql":
+        _rollups_on_write_sql()
 
 
 @functools.cache
 def _rollups_on_write_sql() -> tuple[str, tuple]:
-    """The WITH queries that add the plain rows of `new_events` to each rollup table; compiled
-    once per process (the ORM took longer to compile them than the database to run them)."""
+    """The WITH queries that add the rows of `new_events` to each rollup table; compiled once per
+    process (the ORM took longer to compile them than the database to run them).
+
+    A compact offer row counts once per listed skill, as `_rollup_counts` counts it: `counted`
+    stands each listed skill in as a plain `offered` row of that skill and version, so one
+    grouped upsert per table adds plain and offered counts alike. A turn's ~150 listed skills
+    were three more statements (and ~450 rows sent back to the database) after this one."""
     plain = UsageEvent.objects.filter(offered_skills__isnull=True).order_by()
-    statements, params = [], []
+    q = connection.ops.quote_name
+    carried = ", ".join(q(c) for c in _COUNTED_COLUMNS)
+    offered = f"{q('kind')} = '{UsageKind.OFFERED}' AND jsonb_array_length({q('offered_skills')}) > 0"
+    counted = (
+        f"counted AS (SELECT {q('skill_name')}, {q('version')}, {carried}, NULL::jsonb AS {q('offered_skills')} "
+        f"FROM new_events WHERE {q('offered_skills')} IS NULL OR NOT ({offered}) "
+        "UNION ALL SELECT listed.value ->> 0, (listed.value ->> 1)::integer, "
+        + ", ".join(f"new_events.{q(c)}" for c in _COUNTED_COLUMNS)
+        + f", NULL FROM new_events CROSS JOIN LATERAL jsonb_array_elements({q('offered_skills')}) AS listed "
+        f"WHERE {offered})"
+    )
+    statements, params = [counted], []
     for rollup in ROLLUPS:
-        sql, rollup_params = _rollup_insert_grouped_sql(plain, rollup, source="new_events")
+        sql, rollup_params = _rollup_insert_grouped_sql(plain, rollup, source="counted")
         statements.append(f"{rollup._meta.model_name} AS ({sql})")
         params += rollup_params
     return ", ".join(statements), tuple(params)
+
+
+# What the grouped rollup SELECT reads of an event besides its skill, version and offer list.
+_COUNTED_COLUMNS = (
+    "id",
+    "kind",
+    "label",
+    "trigger",
+    "model",
+    "source",
+    "at",
+    "rating",
+    "tokens",
+    "duration_ms",
+    "cost",
+)
 
 
 def _insert_rows(

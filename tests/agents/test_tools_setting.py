@@ -23,8 +23,10 @@ def make_echo() -> Tool:
 @pytest.fixture(autouse=True)
 def _fresh_tool_cache():
     tools._extra_tools.cache_clear()
+    tools._tools.cache_clear()
     yield
     tools._extra_tools.cache_clear()
+    tools._tools.cache_clear()
 
 
 @pytest.mark.parametrize("path", ["tests.agents.test_tools_setting.ECHO", "tests.agents.test_tools_setting.make_echo"])

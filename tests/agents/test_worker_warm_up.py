@@ -16,6 +16,7 @@ from tests.worker import ROOT, WorkerProcess, _database_url_for_tests, wait_for
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
 WARM_UP_LINE = "warmed up litellm and its tokenizers"
+PROCESS_WARM_UP_LINE = "warmed up this pool process's resolve snapshot and tools"
 
 
 @pytest.fixture
@@ -32,6 +33,12 @@ def test_a_prefork_worker_warms_up_before_ready_and_its_first_turn_succeeds(clie
         output = worker.output()
         assert WARM_UP_LINE in output, output
         assert output.index(WARM_UP_LINE) < output.index(" ready."), "the warm-up must finish before it takes work"
+        # and each pool process, once forked, builds what its first turn would (worker_process_init).
+        wait_for(
+            lambda: worker.output().count(PROCESS_WARM_UP_LINE) >= 2 or None,
+            timeout=60,
+            message="both pool processes to warm up",
+        )
 
         # When the first turns arrive through the API, one for each fresh pool process,
         response_ids = []
