@@ -396,7 +396,7 @@ def agent_turn_run(*, claimed: ClaimedTurn) -> TurnResult:
         result = run_turn(
             request,
             store=RegistrySkillStore(),
-            resolution=resolution_for_turn(request),
+            resolution=resolution_for_turn(query=request.query, forced_skill=request.forced_skill),
             tools=tool_registry(),
             trace=sink,
             should_cancel=sink.should_cancel,

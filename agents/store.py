@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agents.runtime.types import Resolution, SkillDocument, SkillSummary, TurnRequest
+from agents.runtime.types import Resolution, SkillDocument, SkillSummary
 from registry import selectors
 from registry.errors import NotFound
 from registry.models import SkillVersion
@@ -94,6 +94,7 @@ class RegistrySkillStore:
         ]
 
 
-def resolution_for_turn(request: TurnRequest, label: str | None = None) -> Resolution:
-    """The registry's resolve() for this turn's query and forced skill, in the runtime's shapes."""
-    return resolution(registry_resolve.resolve(query=request.query, label=label, forced_skill=request.forced_skill))
+def resolution_for_turn(*, query: str, forced_skill: str | None, label: str | None = None) -> Resolution:
+    """The registry's resolve() for a turn's query and forced skill (as its TurnRequest carries
+    them), in the runtime's shapes."""
+    return resolution(registry_resolve.resolve(query=query, label=label, forced_skill=forced_skill))

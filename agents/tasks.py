@@ -116,7 +116,7 @@ def _warm_up_process(**kwargs) -> None:
     the first turn."""
     started = time.monotonic()
     try:
-        resolution = resolution_for_turn(message="warm up", forced_skill=None)
+        resolution = resolution_for_turn(query="warm up", forced_skill=None)
         if resolution.skills:
             RegistrySkillStore().load(resolution.skills[0].name)
         for tool in tool_registry():

@@ -150,7 +150,7 @@ def run_one(*, message: str, steps: int, database_trace: bool, counter: TimedTok
     counted_before = counter.seconds
     sink: Any = DatabaseTraceSink(turn) if database_trace else MemoryTraceSink()
     started = time.perf_counter()
-    resolution = resolution_for_turn(request)
+    resolution = resolution_for_turn(query=request.query, forced_skill=request.forced_skill)
     resolved = time.perf_counter()
     result = run_turn(
         request,
