@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from django.utils import timezone
 from rest_framework import authentication, exceptions, permissions
 
 from registry.models import ApiToken
 from registry.roles import user_has_scope
+from registry.selectors.tokens import api_token_for_secret
+from registry.services.tokens import api_token_used
 
 
 class BearerTokenAuthentication(authentication.BaseAuthentication):
@@ -22,27 +23,14 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
         secret = secret.strip()
         if not secret:
             raise exceptions.AuthenticationFailed("Empty bearer token.")
-        token = (
-            ApiToken.objects.select_related("user")
-            .filter(secret_hash=ApiToken.hash_secret(secret), revoked_at__isnull=True)
-            .first()
-        )
+        token = api_token_for_secret(secret)
         if token is None or not token.user.is_active:
             raise exceptions.AuthenticationFailed("Invalid or revoked token.")
-        touch_token(token.pk, token.last_used_at)
+        api_token_used(token_id=token.pk, last_used_at=token.last_used_at)
         return (token.user, token)
 
     def authenticate_header(self, request):
         return self.keyword
-
-
-def touch_token(token_id: int, last_used_at) -> bool:
-    """Record use at most once a minute (writing on every request would make reads write)."""
-    now = timezone.now()
-    if last_used_at is None or (now - last_used_at).total_seconds() > 60:
-        ApiToken.objects.filter(pk=token_id).update(last_used_at=now)
-        return True
-    return False
 
 
 def has_scope(request, scope: str) -> bool:

@@ -27,10 +27,10 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from registry.api import throttle
-from registry.api.auth import touch_token
 from registry.models import ApiToken, RegistryState, SkillSource
 from registry.roles import roles_of, scopes_of
 from registry.selectors.generation import heard_changes
+from registry.services.tokens import api_token_used
 
 _LABEL = re.compile(r"^[a-z0-9_.-]{1,36}$")
 _SOURCES = frozenset(SkillSource.values)
@@ -153,7 +153,7 @@ def bearer_generation(request, scope: str) -> int | None:
         return None
     if throttle.retry_after(throttle.token_identity(secret_hash)) is not None:
         return None  # DRF's path answers the 429 (with Retry-After)
-    if touch_token(token.id, token.last_used_at):
+    if api_token_used(token_id=token.id, last_used_at=token.last_used_at):
         token.last_used_at = timezone.now()
     return generation
 

@@ -12,6 +12,15 @@ from registry.models import ApiToken
 from registry.roles import roles_of, scopes_of, token_access
 
 
+def api_token_for_secret(secret: str) -> ApiToken | None:
+    """The live (unrevoked) token whose secret this is, with its user."""
+    return (
+        ApiToken.objects.select_related("user")
+        .filter(secret_hash=ApiToken.hash_secret(secret), revoked_at__isnull=True)
+        .first()
+    )
+
+
 def api_token_list() -> list[ApiToken]:
     """Every token with its owner, by name; revoked ones too (they stay for the audit trail)."""
     return list(ApiToken.objects.select_related("user").order_by("name"))

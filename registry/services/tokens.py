@@ -3,6 +3,7 @@ scopes never exceed its owner's role (registry/roles.py)."""
 
 from __future__ import annotations
 
+import datetime as dt
 import secrets
 
 from django.contrib.auth import get_user_model
@@ -78,3 +79,13 @@ def api_token_revoke(*, name: str, actor: Actor = SYSTEM) -> ApiToken:
             token.save(update_fields=["revoked_at"])
             audit_record(actor=actor, action="token.revoke", object_type="api_token", object_repr=name)
     return token
+
+
+def api_token_used(*, token_id: int, last_used_at: dt.datetime | None) -> bool:
+    """Record that a token was used, at most once a minute (writing on every request would make
+    every read a write). Bookkeeping the console shows, not a change anyone made: not audited."""
+    now = timezone.now()
+    if last_used_at is None or (now - last_used_at).total_seconds() > 60:
+        ApiToken.objects.filter(pk=token_id).update(last_used_at=now)
+        return True
+    return False
