@@ -150,11 +150,12 @@ def main() -> None:
     raw_series = [(d.replace(tzinfo=dt.UTC), s, f) for d, s, f in raw(RAW_SERIES_SQL, skill, start_at, end_at)]
     assert series == raw_series, "daily series: rollups and raw events disagree"
 
+    overview = analytics.skills_overview(filters=window, interval="week")
+    assert {s.skill: (s.succeeded, s.failed, s.loaded, s.offered) for s in overview.stats} == from_raw, (
+        "overview page: rollups and raw events disagree"
+    )
     weekly = {
-        (name, p.bucket, p.succeeded, p.failed)
-        for name, points in analytics.skills_sparklines(filters=window, interval="week").items()
-        for p in points
-        if p.n
+        (name, p.bucket, p.succeeded, p.failed) for name, points in overview.sparklines.items() for p in points if p.n
     }
     raw_weekly = {
         (n, b.replace(tzinfo=dt.UTC), s, f) for n, b, s, f in raw(RAW_SPARKLINES_SQL, "week", start_at, end_at)
@@ -162,8 +163,7 @@ def main() -> None:
     assert weekly == raw_weekly, "weekly sparklines: rollups and raw events disagree"
 
     def overview_page(interval: str) -> None:
-        analytics.skill_analytics(filters=window)
-        analytics.skills_sparklines(filters=window, interval=interval)
+        analytics.skills_overview(filters=window, interval=interval)  # the table and its sparklines
 
     def raw_overview_page(interval: str) -> None:
         raw(RAW_OVERVIEW_SQL, start_at, end_at)

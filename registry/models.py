@@ -215,7 +215,7 @@ class UsageSource(models.TextChoices):
 
 class UsageEvent(models.Model):
     # Idempotency key: a client re-sending a batch (or a redelivered task) never double-counts.
-    event_id = models.CharField(max_length=100, unique=True, default=uuid.uuid4)
+    event_id = models.CharField(max_length=100, default=uuid.uuid4)  # unique: see Meta
     kind = models.CharField(max_length=16, choices=UsageKind.choices)
     skill_name = models.CharField(max_length=128)
     version = models.PositiveIntegerField(null=True, blank=True)
@@ -224,7 +224,12 @@ class UsageEvent(models.Model):
     model = models.CharField(max_length=200, blank=True)
     source = models.CharField(max_length=16, choices=UsageSource.choices, default=UsageSource.API)
     turn = models.ForeignKey(
-        "agents.AgentTurn", null=True, blank=True, on_delete=models.CASCADE, related_name="usage_events"
+        "agents.AgentTurn",
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="usage_events",
+        db_index=False,  # see Meta
     )
     client_id = models.CharField(max_length=100, blank=True)
     duration_ms = models.PositiveIntegerField(null=True, blank=True)
@@ -237,9 +242,14 @@ class UsageEvent(models.Model):
     at = models.DateTimeField(db_index=True)
 
     class Meta:
-        # No index beyond event_id's and at's: every read goes to the rollups, and each index is
-        # paid for on every insert of the hot ingest path.
+        # No index beyond these: every read goes to the rollups, and each index is paid for on
+        # every insert of the hot ingest path. event_id's uniqueness is a constraint, not
+        # `unique=True`, which on PostgreSQL adds a second (LIKE) index that no query uses; only
+        # runtime events have a turn, so API events stay out of the turn index (deleting a turn
+        # finds its events through it).
         ordering = ["-at"]
+        constraints = [models.UniqueConstraint(fields=["event_id"], name="usage_event_id_unique")]
+        indexes = [models.Index(fields=["turn"], name="usage_event_turn", condition=models.Q(turn__isnull=False))]
 
     def __str__(self) -> str:
         return f"{self.kind} {self.skill_name or 'offer list'} v{self.version}"

@@ -76,6 +76,7 @@ class UsageApi(ApiView):
 # checks that every batch accepted here is one the serializer accepts with the same values.
 
 _EVENT_FIELDS = s.UsageEventInputSerializer().fields
+_EVENT_FIELD_NAMES = frozenset(_EVENT_FIELDS)  # the fields' own keys() compare key by key, in Python
 _TEXT_LIMITS = {
     name: (field.max_length, field.required, field.allow_blank)
     for name, field in _EVENT_FIELDS.items()
@@ -124,7 +125,7 @@ def _plain_text(value, max_length: int, *, blank: bool) -> bool:
 def _plain_event(event) -> dict | None:
     if (
         type(event) is not dict
-        or not event.keys() <= _EVENT_FIELDS.keys()
+        or not event.keys() <= _EVENT_FIELD_NAMES
         or type(event.get("kind")) is not str
         or event["kind"] not in _KINDS
     ):

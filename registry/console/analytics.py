@@ -131,13 +131,13 @@ def analytics_overview(request):
     filters = form.filters()
     sort = request.GET.get("sort", "n")
     descending = request.GET.get("dir", "desc" if sort != "skill" else "asc") == "desc"
-    stats = analytics.skill_analytics(filters=filters)
-    stats.sort(key=SORTS.get(sort, SORTS["n"]), reverse=descending)
     interval = _sparkline_interval(filters)
     try:
-        series = analytics.skills_sparklines(filters=filters, interval=interval) if stats else {}
+        overview = analytics.skills_overview(filters=filters, interval=interval)
     except ApplicationError:  # centuries of weeks: the table stands without its trend column
-        series = {}
+        overview = analytics.SkillsOverview(stats=analytics.skill_analytics(filters=filters), sparklines={})
+    stats = sorted(overview.stats, key=SORTS.get(sort, SORTS["n"]), reverse=descending)
+    series = overview.sparklines
     rows = [OverviewRow(stats=s, sparkline=sparkline(series.get(s.skill, []), s.skill, interval)) for s in stats]
     totals = analytics.usage_funnel(filters=filters)
     headers = [

@@ -24,6 +24,7 @@ from registry.selectors.analytics import (
     skill_versions_compare,
     skills_best,
     skills_failing,
+    skills_overview,
     usage_funnel,
     wilson_interval,
 )
@@ -294,6 +295,27 @@ def raw_answer(window: AnalyticsFilter | None = None) -> dict:
     return {key: +value for key, value in counts.items()}
 
 
+def per_skill(answer: dict) -> dict:
+    """A per-(skill, version) answer added up per skill, as tables without versions show it."""
+    merged: dict[tuple[str, None], Counter] = defaultdict(Counter)
+    for (name, _), counts in answer.items():
+        merged[(name, None)] += counts
+    return dict(merged)
+
+
+def raw_outcomes(window: AnalyticsFilter, interval: str) -> dict:
+    """Succeeded and failed per (skill, start of the UTC day or ISO week) among the window's days."""
+    counts: dict[tuple[str, dt.datetime], list[int]] = defaultdict(lambda: [0, 0])
+    for event in UsageEvent.objects.filter(kind__in=["succeeded", "failed"]):
+        at = event.at.astimezone(dt.UTC)
+        if window.date_from and at.date() < window.date_from or window.date_to and at.date() > window.date_to:
+            continue
+        day = at.replace(hour=0, minute=0, second=0, microsecond=0)
+        bucket = day - dt.timedelta(days=day.weekday()) if interval == "week" else day
+        counts[(event.skill_name, bucket)][event.kind == "failed"] += 1
+    return {key: tuple(value) for key, value in counts.items()}
+
+
 def rollup_answer(rows) -> dict:
     columns = ("offered", "loaded", "executed", "succeeded", "failed", "feedback_up", "feedback_down", "tokens")
     return {(r.skill, r.version): +Counter({c: getattr(r, c) for c in columns}) for r in rows}
@@ -427,6 +449,11 @@ def test_rollups_equal_the_raw_events_after_any_mix_of_batches(batches, rating_c
             date_from=now.date() - dt.timedelta(days=first), date_to=now.date() - dt.timedelta(days=last)
         )
         assert rollup_answer(skill_analytics(filters=window, by_version=True)) == raw_answer(window)
+        for interval in ("week", "day"):  # the overview page's table and sparklines, in one query
+            overview = skills_overview(filters=window, interval=interval)
+            assert rollup_answer(overview.stats) == per_skill(raw_answer(window))
+            points = {(name, p.bucket): (p.succeeded, p.failed) for name, ps in overview.sparklines.items() for p in ps}
+            assert {key: value for key, value in points.items() if value != (0, 0)} == raw_outcomes(window, interval)
     merged: dict = defaultdict(Counter)
     for row in skill_analytics(by_version=True, by="model"):
         merged[(row.skill, row.version)] += rollup_answer([row])[(row.skill, row.version)]

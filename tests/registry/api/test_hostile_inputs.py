@@ -6,8 +6,12 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from rest_framework.exceptions import ParseError
 
 from agents.models import AgentTurn
+from registry.api.base import _check_strings, _plainly_storable
 from registry.models import ForceIncludeRule, Skill, UsageEvent
 from tests.factories import make_skill_md, publish
 
@@ -55,6 +59,47 @@ def test_nesting_within_the_limit_is_accepted(api):
     }
     response = api.post("/api/v1/rules", body, format="json")
     assert response.status_code == 201, response.content[:300]
+
+
+def full_walk_refuses(data) -> bool:
+    try:
+        _check_strings(data)
+    except ParseError:
+        return False
+    return True
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=3), children, max_size=4),
+    max_leaves=30,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=json_values, ascii_only=st.booleans())
+def test_a_body_the_quick_check_passes_is_one_the_full_walk_passes(value, ascii_only):
+    # st.text() draws NUL and lone surrogates: written as \u escapes, or (ensure_ascii off) as
+    # the characters themselves.
+    text = json.dumps(value, ensure_ascii=ascii_only)
+    data = json.loads(text)
+    if _plainly_storable(text, data):
+        assert full_walk_refuses(data) is True
+
+
+@pytest.mark.parametrize("depth", [63, 64, 65, 66])
+def test_the_quick_check_and_the_full_walk_agree_on_the_depth_limit(depth):
+    text = '{"a": ' + nested(depth) + "}"
+    data = json.loads(text)
+    assert _plainly_storable(text, data) == full_walk_refuses(data) == (depth < 64)
+
+
+def test_a_plain_usage_batch_takes_the_quick_check_and_an_escaped_nul_does_not():
+    batch = {"events": [{"event_id": f"e{i}", "kind": "loaded", "skill": "pdf", "version": 1} for i in range(3)]}
+    text = json.dumps(batch)
+    assert _plainly_storable(text, batch)
+    nul = json.dumps({"events": [{"event_id": "a\x00b"}]})
+    assert not _plainly_storable(nul, json.loads(nul)) and not full_walk_refuses(json.loads(nul))
 
 
 def test_nothing_is_written_by_a_refused_deep_body(api):
