@@ -129,26 +129,35 @@ class ResolveResult:
 
 def _content(result: ResolveResult) -> dict[str, Any]:
     """Everything the ETag covers (the representation minus the ETag and generation)."""
+    return {"skills": _skills_content(result), **_content_around_skills(result)}
+
+
+def _skills_content(result: ResolveResult) -> list[dict[str, Any]]:
+    return [
+        {
+            "name": s.skill.name,
+            "version": s.skill.version,
+            "fingerprint": s.skill.fingerprint,
+            "description": s.skill.description,
+            "tags": list(s.skill.tags),
+            "triggers": list(s.skill.triggers),
+            "tools": list(s.skill.tools),
+            "source": s.skill.source,
+            "score": s.score,
+            "reasons": list(s.reasons),
+            "forced_by": list(s.forced_by),
+            "described": s.described,
+        }
+        for s in result.skills
+    ]
+
+
+def _content_around_skills(result: ResolveResult) -> dict[str, Any]:
+    """The content but its skills: what `_result_etag` encodes as a whole (the skills it
+    encodes from parts kept with each skill)."""
     included = len(result.skills)
     described = sum(1 for s in result.skills if s.described)
     return {
-        "skills": [
-            {
-                "name": s.skill.name,
-                "version": s.skill.version,
-                "fingerprint": s.skill.fingerprint,
-                "description": s.skill.description,
-                "tags": list(s.skill.tags),
-                "triggers": list(s.skill.triggers),
-                "tools": list(s.skill.tools),
-                "source": s.skill.source,
-                "score": s.score,
-                "reasons": list(s.reasons),
-                "forced_by": list(s.forced_by),
-                "described": s.described,
-            }
-            for s in result.skills
-        ],
         "prompt_block": result.prompt_block,
         "instructions": list(result.instructions),
         "fired_rules": [
@@ -631,8 +640,7 @@ def _strings_json(values: tuple[str, ...]) -> str:
 
 def _result_etag(result: ResolveResult) -> str:
     """`strong_etag(_content(result))`, byte for byte."""
-    content = _content(result)
-    del content["skills"]  # the keys sort around it: fired_rules .. prompt_block, skills, truncated, warnings
+    content = _content_around_skills(result)  # keys sort around "skills": fired_rules .. prompt_block, truncated, ..
     head = _ENCODE({key: value for key, value in content.items() if key < "skills"})
     tail = _ENCODE({key: value for key, value in content.items() if key > "skills"})
     skills = []
