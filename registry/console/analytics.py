@@ -139,7 +139,7 @@ def analytics_overview(request):
     stats = sorted(overview.stats, key=SORTS.get(sort, SORTS["n"]), reverse=descending)
     series = overview.sparklines
     rows = [OverviewRow(stats=s, sparkline=sparkline(series.get(s.skill, []), s.skill, interval)) for s in stats]
-    totals = analytics.usage_funnel(filters=filters)
+    totals = analytics.funnel_of(overview.stats)  # the table's own rows: no third read of the rollups
     headers = [
         (key, title, sort == key, f"?{form.query(sort=key, dir='asc' if sort == key and descending else 'desc')}")
         for key, title in (
@@ -162,7 +162,7 @@ def analytics_overview(request):
             "descending": descending,
             "funnel": funnel_chart(totals),
             "totals": totals,
-            "failing": analytics.skills_failing(filters=filters, min_n=5, limit=5),
+            "failing": analytics.failing_first(overview.stats, min_n=5, limit=5),
             "interval": interval,
             "query": form.query(),
             "csv_url": f"/api/v1/analytics/skills?{form.query(format='csv')}",

@@ -280,10 +280,17 @@ def skill_analytics(
 def skills_failing(
     *, filters: AnalyticsFilter = AnalyticsFilter(), min_n: int = 10, limit: int = 10
 ) -> list[SkillStats]:
-    """Skills most surely failing: ranked by the Wilson upper bound, lowest first (a skill with a
-    low upper bound fails often even in the most favourable reading), among those with n ≥ min_n."""
-    rows = [s for s in skill_analytics(filters=filters) if s.n >= min_n]
-    return sorted(rows, key=lambda s: (s.interval or (0.0, 1.0))[1])[:limit]
+    """Skills most surely failing, from the skill table (see `failing_first`)."""
+    return failing_first(skill_analytics(filters=filters), min_n=min_n, limit=limit)
+
+
+def failing_first(stats: Iterable[SkillStats], *, min_n: int, limit: int) -> list[SkillStats]:
+    """Ranked by the Wilson upper bound, lowest first (a skill with a low upper bound fails often
+    even in the most favourable reading), among those with n ≥ min_n. A page that already holds
+    the skill table ranks it here instead of reading it again."""
+    rows = [s for s in stats if s.n >= min_n]
+    # Ties (equal counts give equal bounds) by name, so the list does not depend on the input order.
+    return sorted(rows, key=lambda s: ((s.interval or (0.0, 1.0))[1], s.skill, s.version or 0))[:limit]
 
 
 def skills_best(*, filters: AnalyticsFilter = AnalyticsFilter(), min_n: int = 10, limit: int = 10) -> list[SkillStats]:
@@ -308,10 +315,19 @@ def usage_event_count(*, filters: AnalyticsFilter = AnalyticsFilter()) -> int:
     return int(sum(totals[name] for name in SUM_FIELDS[: SUM_FIELDS.index("feedback_down") + 1]))
 
 
+FUNNEL_STAGES = ("offered", "loaded", "executed", "succeeded", "failed")
+
+
 def usage_funnel(*, filters: AnalyticsFilter = AnalyticsFilter()) -> dict[str, int]:
     """offered → loaded → executed → succeeded / failed, in event counts."""
     totals = usage_totals(filters=filters)
-    return {name: int(totals[name]) for name in ("offered", "loaded", "executed", "succeeded", "failed")}
+    return {name: int(totals[name]) for name in FUNNEL_STAGES}
+
+
+def funnel_of(stats: Iterable[SkillStats]) -> dict[str, int]:
+    """The funnel of the events a skill table counts: every skill's counts added up, as
+    `usage_funnel` answers for the same filter."""
+    return {name: sum(getattr(s, name) for s in stats) for name in FUNNEL_STAGES}
 
 
 # --- time series -----------------------------------------------------------------------

@@ -17,6 +17,8 @@ from registry.errors import ApplicationError
 from registry.models import DailyRollup, HourlyRollup, UsageEvent, WeeklyRollup
 from registry.selectors.analytics import (
     AnalyticsFilter,
+    failing_first,
+    funnel_of,
     newcombe_difference,
     probability_b_better,
     skill_analytics,
@@ -454,6 +456,9 @@ def test_rollups_equal_the_raw_events_after_any_mix_of_batches(batches, rating_c
             assert rollup_answer(overview.stats) == per_skill(raw_answer(window))
             points = {(name, p.bucket): (p.succeeded, p.failed) for name, ps in overview.sparklines.items() for p in ps}
             assert {key: value for key, value in points.items() if value != (0, 0)} == raw_outcomes(window, interval)
+            # The page ranks and adds up its table rather than reading the rollups twice more.
+            assert funnel_of(overview.stats) == usage_funnel(filters=window)
+            assert failing_first(overview.stats, min_n=1, limit=5) == skills_failing(filters=window, min_n=1, limit=5)
     merged: dict = defaultdict(Counter)
     for row in skill_analytics(by_version=True, by="model"):
         merged[(row.skill, row.version)] += rollup_answer([row])[(row.skill, row.version)]
