@@ -266,22 +266,6 @@ def _rollups_on_write_sql() -> tuple[str, tuple]:
     return ", ".join(statements), tuple(params)
 
 
-# What the grouped rollup SELECT reads of an event besides its skill, version and offer list.
-_COUNTED_COLUMNS = (
-    "id",
-    "kind",
-    "label",
-    "trigger",
-    "model",
-    "source",
-    "at",
-    "rating",
-    "tokens",
-    "duration_ms",
-    "cost",
-)
-
-
 def _insert_rows(
     model: type[models.Model], columns: tuple[str, ...], rows: list[tuple], suffix: str, *, order_by: tuple[str, ...]
 ) -> list[tuple]:
@@ -397,6 +381,9 @@ FACT_FIELDS = (
     "cost",
     "offered_skills",
 )
+
+# What the grouped rollup SELECT reads of an event besides its skill, version and offer list.
+_COUNTED_COLUMNS = ("id", *(name for name in FACT_FIELDS if name not in ("skill_name", "version", "offered_skills")))
 
 _KIND_COLUMN = {kind: COUNT_COLUMNS.index(kind) for kind in ("offered", "loaded", "executed", "succeeded", "failed")}
 _UP, _DOWN, _METERED, _TOKENS, _DURATION, _COST = (COUNT_COLUMNS.index(c) for c in COUNT_COLUMNS[5:])
