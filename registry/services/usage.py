@@ -482,23 +482,28 @@ def usage_rollups_rebuild(*, since: dt.date | None = None, actor: Actor = SYSTEM
     table, as on write); a turn's compact offer rows, one per turn, are expanded here with the
     same counting as on write. Returns the number of events read."""
     start = None if since is None else dt.datetime.combine(since, dt.time.min, tzinfo=dt.UTC)
+    # A table is recounted from the start of its bucket holding `start`: the week of a mid-week
+    # `since` began before it, and its row also counts the days before.
+    starts = {rollup: _bucket_start(rollup, start) for rollup in ROLLUPS} if start is not None else {}
     events = UsageEvent.objects.order_by()
-    if start is not None:
-        events = events.filter(at__gte=start)
     with transaction.atomic():
         for rollup in ROLLUPS:
-            rows = rollup._default_manager.all()
-            (rows if start is None else rows.filter(bucket__gte=start)).delete()
-            _rollup_insert_grouped(events.filter(offered_skills__isnull=True), rollup)
+            rows, counted = rollup._default_manager.all(), events
+            if rollup in starts:
+                rows, counted = rows.filter(bucket__gte=starts[rollup]), events.filter(at__gte=starts[rollup])
+            rows.delete()
+            _rollup_insert_grouped(counted.filter(offered_skills__isnull=True), rollup)
         offers = events.filter(offered_skills__isnull=False)
+        if starts:
+            offers = offers.filter(at__gte=min(starts.values()))
         batch: list[Fact] = []
         for fact in offers.values_list(*FACT_FIELDS).iterator(chunk_size=5_000):
             batch.append(fact)  # type: ignore[arg-type]
             if len(batch) == 5_000:
-                _rollup_add(_rollup_counts(batch))
+                _rollup_add(_rollup_counts_from(batch, starts))
                 batch = []
-        _rollup_add(_rollup_counts(batch))
-        read = events.count()
+        _rollup_add(_rollup_counts_from(batch, starts))
+        read = (events if start is None else events.filter(at__gte=start)).count()
         audit_record(
             actor=actor,
             action="usage.rollups_rebuild",
@@ -507,6 +512,20 @@ def usage_rollups_rebuild(*, since: dt.date | None = None, actor: Actor = SYSTEM
             after={"events_read": read},
         )
     return read
+
+
+def _bucket_start(rollup: type[RollupCounts], day_start: dt.datetime) -> dt.datetime:
+    """The start of `rollup`'s bucket holding midnight `day_start` (hours and days start there)."""
+    return day_start - dt.timedelta(days=day_start.weekday()) if rollup is WeeklyRollup else day_start
+
+
+def _rollup_counts_from(facts: list[Fact], starts: dict[type[RollupCounts], dt.datetime]) -> RollupRows:
+    """`_rollup_counts`, keeping for each table only the buckets from its start (every key's
+    second item is its bucket)."""
+    counts = _rollup_counts(facts)
+    for rollup, start in starts.items():
+        counts[rollup] = {key: row for key, row in counts[rollup].items() if key[1] >= start}
+    return counts
 
 
 def _rollup_insert_grouped(events: QuerySet, rollup: type[RollupCounts]) -> None:

@@ -487,3 +487,20 @@ def test_rebuild_since_a_day_recounts_only_from_that_day(capsys):
     assert daily[NOON.date() - dt.timedelta(days=2)] == (2, 7)  # before --since: left alone
     call_command("analytics", "rebuild")
     assert skill_analytics()[0].failed == 1
+
+
+def test_rebuild_since_mid_week_recounts_that_whole_week_once():
+    monday, wednesday = NOON, NOON + dt.timedelta(days=2)  # NOON is a Monday
+    offer = UsageEventInput(
+        event_id="offer-wed", kind="offered", skill="", offered_skills=(("pdf", 1), ("docx", 1)), at=wednesday
+    )
+    usage_record(events=outcomes("pdf", 1, 2, 0, at=monday) + outcomes("pdf", 1, 1, 1, at=wednesday) + [offer])
+    DailyRollup.objects.filter(bucket__lt=wednesday.replace(hour=0)).update(failed=7)  # before --since
+
+    usage_rollups_rebuild(since=wednesday.date())
+
+    week = WeeklyRollup.objects.get(skill_name="pdf")
+    assert (week.succeeded, week.failed, week.offered) == (3, 1, 1)  # Monday's outcomes counted once
+    assert WeeklyRollup.objects.get(skill_name="docx").offered == 1
+    daily = {row.bucket.date(): (row.succeeded, row.failed) for row in DailyRollup.objects.filter(skill_name="pdf")}
+    assert daily == {monday.date(): (2, 7), wednesday.date(): (1, 1)}  # days before --since: left alone
