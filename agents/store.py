@@ -87,10 +87,12 @@ class RegistrySkillStore:
             for found in registry_resolve.skills_find(trigger=trigger, context=context, label=self.label)
         ]
 
-    def match(self, query: str) -> list[tuple[SkillSummary, float]]:
+    def match(
+        self, query: str, *, trigger: str | None = None, limit: int | None = None
+    ) -> list[tuple[SkillSummary, float]]:
         return [
             (skill_summary(found.skill), found.score)
-            for found in registry_resolve.skills_match(query=query, label=self.label)
+            for found in registry_resolve.skills_match(query=query, label=self.label, trigger=trigger, limit=limit)
         ]
 
 

@@ -20,10 +20,11 @@ Both indexes are immutable once built; `with_changes` makes the next one from th
 
 from __future__ import annotations
 
+import heapq
 import math
 import threading
 from collections import Counter, OrderedDict
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -256,6 +257,19 @@ class TermIndex:
         scores, bonus = self._scores(parsed)
         ordered = sorted(scores.items(), key=lambda item: (-item[1], item[0]))
         return [self._match(name, score, parsed, bonus) for name, score in ordered]
+
+    def top(self, query: str, *, limit: int | None = None, where: Callable[[Any], bool] | None = None) -> list[Match]:
+        """As `match(query, index, limit=limit)` over the skills `where` accepts: the runtime's
+        task-match trigger wants one skill, not reasons built for the ~500 that share a word."""
+        parsed = _Query.parse(query)
+        scores, bonus = self._scores(parsed)
+        kept = (
+            (-score, name)
+            for name, score in scores.items()
+            if score > 0.0 and (where is None or where(self._docs[name].skill))
+        )
+        ordered = sorted(kept) if limit is None else heapq.nsmallest(limit, kept)
+        return [self._match(name, -negative, parsed, bonus) for negative, name in ordered]
 
     def best(self, query: str, *, forced: Collection[str], limit: int) -> tuple[list[Match], list[Match], set[str]]:
         """What resolve uses of `match(query, index)` without ordering all of it: the matches

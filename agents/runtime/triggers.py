@@ -70,14 +70,16 @@ def _add_task_match(
 ) -> None:
     if any(item.trigger == "explicit_command" for item in triggered.loaded):
         return  # the user already named the skill to use
+    loaded = triggered.names()
+    # The best one not loaded yet is among the first len(loaded) + 1.
     ranked = [
         (summary, score)
-        for summary, score in store.match(message)
-        if "task_match" in summary.triggers and summary.name not in triggered.names()
+        for summary, score in store.match(message, trigger="task_match", limit=len(loaded) + 1)
+        if summary.name not in loaded
     ]
     if not ranked:
         return
-    best, score = max(ranked, key=lambda pair: pair[1])
+    best, score = ranked[0]
     if inject_threshold is not None and score >= inject_threshold:
         _load_into(triggered, store, best.name, "task_match")
     elif score >= MIN_SUGGESTION_SCORE:

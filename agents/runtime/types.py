@@ -64,8 +64,11 @@ class SkillStore(Protocol):
         """Seed 001 findSkills: skills declaring `trigger`, most relevant to `context` first."""
         ...
 
-    def match(self, query: str) -> list[tuple[SkillSummary, float]]:
-        """Skills ranked by relevance to `query` (seed 002 scoring or better), best first."""
+    def match(
+        self, query: str, *, trigger: str | None = None, limit: int | None = None
+    ) -> list[tuple[SkillSummary, float]]:
+        """Skills ranked by relevance to `query` (seed 002 scoring or better), best first; with
+        `trigger`, only those declaring it; at most `limit` of them."""
         ...
 
 

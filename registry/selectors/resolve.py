@@ -292,6 +292,16 @@ class Snapshot:
     rule_warnings: tuple[str, ...] = ()
     rule_set: RuleSet | None = None  # with settings.RESOLVE_INDEX: which rules can match, in one pass
 
+    @functools.cached_property
+    def by_trigger(self) -> dict[str, tuple[EffectiveSkill, ...]]:
+        """The skills declaring each trigger (lower-cased): every turn asks for its turn_start
+        skills, and looking through all skills' triggers for them took a millisecond at 1,000."""
+        found: dict[str, list[EffectiveSkill]] = {}
+        for skill in self.skills:
+            for trigger in {str(t).lower() for t in skill.triggers}:
+                found.setdefault(trigger, []).append(skill)
+        return {trigger: tuple(skills) for trigger, skills in found.items()}
+
 
 # One snapshot per label (the newest read), for the few labels agents resolve at; each moves
 # forward on its own from what it was when last read.
@@ -672,12 +682,23 @@ def rules_test(*, query: str, label: str | None = None) -> ResolveResult:
 # --- reads for the runtime and the API ----------------------------------------------------
 
 
-def skills_match(*, query: str, label: str | None = None, limit: int | None = None) -> list[Match]:
-    """Ranked effective skills for `query` (Match.skill is an EffectiveSkill)."""
+def skills_match(
+    *, query: str, label: str | None = None, limit: int | None = None, trigger: str | None = None
+) -> list[Match]:
+    """Ranked effective skills for `query` (Match.skill is an EffectiveSkill); with `trigger`,
+    only the skills that declare it."""
     snapshot = registry_snapshot(label=label)
-    return match(query[:MATCH_QUERY_MAX_CHARS], snapshot.index, limit=limit)
+    text = query[:MATCH_QUERY_MAX_CHARS]
+
+    def declares(skill: Any) -> bool:
+        return trigger is None or trigger in skill.triggers
+
+    if isinstance(snapshot.index, TermIndex):
+        return snapshot.index.top(text, limit=limit, where=declares)
+    return [m for m in match(text, snapshot.index) if declares(m.skill)][:limit]
 
 
 def skills_find(*, trigger: str, context: Mapping[str, Any] | None = None, label: str | None = None) -> list[Match]:
     """seed 001 findSkills over the effective skills (Match.skill is an EffectiveSkill)."""
-    return find_skills(trigger, context, registry_snapshot(label=label).skills)
+    candidates = registry_snapshot(label=label).by_trigger.get((trigger or "").strip().lower(), ())
+    return find_skills(trigger, context, candidates)

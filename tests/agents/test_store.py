@@ -56,3 +56,15 @@ def test_a_loaded_skill_is_its_body_as_stored_at_publish():
     document = store.RegistrySkillStore().load("pdf")
 
     assert (document.name, document.version, document.body) == ("pdf", 1, version.body)
+
+
+def test_matching_for_a_trigger_keeps_only_the_skills_that_declare_it():
+    publish("pdf-reports", description="Summarise pdf reports.", triggers=["task_match"])
+    publish("pdf-report-summaries", description="Summarise pdf reports into summaries.")  # no trigger
+    publish("csv-files", description="Read csv files.", triggers=["task_match"])
+
+    everything = store.RegistrySkillStore().match("summarise the pdf report summaries")
+    declaring = store.RegistrySkillStore().match("summarise the pdf report summaries", trigger="task_match", limit=1)
+
+    assert [summary.name for summary, _ in everything] == ["pdf-report-summaries", "pdf-reports"]
+    assert declaring == [everything[1]]

@@ -7,7 +7,7 @@ from __future__ import annotations
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from registry.matching import MatchIndex
+from registry.matching import MatchIndex, match
 from registry.patterns import compile_pattern, pattern_search
 from registry.resolve_index import ResultCache, RuleSet, TermIndex
 from registry.selectors.resolve import (
@@ -122,6 +122,25 @@ def test_the_inverted_index_scores_exactly_as_match_index(entries, query):
     invocable = [e for e in entries if e.model_invocable]
     expected = MatchIndex(invocable).score(query)
     found = TermIndex(invocable).score(query)
+    assert [(m.skill, m.score, m.reasons) for m in found] == [(m.skill, m.score, m.reasons) for m in expected]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    entries=skill_entries(),
+    query=queries,
+    limit=st.one_of(st.none(), st.integers(0, 4)),
+    accepted=st.sets(st.sampled_from([w.lower() for w in VOCABULARY if w.isalnum()])),
+)
+def test_the_top_matches_are_those_of_match_filtered_then_cut(entries, query, limit, accepted):
+    # `top` is what the task-match trigger asks for (the skills declaring it, the best first).
+    invocable = [e for e in entries if e.model_invocable]
+
+    def where(skill: EffectiveSkill) -> bool:
+        return skill.name.split("-")[0] in accepted
+
+    expected = [m for m in match(query, MatchIndex(invocable)) if where(m.skill)][:limit]
+    found = TermIndex(invocable).top(query, limit=limit, where=where)
     assert [(m.skill, m.score, m.reasons) for m in found] == [(m.skill, m.score, m.reasons) for m in expected]
 
 

@@ -86,18 +86,22 @@ class MemoryStore:
 
         return [s.summary for s in sorted(found, key=hits, reverse=True)]
 
-    def match(self, query: str) -> list[tuple[SkillSummary, float]]:
+    def match(
+        self, query: str, *, trigger: str | None = None, limit: int | None = None
+    ) -> list[tuple[SkillSummary, float]]:
         # seed 002 scoring: name in query 0.5, description word overlap 0.3, tag 0.2
         words = query.lower().split()
         ranked = []
         for stored in self.skills.values():
             d = stored.document
+            if trigger is not None and trigger not in d.triggers:
+                continue
             score = 0.5 if d.name in query.lower() else 0.0
             score += 0.3 * sum(1 for w in words if w in d.description.lower()) / max(len(words), 1)
             score += 0.2 if any(tag in query.lower() for tag in d.tags) else 0.0
             if score > 0:
                 ranked.append((stored.summary, score))
-        return sorted(ranked, key=lambda pair: -pair[1])
+        return sorted(ranked, key=lambda pair: -pair[1])[:limit]
 
 
 class RecordingTrace:
