@@ -49,9 +49,15 @@ def fit_context(
     current_user_index: int,
     limit: int,
     count: TokenCounter,
+    bound: TokenCounter | None = None,
 ) -> FittedContext:
-    """Fit system prompt + conversation + tail (the [SKILL REMINDER]) into `limit` tokens."""
+    """Fit system prompt + conversation + tail (the [SKILL REMINDER]) into `limit` tokens.
+
+    `bound`, when given, is a cheap count never below `count`'s: within the limit, nothing is
+    counted exactly."""
     fitted = FittedContext(prompt, list(conversation), tail)
+    if bound is not None and bound(fitted.messages) <= limit:
+        return fitted
     if count(fitted.messages) <= limit:
         return fitted
     _drop_old_messages(fitted, current_user_index, limit, count)

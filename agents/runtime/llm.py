@@ -89,10 +89,19 @@ class CachingTokenCounter:
     def __init__(self, model: str) -> None:
         self.model = model
         self._messages: dict[str, int] = {}
-        self._tools: dict[str, int] = {}
 
     def __call__(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> int:
         return self._tools_share(tools) + sum(self._message_share(message) for message in messages)
+
+    def upper_bound(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> int:
+        """Never less than the count, and no tokenising: a tokenizer makes at most one token per
+        UTF-8 byte of a text, plus the few it adds around a message; json.dumps writes each
+        non-ASCII character as at least as many characters as it has UTF-8 bytes, and adds keys
+        and quotes on top. A turn far below its model's limit (the usual case) is then never
+        tokenised, which was most of the runtime's own work per step."""
+        return self._tools_share(tools) + sum(
+            len(json.dumps(message, default=str)) + MESSAGE_TOKENS_BOUND for message in messages
+        )
 
     def _message_share(self, message: dict[str, Any]) -> int:
         key = json.dumps(message, sort_keys=True, default=str)
@@ -103,11 +112,20 @@ class CachingTokenCounter:
     def _tools_share(self, tools: list[dict[str, Any]]) -> int:
         if not tools:
             return 0
-        key = json.dumps(tools, sort_keys=True, default=str)
-        if key not in self._tools:
+        key = (self.model, json.dumps(tools, sort_keys=True, default=str))
+        if key not in _TOOL_SHARES:
+            if len(_TOOL_SHARES) >= MAX_TOOL_SHARES:
+                _TOOL_SHARES.clear()
             probe = [{"role": "user", "content": ""}]
-            self._tools[key] = max(0, token_count(self.model, probe, tools) - token_count(self.model, probe, []))
-        return self._tools[key]
+            _TOOL_SHARES[key] = max(0, token_count(self.model, probe, tools) - token_count(self.model, probe, []))
+        return _TOOL_SHARES[key]
+
+
+MESSAGE_TOKENS_BOUND = 8  # litellm adds 3-4 tokens per message and 3 per call
+# The tools' share per model and tool set, for the whole process: every turn offers one of a few
+# tool sets (all tools, or a forced skill's), and counting them was two tokenizer runs per turn.
+MAX_TOOL_SHARES = 1024
+_TOOL_SHARES: dict[tuple[str, str], int] = {}
 
 
 def max_input_tokens(model: str) -> int | None:

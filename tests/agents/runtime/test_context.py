@@ -58,6 +58,25 @@ def test_nothing_is_removed_under_the_limit():
     assert fitted.messages[1:] == conversation()
 
 
+def test_a_bound_within_the_limit_spares_the_exact_count_and_one_over_it_does_not_decide():
+    exact: list[int] = []
+
+    def counted(messages: list[dict[str, Any]]) -> int:
+        exact.append(chars(messages))
+        return exact[-1]
+
+    def bound(messages: list[dict[str, Any]]) -> int:
+        return 2 * chars(messages)
+
+    size = chars(fit(prompt(), 10_000).messages)
+    common = {"prompt": prompt(), "conversation": conversation(), "tail": [], "current_user_index": 2}
+    within = fit_context(**common, limit=2 * size, count=counted, bound=bound)
+    assert exact == [] and within.removed == []
+
+    over_bound = fit_context(**common, limit=size, count=counted, bound=bound)
+    assert exact == [size] and over_bound.removed == [], "the exact count says it fits"
+
+
 def test_oldest_messages_go_first_and_tool_pairs_go_together():
     total = chars(fit(prompt(), 10_000).messages)
 
