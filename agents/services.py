@@ -284,6 +284,12 @@ def agent_turn_fail(*, turn_id: str, error: str, attempt: int | None = None) -> 
 def agent_turn_finish(*, turn: AgentTurn, result: TurnResult, trace: DatabaseTraceSink | None = None) -> bool:
     """Store the outcome, the last trace events and the usage events in one transaction
     (SPEC §8). False, and nothing written, when the attempt no longer holds the turn."""
+    if trace is not None:
+        # Before the transaction: the step in flight updates the turn's row this one locks.
+        try:
+            trace.settle()
+        except TurnLost:
+            return False
     with transaction.atomic():
         # Conditioned on the attempt, as the lease is: it fences this write and locks the row
         # for the events and usage written after it.
@@ -391,8 +397,11 @@ def agent_turn_run(*, claimed: ClaimedTurn) -> TurnResult:
     )
     # The lease is kept past the time budget by one lease, for the run to finish and write.
     keep_for = settings.AGENT_MAX_SECONDS + settings.AGENT_TURN_LEASE_SECONDS
-    with LeaseKeeper(turn_id=turn.pk, attempt=claimed.attempt, max_seconds=keep_for) as lease, _scratch_dir(turn):
-        sink = DatabaseTraceSink(turn, lease=lease)
+    with (
+        LeaseKeeper(turn_id=turn.pk, attempt=claimed.attempt, max_seconds=keep_for) as lease,
+        _scratch_dir(turn),
+        DatabaseTraceSink(turn, lease=lease) as sink,
+    ):
         result = run_turn(
             request,
             store=RegistrySkillStore(),
@@ -401,6 +410,7 @@ def agent_turn_run(*, claimed: ClaimedTurn) -> TurnResult:
             trace=sink,
             should_cancel=sink.should_cancel,
             checkpoint=sink.checkpoint,
+            settle=sink.settle,
             resume=claimed.resume,
         )
         if not agent_turn_finish(turn=turn, result=result, trace=sink):

@@ -7,12 +7,15 @@ The sink also tells the runtime when a cancel was asked for.
 from __future__ import annotations
 
 import json
+import os
+import threading
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 from uuid import UUID
 
 from django.core.serializers.json import DjangoJSONEncoder
-from django.db import connection, transaction
+from django.db import close_old_connections, connection, transaction
 from django.db.models import Max
 from django.utils import timezone
 
@@ -50,6 +53,13 @@ class DatabaseTraceSink:
     every event once, numbered without gaps, and no tool that completed runs twice. The price:
     when a worker dies during a step's first tool call, the next attempt asks the model for that
     step again.
+
+    On PostgreSQL, outside a transaction of the caller's, that write goes to a thread of its own
+    (`step_writer`) while the runtime asks the model for the next step, which has no side
+    effects; `settle()` waits for it, and the runtime calls it before the next tool runs, as
+    agent_turn_finish does before the outcome. So a step's write costs the turn nothing when the
+    model takes longer than the write (it always does), and still no tool runs before the one
+    before it is stored. At most one write is in flight, so the steps are stored in order.
     """
 
     def __init__(self, turn: AgentTurn, *, lease: LeaseKeeper | None = None) -> None:
@@ -70,6 +80,13 @@ class DatabaseTraceSink:
             # any from there on (they are stale when a resumed turn took another path).
             self._stale_from = turn.checkpoints.count()
         self._cancel_checked = time.monotonic()
+        self._writing: Future[bool] | None = None
+
+    def __enter__(self) -> DatabaseTraceSink:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.settle()  # a requeue or a failure is written after the last step, never before it
 
     def emit(self, type: str, data: dict[str, Any]) -> None:
         self.seq += 1
@@ -82,7 +99,15 @@ class DatabaseTraceSink:
         if record.get("kind") == "tool" and record.get("outcome") is not None:
             self._store()  # the tool ran: its side effects must never happen a second time
 
+    def settle(self) -> None:
+        """Return once the step written last is stored; TurnLost when this attempt no longer
+        held the turn, or the database's error, raised here instead of in the writer."""
+        writing, self._writing = self._writing, None
+        if writing is not None and not writing.result():
+            raise TurnLost(f"turn {self.turn.pk}: attempt {self.attempt} no longer holds it")
+
     def _store(self) -> None:
+        self.settle()
         first = self.held[0].index
         if connection.vendor == "postgresql" and first >= self._stale_from:
             self._store_in_one_statement()
@@ -101,22 +126,22 @@ class DatabaseTraceSink:
         step instead of five round trips, which made up most of a step's cost."""
         events = [{"seq": e.seq, "type": e.type, "at": e.at.isoformat(), "data": e.data} for e in self.pending]
         checkpoints = [{"index": c.index, "record": c.record} for c in self.held]
-        with connection.cursor() as cursor:
-            cursor.execute(
-                _STEP_SQL,
-                {
-                    "expires": lease_expiry(),
-                    "turn": self.turn.pk,
-                    "running": TurnStatus.RUNNING,
-                    "attempt": self.attempt,
-                    "events": json.dumps(events),
-                    "checkpoints": json.dumps(checkpoints),
-                },
-            )
-            (held,) = cursor.fetchone()
-        if not held:
-            raise TurnLost(f"turn {self.turn.pk}: attempt {self.attempt} no longer holds it")
+        params = {
+            "expires": lease_expiry(),
+            "turn": self.turn.pk,
+            "running": TurnStatus.RUNNING,
+            "attempt": self.attempt,
+            "events": json.dumps(events),
+            "checkpoints": json.dumps(checkpoints),
+        }
         self.pending, self.held = [], []
+        if connection.in_atomic_block:
+            # The caller's open transaction (a test's, say) holds rows another connection
+            # cannot see yet: write through it.
+            if not _write_step(params):
+                raise TurnLost(f"turn {self.turn.pk}: attempt {self.attempt} no longer holds it")
+            return
+        self._writing = step_writer().submit(_write_step_in_writer, params)
 
     def hold(self) -> None:
         """Renew the lease, and lock the turn's row for the rest of the transaction; TurnLost
@@ -138,6 +163,48 @@ class DatabaseTraceSink:
             return False
         self._cancel_checked = time.monotonic()
         return AgentTurn.objects.filter(pk=self.turn.pk, cancel_requested=True).exists()
+
+
+def _write_step(params: dict[str, Any]) -> bool:
+    """Run _STEP_SQL on this thread's connection; False when the attempt no longer held the turn."""
+    with connection.cursor() as cursor:
+        cursor.execute(_STEP_SQL, params)
+        (held,) = cursor.fetchone()
+    return bool(held)
+
+
+def _write_step_in_writer(params: dict[str, Any]) -> bool:
+    close_old_connections()  # as Django does per request: a connection past CONN_MAX_AGE or broken is replaced
+    return _write_step(params)
+
+
+_writer: tuple[int, ThreadPoolExecutor] | None = None
+_writer_lock = threading.Lock()
+
+
+def step_writer() -> ThreadPoolExecutor:
+    """This process's thread for step writes, with its own database connection kept between
+    turns (a new connection per turn would cost more than the write). Made anew in a forked
+    child, where the parent's thread does not exist."""
+    global _writer
+    with _writer_lock:
+        if _writer is None or _writer[0] != os.getpid():
+            _writer = (os.getpid(), ThreadPoolExecutor(max_workers=1, thread_name_prefix="trace-writer"))
+        return _writer[1]
+
+
+def _close_connection() -> None:
+    connection.close()  # `connection` is looked up in the thread that runs this: the writer's
+
+
+def step_writer_shutdown() -> None:
+    """Close the writer's connection and stop its thread (tests do, before their database goes)."""
+    global _writer
+    with _writer_lock:
+        if _writer is not None and _writer[0] == os.getpid():
+            _writer[1].submit(_close_connection).result()
+            _writer[1].shutdown()
+        _writer = None
 
 
 # The lease renewal, fenced by the attempt as lease_renew's, locks the turn's row; the events and

@@ -161,6 +161,7 @@ def run_one(*, message: str, steps: int, database_trace: bool, counter: TimedTok
         should_cancel=sink.should_cancel,
         complete=complete,
         checkpoint=sink.checkpoint if database_trace else None,
+        settle=sink.settle if database_trace else lambda: None,
     )
     ran = time.perf_counter()
     agent_turn_finish(turn=turn, result=result, trace=sink if database_trace else None)

@@ -74,6 +74,16 @@ def dedent():
 
 
 @pytest.fixture(autouse=True)
+def _no_trace_writer_left():
+    """A turn run outside a test transaction writes its steps from a thread with its own
+    database connection; it must not outlive the test (the test database is dropped at the end)."""
+    yield
+    from agents.trace import step_writer_shutdown
+
+    step_writer_shutdown()
+
+
+@pytest.fixture(autouse=True)
 def _fresh_registry_caches():
     """Each test's database rolls back, so generation numbers repeat between tests: a cached
     resolve or SKILL.md from an earlier test must not be served to the next one."""

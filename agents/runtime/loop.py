@@ -46,7 +46,8 @@ UNHELPFUL_PHRASES = re.compile(
 Complete = Callable[..., LLMResponse]
 # checkpoint(index, record): persist `record` as the turn's checkpoint number `index`, together
 # with the trace events emitted since the previous one (see agents/runtime/replay.py). A record
-# of a tool that ran must be durable when this returns; the others may wait for the next one.
+# of a tool that ran must be durable once `settle` returns, which the loop calls before the next
+# tool runs; the other records may wait for the next tool's.
 Checkpoint = Callable[[int, Record], None]
 
 
@@ -64,6 +65,7 @@ def run_turn(
     should_cancel: Callable[[], bool] = lambda: False,
     complete: Complete = llm.complete,
     checkpoint: Checkpoint | None = None,
+    settle: Callable[[], None] = lambda: None,
     resume: Sequence[Record] = (),
 ) -> TurnResult:
     """Run one turn and return how it ended; every step is reported to `trace` as it happens.
@@ -71,15 +73,17 @@ def run_turn(
     Non-transient model errors, limits, `abort` and an unknown forced skill end the turn with
     status "failed" and a readable error. Budgets (time, tokens, tool calls per step) are checked
     before every model call and every tool call. A TransientLLMError is raised out of this
-    function so the caller can retry with backoff; so is anything `trace`, `checkpoint` or
-    `should_cancel` raise (e.g. the caller lost the turn to another worker).
+    function so the caller can retry with backoff; so is anything `trace`, `checkpoint`, `settle`
+    or `should_cancel` raise (e.g. the caller lost the turn to another worker).
 
-    `checkpoint` is told of each completed unit (prepared, model response, tool call); a later
+    `checkpoint` is told of each completed unit (prepared, model response, tool call) and may
+    store a tool's record while the model is asked for the next step: `settle` is called before
+    every tool runs and returns once what was checkpointed is durable. A later
     attempt passes those records back as `resume` and continues where they end: recorded model
     responses and tool outcomes are replayed instead of being asked for again, and the events of
     the replayed units are not emitted a second time.
     """
-    return _Turn(request, store, resolution, tools, trace, should_cancel, complete, checkpoint, resume).run()
+    return _Turn(request, store, resolution, tools, trace, should_cancel, complete, checkpoint, settle, resume).run()
 
 
 class _Turn:
@@ -93,6 +97,7 @@ class _Turn:
         should_cancel: Callable[[], bool],
         complete: Complete,
         checkpoint: Checkpoint | None,
+        settle: Callable[[], None],
         resume: Sequence[Record],
     ) -> None:
         self.request = request
@@ -103,6 +108,7 @@ class _Turn:
         self.should_cancel = should_cancel
         self.complete = complete
         self.checkpoint = checkpoint
+        self.settle = settle
         self.replay = Replay(resume)
         self.checkpoints = 0
         self.result = TurnResult(status="failed")
@@ -290,6 +296,9 @@ class _Turn:
         def count(messages: list[dict[str, Any]]) -> int:
             return self.count_tokens(messages, specs)
 
+        def bound(messages: list[dict[str, Any]]) -> int:
+            return self.count_tokens.upper_bound(messages, specs)
+
         fitted = fit_context(
             prompt=self.prompt,
             conversation=self.conversation,
@@ -297,6 +306,7 @@ class _Turn:
             current_user_index=self.current_user_index,
             limit=self.input_limit,
             count=count,
+            bound=bound,
         )
         messages = fitted.messages
         if fitted.removed:
@@ -387,6 +397,7 @@ class _Turn:
         recorded = self.replay.tool_outcome(step, call.id)
         if recorded is None:
             assert isinstance(call.arguments, dict)  # checked by the caller
+            self.settle()  # the tool before this one is stored: no side effect can happen twice
             return run_tool(tool, call.arguments, self.tool_context)
         # Ran before this turn was taken over: its side effects happened once, and only once.
         outcome, todos = recorded

@@ -101,3 +101,52 @@ def test_a_later_attempt_numbers_on_and_replaces_the_checkpoints_it_does_not_rep
     events, checkpoints = stored(claimed.turn)
     assert [seq for seq, _ in events] == [1, 2, 3, 4, 5, 6] and checkpoints == [0, 1, 2, 3]
     assert '"5"' in TurnCheckpoint.objects.get(turn=claimed.turn, index=3).record, "the stale record is replaced"
+
+
+# --- outside a transaction (as in a worker): the step is written from the writer thread ------
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="the writer thread is PostgreSQL's path")
+def test_a_workers_step_is_written_by_the_writer_and_stored_once_settled(transactional_db):
+    claimed = running_turn(lapsed=False)
+    sink = DatabaseTraceSink(claimed.turn)
+
+    with CaptureQueriesContext(connection) as queries:
+        a_step(sink, step=1, first_index=0)
+    sink.settle()
+
+    assert len(queries) == 0, "the turn's own connection sent nothing: the model call goes on meanwhile"
+    assert stored(claimed.turn) == ([(1, "llm_call"), (2, "tool_call")], [0, 1])
+    a_step(sink, step=2, first_index=2)
+    sink.settle()
+    events, checkpoints = stored(claimed.turn)
+    assert [seq for seq, _ in events] == [1, 2, 3, 4] and checkpoints == [0, 1, 2, 3]
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="the writer thread is PostgreSQL's path")
+def test_a_step_written_after_the_turn_was_lost_stops_the_attempt_when_settled(transactional_db):
+    claimed = running_turn(lapsed=False)
+    sink = DatabaseTraceSink(claimed.turn)
+    AgentTurn.objects.filter(pk=claimed.turn.pk).update(attempts=claimed.attempt + 1)  # taken over
+
+    a_step(sink, step=1, first_index=0)  # handed to the writer: the attempt learns of it next
+    with pytest.raises(TurnLost):
+        sink.settle()
+
+    assert stored(claimed.turn) == ([], [])
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="the writer thread is PostgreSQL's path")
+def test_the_outcome_waits_for_the_last_step_and_is_refused_when_that_step_was(transactional_db):
+    kept = running_turn(lapsed=False)
+    sink = DatabaseTraceSink(kept.turn)
+    a_step(sink, step=1, first_index=0)
+    assert services.agent_turn_finish(turn=kept.turn, result=TurnResult(status="succeeded", answer="4"), trace=sink)
+    assert [kind for _, kind in stored(kept.turn)[0]] == ["llm_call", "tool_call"]
+
+    lost = running_turn(lapsed=False)
+    sink = DatabaseTraceSink(lost.turn)
+    AgentTurn.objects.filter(pk=lost.turn.pk).update(status="cancelled")
+    a_step(sink, step=1, first_index=0)
+    assert not services.agent_turn_finish(turn=lost.turn, result=TurnResult(status="succeeded"), trace=sink)
+    assert AgentTurn.objects.get(pk=lost.turn.pk).status == "cancelled"

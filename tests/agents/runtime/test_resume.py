@@ -98,7 +98,7 @@ class _EmptyStore:
     def find_skills(self, trigger, context):
         return []
 
-    def match(self, query):
+    def match(self, query, *, trigger=None, limit=None):
         return []
 
 
@@ -203,3 +203,31 @@ def test_the_token_budget_stops_a_step_before_its_next_tool_call(harness):
 
     assert result.status == "failed" and "token budget" in result.error
     assert harness.trace.of("tool_call") == []
+
+
+def test_the_record_of_each_tool_is_settled_before_the_next_tool_runs(workspace):
+    # The worker's sink writes a tool's record while the model is asked for the next step; the
+    # loop waits for that write (settle) before any tool runs, including the next one in the
+    # same step, so a tool whose record was lost never has a successor that ran.
+    log: list[str] = []
+    trace = CheckpointingTrace()
+
+    def checkpoint(index: int, record: dict[str, Any]) -> None:
+        log.append(f"checkpoint {record['kind']}")
+        trace.checkpoint(index, record)
+
+    run_turn(
+        TurnRequest(message="write the notes", query="write the notes", model="fake", workspace=workspace),
+        store=_EmptyStore(),
+        resolution=Resolution(),
+        tools=counting_tools(log),
+        trace=trace,
+        complete=script(),
+        checkpoint=checkpoint,
+        settle=lambda: log.append("settle"),
+    )
+
+    ran = [i for i, entry in enumerate(log) if entry in ("a", "b", "c")]
+    assert [log[i] for i in ran] == ["a", "b", "c"]
+    assert all(log[i - 1] == "settle" for i in ran), log
+    assert log.index("settle", ran[1] + 1) < ran[2], "b's record is settled before c runs in the same step"
