@@ -6,7 +6,8 @@ Each turn runs a script of `--steps` tool-call steps (alternating `todoread` and
 and a final answer through the real path: resolution_for_turn (resolve() with 1,000 skills: a
 prompt block at its 18,000-char budget), RegistrySkillStore, the built-in tool registry,
 run_turn, litellm with the `scripted` provider, and DatabaseTraceSink (per step, its checkpoints
-and TraceEvent rows written with its tool call; a cancel check at most once a second). A wrapper around `complete`
+and TraceEvent rows written with its tool call, from the writer thread while the next model call
+runs, as in a worker; a cancel check at most once a second). A wrapper around `complete`
 times each model call; the model's own time (litellm plus the scripted provider) is subtracted,
 what remains is the runtime's overhead. Reported per step (the gap between one model call's end
 and the next one's start: trace writes, the tool call, limits, context fitting) and per turn
