@@ -150,6 +150,7 @@ def run_one(*, message: str, steps: int, database_trace: bool, counter: TimedTok
     complete = TimedComplete()
     counted_before = counter.seconds
     sink: Any = DatabaseTraceSink(turn) if database_trace else MemoryTraceSink()
+    cpu_started = time.process_time()
     started = time.perf_counter()
     resolution = resolution_for_turn(query=request.query, forced_skill=request.forced_skill)
     resolved = time.perf_counter()
@@ -165,6 +166,7 @@ def run_one(*, message: str, steps: int, database_trace: bool, counter: TimedTok
         settle=sink.settle if database_trace else lambda: None,
     )
     ran = time.perf_counter()
+    cpu = time.process_time() - cpu_started
     agent_turn_finish(turn=turn, result=result, trace=sink if database_trace else None)
     finished = time.perf_counter()
     if result.status != "succeeded" or result.steps != steps + 1:
@@ -176,6 +178,7 @@ def run_one(*, message: str, steps: int, database_trace: bool, counter: TimedTok
         "resolved": resolved - started,
         "started": resolved,
         "ran": ran,
+        "cpu": cpu,
         "finish": finished - ran,
         "calls": complete.calls,
         "steps": result.steps,
@@ -188,7 +191,7 @@ def run_one(*, message: str, steps: int, database_trace: bool, counter: TimedTok
 def report(label: str, turns: list[dict[str, Any]]) -> tuple[float, float]:
     """Print the figures of one set of turns; returns the p50s of the per-step overhead and of
     setup + finish per turn (ms)."""
-    gaps, models, per_turn, setup, tail, resolve_ms, finish_ms, counting = [], [], [], [], [], [], [], []
+    gaps, models, per_turn, setup, tail, resolve_ms, finish_ms, counting, cpu = [], [], [], [], [], [], [], [], []
     for turn in turns:
         calls = turn["calls"]
         models += [(end - start) * 1000 for start, end in calls]
@@ -199,6 +202,7 @@ def report(label: str, turns: list[dict[str, Any]]) -> tuple[float, float]:
         model_total = sum(end - start for start, end in calls)
         per_turn.append((turn["ran"] - turn["started"] - model_total) * 1000 / turn["steps"])
         counting.append(turn["counting"] * 1000 / turn["steps"])
+        cpu.append(turn["cpu"] * 1000 / turn["steps"])
         resolve_ms.append(turn["resolved"] * 1000)
         finish_ms.append(turn["finish"] * 1000)
 
@@ -213,6 +217,7 @@ def report(label: str, turns: list[dict[str, Any]]) -> tuple[float, float]:
     print(f"    runtime overhead per step, whole turn (run_turn - model time) / steps: {line(per_turn)}")
     print(f"    of which token counting for context fitting (llm.token_count), per step: {line(counting)}")
     print(f"    model call (litellm + scripted provider, subtracted): {line(models)}")
+    print(f"    CPU of the whole process per step (every thread; model calls and resolve included): {line(cpu)}")
     print(
         f"    per turn, once: setup before the first call {percentile(setup, 50):.2f} ms, after the last call "
         f"{percentile(tail, 50):.2f} ms, resolution_for_turn {percentile(resolve_ms, 50):.2f} ms, "
