@@ -17,6 +17,7 @@ from agents.runtime.llm import TransientLLMError, complete, warm_up
 from agents.runtime.providers import USAGE_TOKENIZER_MODEL, register_providers
 from agents.store import RegistrySkillStore, resolution_for_turn
 from agents.tools import tool_registry
+from agents.trace import step_writer_warm_up
 from registry.services.usage import usage_statements_compile
 
 logger = logging.getLogger(__name__)
@@ -110,7 +111,8 @@ def _warm_up_process(**kwargs) -> None:
     once: build the resolve snapshot (skills, match index, compiled rules: ~0.4 s at 1,000
     skills) and with it this process's LISTEN connection that keeps it current; read a skill as
     read_skill does; build the tools' validators; compile the usage statements; make one call
-    to the local `scripted` model (litellm sets up its call path on the first one). Not in
+    to the local `scripted` model (litellm sets up its call path on the first one); open the
+    trace writer's connection. Not in
     `_warm_up` before the fork: the snapshot's listener and litellm's logging executor are
     threads, which a fork must not copy. A database that is down now only leaves the work to
     the first turn."""
@@ -122,6 +124,7 @@ def _warm_up_process(**kwargs) -> None:
         for tool in tool_registry():
             tool.validator  # noqa: B018 - a cached property, built on first use
         usage_statements_compile()
+        step_writer_warm_up()
         complete("scripted", [{"role": "user", "content": "warm up"}], [], script=[{"content": "warm"}])
     except Exception:
         logger.warning("could not warm up this pool process; its first turn does the rest", exc_info=True)

@@ -193,8 +193,17 @@ def step_writer() -> ThreadPoolExecutor:
         return _writer[1]
 
 
+def step_writer_warm_up() -> None:
+    """Start the writer and open its connection now, not in a worker's first turn."""
+    step_writer().submit(_connect).result()
+
+
+def _connect() -> None:
+    connection.ensure_connection()  # `connection` is looked up in the thread that runs this: the writer's
+
+
 def _close_connection() -> None:
-    connection.close()  # `connection` is looked up in the thread that runs this: the writer's
+    connection.close()  # the writer's, as in _connect
 
 
 def step_writer_shutdown() -> None:
