@@ -7,9 +7,9 @@ import threading
 import time
 
 from celery import shared_task
-from celery.signals import worker_init, worker_process_init, worker_ready, worker_shutdown
+from celery.signals import task_postrun, task_prerun, worker_init, worker_process_init, worker_ready, worker_shutdown
 from django.conf import settings
-from django.db import connection
+from django.db import close_old_connections, connection
 
 from agents import services
 from agents.lease import TurnLost
@@ -132,6 +132,15 @@ def _warm_up_process(**kwargs) -> None:
     finally:
         connection.close()  # Celery's Django fixup closes it before each task anyway
     logger.info("warmed up this pool process's resolve snapshot and tools in %.2f s", time.monotonic() - started)
+
+
+@task_prerun.connect
+@task_postrun.connect
+def _tidy_connections(**kwargs) -> None:
+    """The connection outlives a task (settings.CELERY_DB_REUSE_MAX); as around a request, drop
+    it when it is past CONN_MAX_AGE or broken (a restarted PostgreSQL) and health-check it
+    before its next use."""
+    close_old_connections()
 
 
 @worker_ready.connect

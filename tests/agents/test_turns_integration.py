@@ -11,6 +11,7 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+from django.db import connection
 from rest_framework.test import APIClient
 
 from agents.models import TraceEvent
@@ -157,6 +158,31 @@ def test_a_turn_that_never_answers_stops_at_max_iterations(client, worker):
     assert body["status"] == "failed"
     assert "10" in body["error"]
     assert len(events(body, "llm_call")) == 10
+
+
+def sessions_opened() -> int:
+    """Connections ever opened to the test database (PostgreSQL counts them per database)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_stat_clear_snapshot()")
+        cursor.execute("SELECT sessions FROM pg_stat_database WHERE datname = current_database()")
+        return cursor.fetchone()[0]
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL's session count")
+def test_a_worker_keeps_its_database_connections_from_turn_to_turn(client, worker):
+    # Celery's Django fixup used to close the connection around every task: a new connection,
+    # ~10 ms of the worker's time, for each turn.
+    script = [{"content": None, "tool_calls": [{"name": "todoread", "arguments": {}}]}, {"content": "Done."}]
+    assert finished(client, submit(client, message="first", model="scripted", script=script), worker)["status"] == (
+        "succeeded"
+    )
+    before = sessions_opened()
+
+    for n in range(6):
+        body = finished(client, submit(client, message=f"turn {n}", model="scripted", script=script), worker)
+        assert body["status"] == "succeeded"
+
+    assert sessions_opened() - before <= 2, "at most the reaper's round opened one; the turns opened none"
 
 
 def test_the_offline_demo_model_reads_the_best_skill_and_summarises_it(client, worker):

@@ -15,10 +15,13 @@ import sys
 import tempfile
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
 from bench._services import ROOT, Gunicorn, PrivatePostgres
+from bench._turns import WorkerProcess
+from config import local_state
 from tests.faults.support import Http, need_postgres_server
 
 pytestmark = pytest.mark.integration
@@ -36,24 +39,35 @@ def postgres():
 
 
 @pytest.fixture
-def app(postgres):
+def env(postgres):
     env = {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "config.settings",
         "DATABASE_URL": postgres.create_database("registry"),
-        "REDIS_URL": "",  # the database is the fault here; the cache is in-process
+        "REDIS_URL": "",  # the database is the fault here; the cache is in-process, the broker files
         "VAR_DIR": tempfile.mkdtemp(prefix="pg-restart-var-"),
         "SECRET_KEY": "fault-test-only-secret",
         "CONN_MAX_AGE": "600",  # a connection that outlives the restart must be noticed and replaced
         "API_THROTTLE_RATE": "off",
+        "AGENT_ALLOW_SCRIPTED": "true",
     }
-    done = subprocess.run([sys.executable, "-c", SETUP], env=env, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    local_state.prepare(Path(env["VAR_DIR"]))  # the broker's folders, as `make run` makes them
+    yield env
+    shutil.rmtree(env["VAR_DIR"], ignore_errors=True)
+
+
+def run_python(env: dict[str, str], code: str) -> str:
+    done = subprocess.run([sys.executable, "-c", code], env=env, cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
-    token, names = json.loads(done.stdout.strip().splitlines()[-1])
+    return done.stdout.strip().splitlines()[-1]
+
+
+@pytest.fixture
+def app(env):
+    token, names = json.loads(run_python(env, SETUP))
     server = Gunicorn(env=env, workers=2).start()
     yield server, Http(server.port, token), names[0]
     server.stop()
-    shutil.rmtree(env["VAR_DIR"], ignore_errors=True)
 
 
 def publish(api: Http, name: str, text: str) -> tuple[int, dict]:
@@ -123,3 +137,50 @@ def _wait(predicate, timeout: float = 10) -> bool:
 def _worker_pids(server: Gunicorn) -> set[int]:
     listed = subprocess.run(["pgrep", "-P", str(server.process.pid)], capture_output=True, text=True)
     return {int(pid) for pid in listed.stdout.split()}
+
+
+TURN_TOKEN = (
+    "import django; django.setup(); from django.contrib.auth import get_user_model; "
+    "from registry.services.tokens import api_token_create; "
+    "get_user_model().objects.create_superuser('turns', 'turns@example.com', 'unused-password'); "
+    "print(api_token_create(name='turns', username='turns', scopes=['agent:run'])[1])"
+)
+SCRIPT = [{"content": None, "tool_calls": [{"name": "todoread", "arguments": {}}]}, {"content": "Done."}]
+
+
+def test_a_workers_turns_go_on_after_a_postgres_restart_without_restarting_it(postgres, env, app):
+    # Given a prefork worker whose pool processes keep their connections between turns (the
+    # task's, the trace writer's, the LISTEN one) and have each run turns,
+    server, _, _ = app
+    api = Http(server.port, run_python(env, TURN_TOKEN))
+    worker = WorkerProcess(env=env, concurrency=2)
+    worker.wait_ready()
+    try:
+        assert [run_turn(api) for _ in range(4)] == ["succeeded"] * 4
+        # when PostgreSQL restarts (every one of those connections is cut),
+        postgres.restart()
+        assert _wait(lambda: api.call("GET", "/healthz")[0] == 200, timeout=30)
+        # then the next turns succeed on the same worker: each connection is checked before use
+        # and replaced.
+        assert [run_turn(api) for _ in range(6)] == ["succeeded"] * 6, "".join(worker.lines)[-5000:]
+        assert worker.process.poll() is None
+    finally:
+        worker.stop()
+
+
+def run_turn(api: Http) -> str:
+    status, _, content = api.call(
+        "POST", "/api/v1/agent/turns", {"message": "list my todos", "model": "scripted", "script": SCRIPT}
+    )
+    assert status == 202, content
+    turn_id = json.loads(content)["id"]
+    body: dict = {}
+
+    def ended() -> bool:
+        nonlocal body
+        status, _, content = api.call("GET", f"/api/v1/agent/turns/{turn_id}")
+        body = json.loads(content) if status == 200 else {}
+        return body.get("status") in ("succeeded", "failed", "cancelled")
+
+    assert _wait(ended, timeout=60), body
+    return body["status"] if body["status"] == "succeeded" else f"{body['status']}: {body.get('error')}"
