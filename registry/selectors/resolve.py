@@ -28,7 +28,7 @@ import json
 import time
 import uuid
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from json.encoder import encode_basestring
 from typing import Any
 from xml.sax.saxutils import escape
@@ -113,13 +113,18 @@ class ResolveResult:
     prompt_block: str
     instructions: tuple[str, ...]
     fired_rules: tuple[FiredRule, ...]
-    etag: str
     label: str | None = None
     forced_skill: str | None = None
     total_skills: int = 0
     warnings: tuple[str, ...] = ()
     generation: int = 0
     complete: bool = True  # false when the time budget left rules unchecked: never cached
+
+    @functools.cached_property
+    def etag(self) -> str:
+        """Computed when asked (the API's answers): a turn's resolve never needs it, and
+        encoding the result for it was a third of resolution_for_turn."""
+        return _result_etag(self)
 
     def as_dict(self) -> dict[str, Any]:
         body = _content(self)
@@ -602,7 +607,6 @@ def _resolve(
         prompt_block=block.text,
         instructions=instructions,
         fired_rules=tuple(fired),
-        etag="",
         label=label,
         forced_skill=forced_skill,
         total_skills=block.total,
@@ -610,11 +614,7 @@ def _resolve(
         generation=generation,
         complete=not matched.unchecked,
     )
-    return _with_etag(result)
-
-
-def _with_etag(result: ResolveResult) -> ResolveResult:
-    return replace(result, etag=_result_etag(result))
+    return result
 
 
 # --- hook (issue 12): the ETag without encoding every skill's unchanging JSON for every query.
