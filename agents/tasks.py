@@ -18,7 +18,7 @@ from agents.runtime.providers import USAGE_TOKENIZER_MODEL, register_providers
 from agents.store import RegistrySkillStore, resolution_for_turn
 from agents.tools import tool_registry
 from agents.trace import step_writer_warm_up
-from registry.services.usage import usage_statements_compile
+from registry.services.usage import usage_offers_roll_up, usage_statements_compile
 
 logger = logging.getLogger(__name__)
 
@@ -55,7 +55,9 @@ def agent_turn_run_task(self, turn_id: str) -> None:
 
 class TurnReaper:
     """The worker's own timer: every AGENT_TURN_REAPER_SECONDS, requeue or end the turns whose
-    lease lapsed and remove dead processes' scratch folders.
+    lease lapsed, remove dead processes' scratch folders and count the finished turns' queued
+    offers into the rollups (reads roll up first anyway; this keeps the queue, and so the first
+    read's wait, short when nobody reads for a while).
 
     A thread in the worker's main process rather than a periodic task: it needs no beat
     process or schedule file, works with the filesystem broker of `make run`, and cannot wait
@@ -80,6 +82,7 @@ class TurnReaper:
                 if report.requeued or report.failed or report.cancelled:
                     logger.warning("turn reaper: %s", report)
                 services.scratch_dirs_sweep()
+                usage_offers_roll_up()
             except Exception:  # the database may be down for a moment; try again next round
                 logger.exception("turn reaper round failed")
             finally:

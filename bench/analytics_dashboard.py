@@ -104,7 +104,8 @@ def main() -> None:
     now = dt.datetime.now(dt.UTC).replace(microsecond=0)
     with connection.cursor() as cursor:
         cursor.execute(
-            "TRUNCATE registry_usageevent, registry_hourlyrollup, registry_dailyrollup, registry_weeklyrollup"
+            "TRUNCATE registry_usageevent, registry_queuedoffer, registry_hourlyrollup, registry_dailyrollup, "
+            "registry_weeklyrollup"
         )
         cursor.execute("SELECT setseed(0.42)")  # the same events every run
         started = time.perf_counter()

@@ -255,6 +255,23 @@ class UsageEvent(models.Model):
         return f"{self.kind} {self.skill_name or 'offer list'} v{self.version}"
 
 
+class QueuedOffer(models.Model):
+    """A compact offer row (`offered_skills`) not yet counted into the rollups.
+
+    Counting a turn's ~150 listed skills into three rollup tables was ~450 upserted rows inside
+    the turn's finish; the row is queued here instead and `usage_offers_roll_up` counts queued
+    offers in batches (every analytics read rolls up first, so reads stay exact). No foreign-key
+    constraint: the insert on the hot path checks nothing, and deleting a turn's events needs
+    no visit here (an entry whose event is gone counts nothing)."""
+
+    offer = models.OneToOneField(
+        UsageEvent, primary_key=True, on_delete=models.DO_NOTHING, db_constraint=False, related_name="+"
+    )
+
+    def __str__(self) -> str:
+        return f"queued offer row {self.offer_id}"
+
+
 # The counters a rollup row keeps, in the order the usage service writes them (analytics sums them).
 ROLLUP_COUNT_COLUMNS = (
     "offered",

@@ -11,14 +11,19 @@ statement of three parts:
    rows that INSERT returned, grouped by the table's key> ON CONFLICT DO UPDATE SET n = n +
    excluded.n`: the database counts, with the grouped SELECT `analytics rebuild` runs over all
    events. (Elsewhere the same SELECT reads the new rows back by id.)
-3. A turn's compact offer row (one per turn, listing every offered skill) is counted per
-   listed skill: on PostgreSQL inside the same statement (each listed skill stands in as a
-   plain row for the grouped upserts of part 2), elsewhere in Python, as the rebuild does.
+3. A turn's compact offer row (one per turn, listing its ~150 offered skills) is not counted
+   here: its id goes into `QueuedOffer`, and `usage_offers_roll_up` counts the queued rows into
+   the rollups in batches, each listed skill standing in as a plain row for the grouped upserts
+   of part 2. Counted on write, it was ~450 upserted rollup rows in every turn's finish; in a
+   batch, N turns' offers are one statement of ~the distinct (skill, bucket) rows. Every
+   analytics read rolls the queue up first (`registry.selectors.analytics`), so what it answers
+   is exact; the worker's reaper also rolls up every few seconds, so the queue stays short
+   when nobody reads.
 
-All run in one transaction, so the rollups always equal what the raw events say, late events
-land in their own (old) bucket, a duplicate is refused before it can be counted, and a batch that
-fails leaves nothing behind. Rows are written in the key order the database sorts by (event id,
-rollup key) so two concurrent batches cannot deadlock.
+All run in one transaction, so the rollups and the queue always account for exactly what the
+raw events say, late events land in their own (old) bucket, a duplicate is refused before it
+can be counted or queued, and a batch that fails leaves nothing behind. Rows are written in the
+key order the database sorts by (event id, rollup key) so two concurrent batches cannot deadlock.
 """
 
 from __future__ import annotations
@@ -33,13 +38,22 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from django.db import connection, models, transaction
-from django.db.models import Count, F, FloatField, Q, QuerySet, Sum
+from django.db.models import Count, Exists, F, FloatField, OuterRef, Q, QuerySet, Sum
 from django.db.models.functions import Coalesce, Trunc
 from django.utils import timezone
 
 from registry.errors import ApplicationError
 from registry.models import ROLLUP_COUNT_COLUMNS as COUNT_COLUMNS
-from registry.models import DailyRollup, HourlyRollup, RollupCounts, UsageEvent, UsageKind, UsageSource, WeeklyRollup
+from registry.models import (
+    DailyRollup,
+    HourlyRollup,
+    QueuedOffer,
+    RollupCounts,
+    UsageEvent,
+    UsageKind,
+    UsageSource,
+    WeeklyRollup,
+)
 from registry.services.audit import SYSTEM, Actor, audit_record
 
 MAX_BATCH = 1000
@@ -80,7 +94,8 @@ def usage_record(
     actor: Actor = SYSTEM,
     audit: bool = True,
 ) -> UsageBatchResult:
-    """Store the events not seen before and add them to the rollups, in one transaction.
+    """Store the events not seen before and add them to the rollups (compact offer rows: queue
+    them for `usage_offers_roll_up`), in one transaction.
 
     `audit=False` is for the runtime, whose turn row already records who ran what; a batch from
     an API client is audited (who sent how many, from which clients)."""
@@ -176,8 +191,9 @@ _EVENT_COLUMNS = (
 
 
 def _store_and_roll_up(events: list[UsageEventInput], *, source: str, now: dt.datetime) -> set[str]:
-    """Insert the events and add them to every rollup table; return the ids that were new (ON
-    CONFLICT DO NOTHING skipped the rest, and only new rows are counted)."""
+    """Insert the events, add the plain ones to every rollup table and queue the compact offer
+    rows; return the ids that were new (ON CONFLICT DO NOTHING skipped the rest, and only new
+    rows are counted or queued)."""
     rows = [
         (
             e.event_id,
@@ -201,10 +217,11 @@ def _store_and_roll_up(events: list[UsageEventInput], *, source: str, now: dt.da
     ]
     q = connection.ops.quote_name
     if connection.vendor == "postgresql":
-        # One statement: the INSERT's RETURNING rows feed the grouped rollup upserts directly,
-        # so the new rows are neither named back to the database nor looked up again.
+        # One statement: the INSERT's RETURNING rows feed the queue and the grouped rollup
+        # upserts directly, so the new rows are neither named back to the database nor looked
+        # up again.
         insert, params = _insert_sql(UsageEvent, _EVENT_COLUMNS, rows, order_by=("event_id",))
-        rollups, rollup_params = _rollups_on_write_sql()
+        rollups, rollup_params = _usage_record_sql()
         with connection.cursor() as cursor:
             cursor.execute(
                 f"WITH new_events AS ({insert} ON CONFLICT ({q('event_id')}) DO NOTHING RETURNING *), {rollups} "
@@ -225,42 +242,135 @@ def _store_and_roll_up(events: list[UsageEventInput], *, source: str, now: dt.da
     for start in range(0, len(new_plain), 500):  # within every database's limit of parameters
         for rollup in ROLLUPS:
             _rollup_insert_grouped(plain.filter(id__in=new_plain[start : start + 500]), rollup)
-    offers = [e for e in events if e.event_id in inserted and e.offered_skills is not None]
-    _rollup_add(_rollup_counts(_as_fact(e, source=source, now=now) for e in offers))
+    offers = sorted(inserted[e.event_id] for e in events if e.event_id in inserted and e.offered_skills is not None)
+    QueuedOffer.objects.bulk_create([QueuedOffer(offer_id=offer_id) for offer_id in offers])
     return set(inserted)
 
 
 def usage_statements_compile() -> None:
-    """Compile the statements `usage_record` reuses, now rather than in a worker's first turn
-    (~60 ms of the ORM's compiling)."""
+    """Compile the statement `usage_record` reuses, now rather than in a worker's first turn
+    (~60 ms of the ORM's compiling). A pool process never rolls offers up: the reaper (in the
+    worker's main process) and readers compile that statement on first use."""
     if connection.vendor == "postgresql":
-        _rollups_on_write_sql()
+        _usage_record_sql()
 
 
 @functools.cache
-def _rollups_on_write_sql() -> tuple[str, tuple]:
-    """The WITH queries that add the rows of `new_events` to each rollup table; compiled once per
-    process (the ORM took longer to compile them than the database to run them).
+def _usage_record_sql() -> tuple[str, tuple]:
+    """The WITH queries that queue the compact offer rows of `new_events` and add its plain rows
+    to each rollup table; compiled once per process (the ORM took longer to compile them than
+    the database to run them)."""
+    q = connection.ops.quote_name
+    queued = (
+        f"queued AS (INSERT INTO {_table(QueuedOffer)} ({q('offer_id')}) SELECT {q('id')} FROM new_events "
+        f"WHERE {q('offered_skills')} IS NOT NULL ORDER BY {q('id')})"
+    )
+    upserts, params = _rollup_upserts_sql(source="new_events")
+    return f"{queued}, {upserts}", params
 
-    A compact offer row counts once per listed skill, as `_rollup_counts` counts it: `counted`
-    stands each listed skill in as a plain `offered` row of that skill and version, so one
-    grouped upsert per table adds plain and offered counts alike. A turn's ~150 listed skills
-    were three more statements (and ~450 rows sent back to the database) after this one."""
-    plain = UsageEvent.objects.filter(offered_skills__isnull=True).order_by()
+
+# Queued offer rows counted per statement: a turn's row lists ~150 skills, so a batch is ~150,000
+# listed skills for the database to group, and the transaction that holds its rollup rows stays
+# short however long the queue grew without readers.
+OFFERS_PER_ROLL_UP = 1000
+
+# Roll-ups hold it shared, `usage_rollups_rebuild` alone (see there). Any constant no other
+# advisory lock of the database uses.
+_OFFERS_LOCK = 0x5EED_0FFE
+
+
+def usage_offers_roll_up() -> int:
+    """Count the queued compact offer rows into the rollups; returns how many were counted.
+
+    Cheap when the queue is empty (one EXISTS), so every analytics read calls it first. Each
+    batch is one transaction, and on PostgreSQL one statement: `DELETE ... RETURNING` takes up
+    to OFFERS_PER_ROLL_UP queued ids, locking them in id order, and the grouped upserts count
+    their rows. Two roll-ups racing count each offer once: the second waits for the first's row
+    locks and then skips the rows it deleted (no id watermark: ids commit out of order). A
+    reader whose roll-up waited so also sees the first one's counts once it returns. The loop
+    stops after a batch that was not full, so a reader does not chase turns finishing after it
+    began."""
+    counted = 0
+    while QueuedOffer.objects.exists():
+        with transaction.atomic():
+            _offers_lock(shared=True)
+            if connection.vendor == "postgresql":
+                sql, params = _offers_roll_up_sql()
+                with connection.cursor() as cursor:
+                    cursor.execute(sql, params)
+                    taken = cursor.fetchone()[0]
+            else:
+                taken = _offers_roll_up_in_python()
+        counted += taken
+        if taken < OFFERS_PER_ROLL_UP:
+            break
+    return counted
+
+
+def _offers_lock(*, shared: bool) -> None:
+    """PostgreSQL: this transaction's hold on the offer queue against a rebuild (SQLite has one
+    writer at a time)."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute(f"SELECT pg_advisory_xact_lock{'_shared' if shared else ''}(%s)", [_OFFERS_LOCK])
+
+
+def _offers_taken_sql() -> str:
+    """`DELETE` up to OFFERS_PER_ROLL_UP queued entries, the lowest ids first, `RETURNING` their
+    ids. PostgreSQL locks them in that order (FOR UPDATE); a row a concurrent roll-up deleted
+    meanwhile is skipped once it commits, and the next one taken in its place."""
+    q = connection.ops.quote_name
+    queue, offer = _table(QueuedOffer), q("offer_id")
+    lock = " FOR UPDATE" if connection.vendor == "postgresql" else ""
+    return (
+        f"DELETE FROM {queue} WHERE {offer} IN (SELECT {offer} FROM {queue} ORDER BY {offer} "
+        f"LIMIT {OFFERS_PER_ROLL_UP}{lock}) RETURNING {offer}"
+    )
+
+
+@functools.cache
+def _offers_roll_up_sql() -> tuple[str, tuple]:
+    """One batch of `usage_offers_roll_up` on PostgreSQL, answering how many entries it took.
+
+    `counted` stands each listed skill of a taken offer row in as a plain `offered` row of that
+    skill and version, as `_rollup_counts` counts it, so the grouped upserts that count plain
+    events on write add them (an offer row listing nothing counts as the plain row it is)."""
     q = connection.ops.quote_name
     carried = ", ".join(q(c) for c in _COUNTED_COLUMNS)
     offered = f"{q('kind')} = '{UsageKind.OFFERED}' AND jsonb_array_length({q('offered_skills')}) > 0"
+    offers = (
+        f"offers AS (SELECT {_table(UsageEvent)}.* FROM taken JOIN {_table(UsageEvent)} "
+        f"ON {_table(UsageEvent)}.{q('id')} = taken.{q('offer_id')})"
+    )
     counted = (
         f"counted AS (SELECT {q('skill_name')}, {q('version')}, {carried}, NULL::jsonb AS {q('offered_skills')} "
-        f"FROM new_events WHERE {q('offered_skills')} IS NULL OR NOT ({offered}) "
+        f"FROM offers WHERE NOT ({offered}) "
         "UNION ALL SELECT listed.value ->> 0, (listed.value ->> 1)::integer, "
-        + ", ".join(f"new_events.{q(c)}" for c in _COUNTED_COLUMNS)
-        + f", NULL FROM new_events CROSS JOIN LATERAL jsonb_array_elements({q('offered_skills')}) AS listed "
+        + ", ".join(f"offers.{q(c)}" for c in _COUNTED_COLUMNS)
+        + f", NULL FROM offers CROSS JOIN LATERAL jsonb_array_elements({q('offered_skills')}) AS listed "
         f"WHERE {offered})"
     )
-    statements, params = [counted], []
+    upserts, params = _rollup_upserts_sql(source="counted")
+    return f"WITH taken AS ({_offers_taken_sql()}), {offers}, {counted}, {upserts} SELECT count(*) FROM taken", params
+
+
+def _offers_roll_up_in_python() -> int:
+    """One batch of `usage_offers_roll_up` elsewhere (SQLite): the taken rows counted in Python,
+    as the rebuild counts them."""
+    with connection.cursor() as cursor:
+        cursor.execute(_offers_taken_sql())
+        taken = [row[0] for row in cursor.fetchall()]
+    _rollup_add(_rollup_counts(UsageEvent.objects.filter(id__in=taken).values_list(*FACT_FIELDS)))  # type: ignore[arg-type]
+    return len(taken)
+
+
+def _rollup_upserts_sql(*, source: str) -> tuple[str, tuple]:
+    """The WITH queries that add the plain rows of relation `source` (the events table's columns)
+    to each rollup table, one grouped upsert per table."""
+    plain = UsageEvent.objects.filter(offered_skills__isnull=True).order_by()
+    statements, params = [], []
     for rollup in ROLLUPS:
-        sql, rollup_params = _rollup_insert_grouped_sql(plain, rollup, source="counted")
+        sql, rollup_params = _rollup_insert_grouped_sql(plain, rollup, source=source)
         statements.append(f"{rollup._meta.model_name} AS ({sql})")
         params += rollup_params
     return ", ".join(statements), tuple(params)
@@ -360,8 +470,8 @@ _PREPARED_TYPES = {"DateTimeField", "JSONField", "UUIDField", "ForeignKey"}
 # --- rollups ---------------------------------------------------------------------------
 
 # What one event contributes: (kind, skill, version, label, trigger, model, source, at, rating,
-# tokens, duration_ms, cost, offered_skills). The same shape comes from an input (on write) and
-# from a stored row (rebuild), so both paths count compact offers with `_rollup_counts`.
+# tokens, duration_ms, cost, offered_skills), as read from a stored row: the rebuild, the
+# roll-up on SQLite and a changed rating count with `_rollup_counts`.
 Fact = tuple[
     str, str, int | None, str, str, str, str, dt.datetime, int | None, int | None, int | None, float | None, Any
 ]
@@ -400,24 +510,6 @@ ROLLUP_KEYS: dict[type[RollupCounts], tuple[str, ...]] = {
 _TRUNCATE = {HourlyRollup: "hour", DailyRollup: "day", WeeklyRollup: "week"}  # ISO weeks: from Monday
 
 RollupRows = dict[type[RollupCounts], dict[tuple, list]]
-
-
-def _as_fact(e: UsageEventInput, *, source: str, now: dt.datetime) -> Fact:
-    return (
-        e.kind,
-        e.skill,
-        e.version,
-        e.label,
-        e.trigger,
-        e.model,
-        source,
-        e.at or now,
-        e.rating,
-        e.tokens,
-        e.duration_ms,
-        e.cost,
-        e.offered_skills,
-    )
 
 
 def _fact_of(row: UsageEvent) -> Fact:
@@ -480,13 +572,20 @@ def usage_rollups_rebuild(*, since: dt.date | None = None, actor: Actor = SYSTEM
     deleted and re-added from the events in the same transaction, so readers never see a half.
     The database groups the per-skill events itself (one INSERT ... SELECT ... GROUP BY per
     table, as on write); a turn's compact offer rows, one per turn, are expanded here with the
-    same counting as on write. Returns the number of events read."""
+    same counting as the roll-up. Returns the number of events read.
+
+    Queued offers: the rebuild holds the offer queue's lock alone, so no roll-up counts one
+    while it runs. An offer row it reads (one snapshot) that is still queued is counted into
+    every table, also the buckets before `since` it keeps (they never had it), and leaves the
+    queue in the same transaction; one that was rolled up already is counted only into the
+    recounted buckets. Offers stored after that snapshot stay queued for the next roll-up."""
     start = None if since is None else dt.datetime.combine(since, dt.time.min, tzinfo=dt.UTC)
     # A table is recounted from the start of its bucket holding `start`: the week of a mid-week
     # `since` began before it, and its row also counts the days before.
     starts = {rollup: _bucket_start(rollup, start) for rollup in ROLLUPS} if start is not None else {}
     events = UsageEvent.objects.order_by()
     with transaction.atomic():
+        _offers_lock(shared=False)
         for rollup in ROLLUPS:
             rows, counted = rollup._default_manager.all(), events
             if rollup in starts:
@@ -496,13 +595,14 @@ def usage_rollups_rebuild(*, since: dt.date | None = None, actor: Actor = SYSTEM
         offers = events.filter(offered_skills__isnull=False)
         if starts:
             offers = offers.filter(at__gte=min(starts.values()))
-        batch: list[Fact] = []
-        for fact in offers.values_list(*FACT_FIELDS).iterator(chunk_size=5_000):
-            batch.append(fact)  # type: ignore[arg-type]
+        offers = offers.annotate(queued=Exists(QueuedOffer.objects.filter(offer=OuterRef("pk"))))
+        batch: list[tuple] = []
+        for row in offers.values_list(*FACT_FIELDS, "id", "queued").iterator(chunk_size=5_000):
+            batch.append(row)
             if len(batch) == 5_000:
-                _rollup_add(_rollup_counts_from(batch, starts))
+                _offers_recount(batch, starts)
                 batch = []
-        _rollup_add(_rollup_counts_from(batch, starts))
+        _offers_recount(batch, starts)
         read = (events if start is None else events.filter(at__gte=start)).count()
         audit_record(
             actor=actor,
@@ -512,6 +612,15 @@ def usage_rollups_rebuild(*, since: dt.date | None = None, actor: Actor = SYSTEM
             after={"events_read": read},
         )
     return read
+
+
+def _offers_recount(rows: list[tuple], starts: dict[type[RollupCounts], dt.datetime]) -> None:
+    """The rebuild's counting of offer rows read as (*fact, id, queued): a queued one into every
+    bucket, then out of the queue; the others into the recounted buckets only."""
+    queued = [row for row in rows if row[-1]]
+    _rollup_add(_rollup_counts_from([row[:-2] for row in rows if not row[-1]], starts))  # type: ignore[misc]
+    _rollup_add(_rollup_counts(row[:-2] for row in queued))  # type: ignore[misc]
+    QueuedOffer.objects.filter(offer_id__in=[row[-2] for row in queued]).delete()
 
 
 def _bucket_start(rollup: type[RollupCounts], day_start: dt.datetime) -> dt.datetime:

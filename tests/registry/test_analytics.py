@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from registry.errors import ApplicationError
-from registry.models import DailyRollup, HourlyRollup, UsageEvent, WeeklyRollup
+from registry.models import DailyRollup, HourlyRollup, QueuedOffer, UsageEvent, WeeklyRollup
 from registry.selectors.analytics import (
     AnalyticsFilter,
     failing_first,
@@ -34,6 +34,7 @@ from registry.services.usage import (
     COUNT_COLUMNS,
     UsageEventInput,
     usage_feedback_set,
+    usage_offers_roll_up,
     usage_record,
     usage_rollups_rebuild,
 )
@@ -328,12 +329,13 @@ HOURLY_KEY = ("skill_name", "bucket", "version", "label", "trigger", "model", "s
 DAILY_KEY = ("skill_name", "bucket", "version")
 
 
-def raw_rollups() -> tuple[dict, dict, dict]:
-    """The hourly, daily and weekly rollup rows, worked out here from the raw events alone."""
+def raw_rollups(events=None) -> tuple[dict, dict, dict]:
+    """The hourly, daily and weekly rollup rows, worked out here from the raw events alone (all,
+    or those given)."""
     hourly: dict[tuple, Counter] = defaultdict(Counter)
     daily: dict[tuple, Counter] = defaultdict(Counter)
     weekly: dict[tuple, Counter] = defaultdict(Counter)
-    for event in UsageEvent.objects.all():
+    for event in UsageEvent.objects.all() if events is None else events:
         hour = event.at.astimezone(dt.UTC).replace(minute=0, second=0, microsecond=0)
         monday = hour.replace(hour=0) - dt.timedelta(days=hour.weekday())
         compact = event.kind == "offered" and event.offered_skills
@@ -367,6 +369,18 @@ def stored_rollups() -> tuple[dict, dict, dict]:
     return rows(HourlyRollup, HOURLY_KEY), rows(DailyRollup, DAILY_KEY), rows(WeeklyRollup, DAILY_KEY)
 
 
+def stored_and_queued_rollups() -> tuple[dict, dict, dict]:
+    """The rollup rows as stored, plus what the offers still queued will add to them."""
+    queued = raw_rollups(UsageEvent.objects.filter(id__in=QueuedOffer.objects.values("offer_id")))
+    merged = []
+    for stored, pending in zip(stored_rollups(), queued, strict=True):
+        rows = dict(stored)
+        for key, values in pending.items():
+            rows[key] = tuple(round(a + b, 6) for a, b in zip(rows.get(key, (0,) * len(COUNTS)), values, strict=True))
+        merged.append(rows)
+    return merged[0], merged[1], merged[2]
+
+
 event_strategy = st.builds(
     dict,
     event_id=st.integers(0, 40).map(lambda i: f"ev-{i}"),  # a small id space: many duplicates
@@ -384,13 +398,42 @@ event_strategy = st.builds(
     cost=st.one_of(st.none(), st.sampled_from([0.0, 0.25, 0.001])),
     compact=st.booleans(),
 )
+# A turn's compact offer row: the skills its prompt listed (queued on write, counted by a roll-up).
+turn_offer_strategy = st.builds(
+    dict,
+    turn=st.integers(0, 15),  # a redelivered turn writes its offer row again
+    listed=st.lists(
+        st.tuples(st.sampled_from(["pdf", "xlsx", "web", "docx"]), st.sampled_from([None, 1, 2])),
+        min_size=1,
+        max_size=4,
+        unique_by=lambda pair: pair[0],
+    ),
+    model=st.sampled_from(["", "gpt"]),
+    minutes_ago=st.integers(0, 60 * 24 * 20),
+)
 batch_strategy = st.tuples(
     st.lists(event_strategy, min_size=1, max_size=12),
+    st.lists(turn_offer_strategy, max_size=3),
     st.sampled_from(["api", "runtime"]),
     # A batch that breaks at the database (a version below 0 fails its CHECK constraint) after
     # its other events were sent: it must leave nothing behind.
     st.booleans(),
+    # Then the queued offers rolled up (as a read or the worker's reaper does), or the rollups
+    # rebuilt from the raw events: of everything, or from a day up to 22 days back.
+    st.sampled_from(["", "roll up", "rebuild"]),
+    st.one_of(st.none(), st.integers(0, 22)),
 )
+
+
+def turn_offer_input(offer: dict, now: dt.datetime) -> UsageEventInput:
+    return UsageEventInput(
+        event_id=f"turn-{offer['turn']}:offered:list",
+        kind="offered",
+        skill="",
+        model=offer["model"],
+        at=now - dt.timedelta(minutes=offer["minutes_ago"]),
+        offered_skills=tuple(offer["listed"]),
+    )
 
 
 def as_input(e: dict, now: dt.datetime) -> UsageEventInput:
@@ -424,28 +467,43 @@ def test_rollups_equal_the_raw_events_after_any_mix_of_batches(batches, rating_c
     for rollup in (HourlyRollup, DailyRollup, WeeklyRollup):
         rollup.objects.all().delete()
     now = dt.datetime(2026, 4, 1, 12, 30, tzinfo=dt.UTC)
-    for events, source, breaks in batches:
-        inputs = [as_input(e, now) for e in events]
+
+    def queue() -> list[int]:
+        return sorted(QueuedOffer.objects.values_list("offer_id", flat=True))
+
+    for events, turn_offers, source, breaks, then, since_days_ago in batches:
+        inputs = [as_input(e, now) for e in events] + [turn_offer_input(offer, now) for offer in turn_offers]
         if breaks:
-            before = stored_rollups(), UsageEvent.objects.count()
+            before = stored_rollups(), queue(), UsageEvent.objects.count()
             inputs.append(UsageEventInput(event_id="negative", kind="loaded", skill="pdf", version=-1, at=now))
             with pytest.raises(IntegrityError):
                 usage_record(events=inputs, source=source)
-            assert (stored_rollups(), UsageEvent.objects.count()) == before
+            assert (stored_rollups(), queue(), UsageEvent.objects.count()) == before
         else:
             usage_record(events=inputs, source=source)
+        if then == "roll up":
+            usage_offers_roll_up()
+            assert queue() == []
+        elif then == "rebuild":
+            since = None if since_days_ago is None else now.date() - dt.timedelta(days=since_days_ago)
+            usage_rollups_rebuild(since=since)
+        # Every offer is counted into the rollups or waits in the queue, never both, never neither.
+        assert stored_and_queued_rollups() == raw_rollups()
     for number, rating in rating_changes:  # a person changes their mind about a turn
         usage_feedback_set(
             event=UsageEventInput(event_id=f"fb-{number}", kind="feedback", skill="pdf", rating=rating, at=now)
         )
 
-    # Every hourly, daily and weekly row, with every counter, is what the raw events add up to.
+    # Every hourly, daily and weekly row, with every counter, is what the raw events add up to:
+    # once a read has rolled up the queued offers, the rows alone.
     expected_rollups = raw_rollups()
-    assert stored_rollups() == expected_rollups
+    assert stored_and_queued_rollups() == expected_rollups
     # What the service answers from them agrees too: per version, over any range of days (whole
     # weeks from weekly rows, the ends from daily ones), and summed over hourly rows.
     expected = raw_answer()
     assert rollup_answer(skill_analytics(by_version=True)) == expected
+    assert queue() == []
+    assert stored_rollups() == expected_rollups
     for first, last in date_ranges:
         window = AnalyticsFilter(
             date_from=now.date() - dt.timedelta(days=first), date_to=now.date() - dt.timedelta(days=last)
@@ -504,3 +562,20 @@ def test_rebuild_since_mid_week_recounts_that_whole_week_once():
     assert WeeklyRollup.objects.get(skill_name="docx").offered == 1
     daily = {row.bucket.date(): (row.succeeded, row.failed) for row in DailyRollup.objects.filter(skill_name="pdf")}
     assert daily == {monday.date(): (2, 7), wednesday.date(): (1, 1)}  # days before --since: left alone
+
+
+def test_rebuild_since_mid_week_counts_an_offer_still_queued_from_before_that_day_once():
+    tuesday, wednesday = NOON + dt.timedelta(days=1), NOON + dt.timedelta(days=2)  # NOON is a Monday
+    offer = UsageEventInput(event_id="offer-tue", kind="offered", skill="", offered_skills=(("pdf", 1),), at=tuesday)
+    usage_record(events=[offer] + outcomes("pdf", 1, 1, 0, at=wednesday))
+    assert QueuedOffer.objects.count() == 1  # not counted yet
+
+    usage_rollups_rebuild(since=wednesday.date())
+
+    # The rebuild recounts the whole week, Tuesday included; Tuesday's hour and day rows, which
+    # it keeps, never had the queued offer: it is counted into them too, and leaves the queue.
+    assert not QueuedOffer.objects.exists()
+    assert WeeklyRollup.objects.get(skill_name="pdf").offered == 1
+    assert DailyRollup.objects.get(skill_name="pdf", bucket=tuesday.replace(hour=0)).offered == 1
+    assert HourlyRollup.objects.get(skill_name="pdf", bucket=tuesday).offered == 1
+    assert stored_rollups() == raw_rollups()

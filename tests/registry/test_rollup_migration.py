@@ -70,4 +70,5 @@ def test_rollups_move_into_their_own_tables_and_back():
     assert sorted(back.values_list("grain", "bucket", "version", "trigger", "succeeded")) == sorted(
         (r["grain"], r["bucket"], r["version"], r["trigger"], r["succeeded"]) for r in rows
     )
-    migrate(AFTER)
+    # Back to the newest migrations: the tests after this one need every later table.
+    migrate(MigrationExecutor(connection).loader.graph.leaf_nodes())
