@@ -16,14 +16,15 @@ from registry.selectors import analytics
 @console_view()
 def home(request):
     last_30_days = analytics.AnalyticsFilter(date_from=timezone.now().date() - timedelta(days=29))
+    table = analytics.skill_analytics(filters=last_30_days)  # one read for both lists
     return render(
         request,
         "registry/home.html",
         {
             "stats": selectors.dashboard_stats(),
             "usage_events": analytics.usage_event_count(),
-            "best_skills": analytics.skills_best(filters=last_30_days, min_n=5, limit=5),
-            "worst_skills": analytics.skills_failing(filters=last_30_days, min_n=5, limit=5),
+            "best_skills": analytics.best_first(table, min_n=5, limit=5),
+            "worst_skills": analytics.failing_first(table, min_n=5, limit=5),
         },
     )
 

@@ -303,9 +303,15 @@ def failing_first(stats: Iterable[SkillStats], *, min_n: int, limit: int) -> lis
 
 
 def skills_best(*, filters: AnalyticsFilter = AnalyticsFilter(), min_n: int = 10, limit: int = 10) -> list[SkillStats]:
-    """Skills most surely working: ranked by the Wilson lower bound, highest first."""
-    rows = [s for s in skill_analytics(filters=filters) if s.n >= min_n]
-    return sorted(rows, key=lambda s: -(s.interval or (0.0, 1.0))[0])[:limit]
+    """Skills most surely working, from the skill table (see `best_first`)."""
+    return best_first(skill_analytics(filters=filters), min_n=min_n, limit=limit)
+
+
+def best_first(stats: Iterable[SkillStats], *, min_n: int, limit: int) -> list[SkillStats]:
+    """Ranked by the Wilson lower bound, highest first, among those with n ≥ min_n; ties by name,
+    as in `failing_first`."""
+    rows = [s for s in stats if s.n >= min_n]
+    return sorted(rows, key=lambda s: (-(s.interval or (0.0, 1.0))[0], s.skill, s.version or 0))[:limit]
 
 
 def usage_totals(*, filters: AnalyticsFilter = AnalyticsFilter()) -> dict[str, int]:

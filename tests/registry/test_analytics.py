@@ -17,6 +17,7 @@ from registry.errors import ApplicationError
 from registry.models import DailyRollup, HourlyRollup, QueuedOffer, UsageEvent, WeeklyRollup
 from registry.selectors.analytics import (
     AnalyticsFilter,
+    best_first,
     failing_first,
     funnel_of,
     newcombe_difference,
@@ -275,6 +276,19 @@ def test_failing_skills_rank_by_the_wilson_upper_bound_with_a_minimum_n():
     assert [s.skill for s in skills_failing(min_n=10)] == ["flaky", "mostly-bad", "fine"]
     assert [s.skill for s in skills_failing(min_n=3)][:2] == ["flaky", "mostly-bad"]
     assert [s.skill for s in skills_best(min_n=10)][0] == "fine"
+
+
+def test_working_skills_rank_by_the_wilson_lower_bound_equal_bounds_by_name():
+    usage_record(events=outcomes("zeta", 1, 18, 2))
+    usage_record(events=outcomes("alpha", 1, 18, 2))  # the same counts: the same bounds
+    usage_record(events=outcomes("sure", 1, 95, 5))  # a lower rate than 0.9 would rank it no higher
+    usage_record(events=outcomes("lucky", 1, 4, 0))  # rate 1 but n = 4: below min n
+
+    assert [s.skill for s in skills_best(min_n=10)] == ["sure", "alpha", "zeta"]
+    table = skill_analytics()
+    # The dashboard ranks one read of the table both ways.
+    assert best_first(table, min_n=10, limit=2) == skills_best(min_n=10, limit=2)
+    assert failing_first(table, min_n=10, limit=2) == skills_failing(min_n=10, limit=2)
 
 
 # --- rollups against raw events ---------------------------------------------------------------
