@@ -99,12 +99,15 @@ class DatabaseTraceSink:
         if record.get("kind") == "tool" and record.get("outcome") is not None:
             self._store()  # the tool ran: its side effects must never happen a second time
 
+    def _lost(self) -> TurnLost:
+        return TurnLost(f"turn {self.turn.pk}: attempt {self.attempt} no longer holds it")
+
     def settle(self) -> None:
         """Return once the step written last is stored; TurnLost when this attempt no longer
         held the turn, or the database's error, raised here instead of in the writer."""
         writing, self._writing = self._writing, None
         if writing is not None and not writing.result():
-            raise TurnLost(f"turn {self.turn.pk}: attempt {self.attempt} no longer holds it")
+            raise self._lost()
 
     def _store(self) -> None:
         self.settle()
@@ -139,7 +142,7 @@ class DatabaseTraceSink:
             # The caller's open transaction (a test's, say) holds rows another connection
             # cannot see yet: write through it.
             if not _write_step(params):
-                raise TurnLost(f"turn {self.turn.pk}: attempt {self.attempt} no longer holds it")
+                raise self._lost()
             return
         self._writing = step_writer().submit(_write_step_in_writer, params)
 
@@ -147,7 +150,7 @@ class DatabaseTraceSink:
         """Renew the lease, and lock the turn's row for the rest of the transaction; TurnLost
         when this attempt no longer holds the turn."""
         if not lease_renew(turn_id=self.turn.pk, attempt=self.attempt):
-            raise TurnLost(f"turn {self.turn.pk}: attempt {self.attempt} no longer holds it")
+            raise self._lost()
 
     def flush(self) -> None:
         """Write the pending events (inside the caller's transaction, which holds the turn's row)."""
