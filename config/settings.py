@@ -131,6 +131,9 @@ AUTH_PASSWORD_VALIDATORS = [
 # Login throttle (registry/services/logins.py): this many failed logins for one username, or from
 # one IP address, within the window lock further attempts (the right password too) until it lapses.
 LOGIN_FAILURE_LIMIT = env.int("LOGIN_FAILURE_LIMIT", default=10)
+# Across usernames from one address: higher, so a shared office address is not locked by one
+# forgetful user, yet a client spraying guesses at many accounts is.
+LOGIN_IP_FAILURE_LIMIT = env.int("LOGIN_IP_FAILURE_LIMIT", default=50)
 LOGIN_FAILURE_WINDOW_SECONDS = env.int("LOGIN_FAILURE_WINDOW_SECONDS", default=15 * 60)
 # The throttle's backend in place of Django's ModelBackend (same checks, plus the lockout).
 AUTHENTICATION_BACKENDS = ["registry.login.ThrottledModelBackend"]
@@ -294,6 +297,7 @@ if AGENT_ALLOW_SCRIPTED and not (DEBUG or TESTING) and PRODUCTION:
 # without saying why, at the first request that reaches it.
 for _name in (
     "LOGIN_FAILURE_LIMIT",
+    "LOGIN_IP_FAILURE_LIMIT",
     "LOGIN_FAILURE_WINDOW_SECONDS",
     "CELERY_TASK_SOFT_TIME_LIMIT",
     "SKILL_MD_MAX_BYTES",

@@ -9,6 +9,7 @@ class RegistryConfig(AppConfig):
     verbose_name = "Skill registry"
 
     def ready(self) -> None:
+        from registry import checks  # noqa: F401  (registers the start-up checks)
         from registry.models import ApiToken
         from registry.selectors.generation import tokens_changed
 

@@ -174,8 +174,23 @@ def _plain_datetime(value) -> dt.datetime | None | bool:
     return timezone.make_aware(at, timezone.get_current_timezone()) if timezone.is_naive(at) else at
 
 
+# OWASP's CSV injection rule: a spreadsheet runs a cell that begins with one of these as a formula
+# (`=HYPERLINK(...)` sent as a skill name would leak the sheet when an analyst clicks it). A leading
+# apostrophe makes it text. Numbers we computed are left alone: -0.5 is a value, not a formula.
+_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r", "\n")
+
+
+def _spreadsheet_cell(value):
+    if value is None:
+        return ""
+    if isinstance(value, str) and value.startswith(_FORMULA_STARTS):
+        return "'" + value
+    return value
+
+
 class CSVRenderer(renderers.BaseRenderer):
-    """Writes the answer's list (`csv_rows` names it) with the view's `csv_columns`."""
+    """Writes the answer's list (`csv_rows` names it) with the view's `csv_columns`, every text cell
+    safe to open in a spreadsheet. Every CSV the project serves goes through it."""
 
     media_type = "text/csv"
     format = "csv"
@@ -187,7 +202,7 @@ class CSVRenderer(renderers.BaseRenderer):
         writer = csv.writer(buffer, lineterminator="\n")
         writer.writerow(view.csv_columns)
         for row in data[view.csv_rows]:
-            writer.writerow(["" if row.get(c) is None else row.get(c) for c in view.csv_columns])
+            writer.writerow([_spreadsheet_cell(row.get(c)) for c in view.csv_columns])
         return buffer.getvalue().encode(self.charset)
 
 

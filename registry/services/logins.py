@@ -1,16 +1,21 @@
-"""Login throttling (issue 14): failed logins are counted per username and per client IP in the
-cache (Redis when REDIS_URL is set, so every web process shares the counts). LOGIN_FAILURE_LIMIT
-failures within LOGIN_FAILURE_WINDOW_SECONDS lock that username, or that IP, for the window:
-every attempt is refused without checking the password, the right one too, until it lapses.
+"""Login throttling: failed logins are counted in the cache (Redis when REDIS_URL is set, so every
+web process shares the counts) for two keys:
 
-Counts are per fixed window from the first failure (the cache's own expiry). A successful login
-clears its username's count but not its IP's, so one working account cannot be used to reset
-the count of an address spraying guesses at others. Failures and lockouts are audited; attempts
-refused while locked are not (they are the attack's volume, and the lockout row already says
-it happened).
+- the (username, IP) pair: LOGIN_FAILURE_LIMIT failures lock that username from that address;
+- the IP alone, across usernames: LOGIN_IP_FAILURE_LIMIT (higher) failures lock the address.
 
-If the cache cannot be reached, logins are not throttled rather than refused: the console must
-stay usable while Redis is down (issue 14, item 7), and a warning is logged.
+There is deliberately no lock on a username from every address: then anybody could keep the real
+owner out by guessing wrong ten times from anywhere. A locked key refuses every attempt without
+checking the password, the right one too, until the window (LOGIN_FAILURE_WINDOW_SECONDS, fixed
+from the first failure: the cache's own expiry) lapses.
+
+A successful login clears its pair's count but not its IP's, so one working account cannot be
+used to reset the count of an address spraying guesses at others. Failures and lockouts are
+audited; attempts refused while locked are not (they are the attack's volume, and the lockout row
+already says it happened).
+
+If the shared cache cannot be reached, counting falls back to this process's memory: the console
+stays usable while Redis is down, and an attacker still meets a limit (per web process).
 """
 
 from __future__ import annotations
@@ -25,12 +30,16 @@ from dataclasses import dataclass
 import redis
 from django.conf import settings
 from django.core.cache import cache
+from django.core.cache.backends.locmem import LocMemCache
 
 from registry.services.audit import Actor, audit_record
 
 log = logging.getLogger(__name__)
 
 _CACHE_DOWN = (redis.RedisError, OSError)
+# Counts recorded while the shared cache is down. The shared cache reads as empty then
+# (registry/cache.py), so a lock is whichever of the two says so.
+_local = LocMemCache("login-throttle", {"OPTIONS": {"MAX_ENTRIES": 100_000}})
 # Part of every key; `login_throttle_reset` moves to a fresh one (tests: counts must not leak from
 # one test's failed logins into the next through the shared Redis).
 _NAMESPACE = {"token": "0"}
@@ -41,9 +50,13 @@ class LoginAttempt:
     username: str
     ip: str
 
-    def keys(self) -> list[tuple[str, str]]:
-        """(what, key part) for each thing counted: the username (case-insensitive) and the IP."""
-        return [("username", _digest(self.username.casefold())), ("ip", _digest(self.ip))]
+    def keys(self) -> list[tuple[str, str, int]]:
+        """(what, key part, limit) for each thing counted: the pair, then the IP across usernames."""
+        pair = _digest(f"{self.username.casefold()}\x00{self.ip}")
+        return [
+            ("account", pair, settings.LOGIN_FAILURE_LIMIT),
+            ("ip", _digest(self.ip), settings.LOGIN_IP_FAILURE_LIMIT),
+        ]
 
 
 def _digest(value: str) -> str:
@@ -60,33 +73,43 @@ def _lock_key(what: str, part: str) -> str:
 
 
 def login_retry_after(*, attempt: LoginAttempt) -> int | None:
-    """Seconds until this username or IP may try again, or None when neither is locked."""
+    """Seconds until this account may be tried from this IP again, or None when nothing is locked."""
+    keys = [_lock_key(what, part) for what, part, _ in attempt.keys()]
     try:
-        locks = cache.get_many([_lock_key(what, part) for what, part in attempt.keys()])
+        shared = cache.get_many(keys)
     except _CACHE_DOWN:
-        log.warning("Login throttle: the cache is unavailable; not throttling", exc_info=True)
-        return None
-    until = max(locks.values(), default=0.0)
+        log.warning("Login throttle: the cache is unavailable; using this process's counts", exc_info=True)
+        shared = {}
+    until = max([*shared.values(), *_local.get_many(keys).values()], default=0.0)
     remaining = until - time.time()
     return math.ceil(remaining) if remaining > 0 else None
 
 
+def _count_failure(store, *, what: str, part: str, limit: int, window: int) -> tuple[int, bool]:
+    """Add one failure to `store`; returns (the count, whether it locked the key)."""
+    key = _count_key(what, part)
+    store.add(key, 0, timeout=window)
+    count = store.incr(key)
+    if count < limit:
+        return count, False
+    store.set(_lock_key(what, part), time.time() + window, timeout=window)
+    store.delete(key)
+    return count, True
+
+
 def login_failure_record(*, attempt: LoginAttempt) -> int | None:
     """Count a failed login; returns the lockout's Retry-After when this failure locked it."""
-    limit, window = settings.LOGIN_FAILURE_LIMIT, settings.LOGIN_FAILURE_WINDOW_SECONDS
+    window = settings.LOGIN_FAILURE_WINDOW_SECONDS
     locked: list[str] = []
     counts: dict[str, int] = {}
-    try:
-        for what, part in attempt.keys():
-            key = _count_key(what, part)
-            cache.add(key, 0, timeout=window)
-            counts[what] = cache.incr(key)
-            if counts[what] >= limit:
-                cache.set(_lock_key(what, part), time.time() + window, timeout=window)
-                cache.delete(key)
-                locked.append(what)
-    except _CACHE_DOWN:
-        log.warning("Login throttle: the cache is unavailable; not counting", exc_info=True)
+    for what, part, limit in attempt.keys():
+        try:
+            counts[what], lock = _count_failure(cache, what=what, part=part, limit=limit, window=window)
+        except _CACHE_DOWN:
+            log.warning("Login throttle: the cache is unavailable; counting in this process", exc_info=True)
+            counts[what], lock = _count_failure(_local, what=what, part=part, limit=limit, window=window)
+        if lock:
+            locked.append(what)
     actor = Actor(via=f"login from {attempt.ip or 'unknown address'}")
     audit_record(
         actor=actor,
@@ -102,15 +125,17 @@ def login_failure_record(*, attempt: LoginAttempt) -> int | None:
         action="login.lockout",
         object_type="user",
         object_repr=attempt.username,
-        after={"ip": attempt.ip, "locked": locked, "seconds": window, "limit": limit},
+        after={"ip": attempt.ip, "locked": locked, "seconds": window},
     )
     return window
 
 
 def login_success_record(*, attempt: LoginAttempt) -> None:
-    what, part = attempt.keys()[0]
+    what, part, _ = attempt.keys()[0]
+    key = _count_key(what, part)
+    _local.delete(key)
     try:
-        cache.delete(_count_key(what, part))
+        cache.delete(key)
     except _CACHE_DOWN:
         log.warning("Login throttle: the cache is unavailable", exc_info=True)
 
@@ -118,3 +143,4 @@ def login_success_record(*, attempt: LoginAttempt) -> None:
 def login_throttle_reset() -> None:
     """Forget every count and lock this process knows of (tests)."""
     _NAMESPACE["token"] = uuid.uuid4().hex[:12]
+    _local.clear()

@@ -15,6 +15,8 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.core.management.base import BaseCommand, CommandParser
 
+from config.local_state import private_file_create
+
 
 class Command(BaseCommand):
     help = "Create the admin account if missing and print how to log in."
@@ -32,8 +34,9 @@ class Command(BaseCommand):
         if user is None:
             if not password:
                 password = secrets.token_urlsafe(12)
-                password_file.write_text(password + "\n")
-                password_file.chmod(0o600)
+                # Replaced, not rewritten: an existing file keeps its old mode, a new one is 0600.
+                password_file.unlink(missing_ok=True)
+                private_file_create(password_file, password + "\n")
             user = User.objects.create_superuser(username=username, email="", password=password)
             user.groups.add(*Group.objects.filter(name="admin"))
             how = f"password: {password}"

