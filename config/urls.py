@@ -1,5 +1,6 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
+from django.templatetags.static import static
 from django.urls import include, path
 from django.views.generic import RedirectView
 
@@ -16,6 +17,8 @@ handler500 = errors.server_error
 
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
+    # Browsers and bookmarks ask for /favicon.ico whatever the page's <link rel="icon"> says.
+    path("favicon.ico", RedirectView.as_view(url=static("favicon.svg"), permanent=True)),
     path("login/", ThrottledLoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     # One login page for the console and the admin: the throttled one, with its 429 and Retry-After.

@@ -313,8 +313,9 @@ class _Budget:
     def check_declared(self, path: str, size: int) -> None:
         own = self.limits.skill_md_bytes if path == SKILL_MD else self.limits.file_bytes
         if size > own:
+            setting = "SKILL_MD_MAX_BYTES" if path == SKILL_MD else "SKILL_FILE_MAX_BYTES"
             raise BundleTooLarge(
-                f"{path} is {_human(size)}; the limit for {_what(path)} is {_human(own)}.",
+                f"{path} is {_human(size)}; the limit for {_what(path)} is {_human(own)} ({setting}).",
                 fields={"path": path},
                 extra={"limit": own},
             )
@@ -325,7 +326,8 @@ class _Budget:
         self.files += 1
         if self.files > self.limits.bundle_files:
             raise BundleTooLarge(
-                f"The skill has more than {self.limits.bundle_files} files (SKILL.md included).",
+                f"The skill has more than {self.limits.bundle_files} files (SKILL.md included); the limit "
+                "is the server's SKILL_BUNDLE_MAX_FILES.",
                 extra={"limit": self.limits.bundle_files},
             )
         self.check_declared(path, size)
@@ -333,7 +335,8 @@ class _Budget:
 
     def _too_big_overall(self, path: str) -> None:
         raise BundleTooLarge(
-            f"The skill is over {_human(self.limits.bundle_bytes)} in total (reached at {path}).",
+            f"The skill is over {_human(self.limits.bundle_bytes)} in total (reached at {path}); the limit is "
+            "the server's SKILL_BUNDLE_MAX_BYTES.",
             fields={"path": path},
             extra={"limit": self.limits.bundle_bytes},
         )

@@ -98,6 +98,11 @@ class SkillVersion(models.Model):
     def __str__(self) -> str:
         return f"{self.skill.name} v{self.number}"
 
+    @property
+    def skill_md_sha256(self) -> str:
+        """The digest of SKILL.md's bytes as served (the fingerprint's SKILL.md line)."""
+        return hashlib.sha256(self.skill_md.encode("utf-8")).hexdigest()
+
     def label_names(self) -> list[str]:
         """The labels pointing at this version, by name."""
         return sorted(self.labels.values_list("name", flat=True))

@@ -69,16 +69,15 @@ def user_has_scope(user, scope: str) -> bool:
 class TokenAccess:
     """What a user may do with API tokens in the console.
 
-    An admin sees and manages every token, for any owner. An author manages their own (a token
+    An admin sees and manages every token, for any owner. An author creates their own (a token
     acts for its owner and never beyond the owner's role, so this grants nothing new). An
     analyst only sees their own: creating a credential is a write, and analysts write nothing;
-    an admin makes them a read token when they need one."""
+    an admin makes them a read token when they need one. Anyone may revoke a token they can
+    see: it only takes power away, and a user whose role was lowered must still be able to
+    withdraw the credentials they handed out."""
 
     see_all: bool
     manage: bool
-
-    def may_manage(self, *, user, owner_id: int) -> bool:
-        return self.manage and (self.see_all or owner_id == user.pk)
 
 
 def token_access(user) -> TokenAccess:

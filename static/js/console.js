@@ -93,6 +93,12 @@
       }
     }
   });
+  // "N picked" beside a list of checkboxes (the rule editor's skill picker) follows the ticks.
+  document.addEventListener("change", function (event) {
+    var list = event.target.closest && event.target.closest(".picker-list");
+    var counter = list && document.querySelector('[data-picked-count="' + list.id + '"]');
+    if (counter) { counter.textContent = list.querySelectorAll("input:checked").length + " picked"; }
+  });
   // A list filtered as you type (the rule editor's skill picker): hides the items whose
   // data-name does not contain the text; checked items stay visible so a choice is never hidden.
   document.addEventListener("input", function (event) {

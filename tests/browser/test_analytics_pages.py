@@ -149,3 +149,23 @@ def test_a_bad_date_in_the_filter_is_explained_not_a_500(live_server, page, usag
     response = page.goto(f"{live_server.url}/analytics/skills/pdf/?from=9999-12-31&to=2026-01-01")
     assert response.status == 200
     assert "between 1970-01-01 and 2999-12-31" in page.locator(".filter-errors").inner_text()
+
+
+@pytest.mark.parametrize("path", ["/analytics/", "/analytics/skills/pdf/", "/", "/skills/", "/rules/", "/tokens/"])
+def test_pages_fit_a_390px_phone_without_sideways_scrolling(live_server, browser, usage, path):
+    """The README promises phone width: the page itself never scrolls sideways (a wide table may
+    scroll inside its own box)."""
+    page = browser.new_context(viewport={"width": 390, "height": 844}).new_page()
+    log_in_as_analyst(page, live_server)
+    page.goto(f"{live_server.url}{path}")
+    page.wait_for_load_state("networkidle")
+    width = page.evaluate("document.documentElement.scrollWidth")
+    if width > 390:
+        page.screenshot(path=str(SCREENSHOTS / f"phone-overflow{path.replace('/', '-')}.png"), full_page=True)
+    wide = page.evaluate(
+        """() => [...document.querySelectorAll('body *')]
+            .filter(e => e.getBoundingClientRect().right > 391 && getComputedStyle(e).position !== 'fixed')
+            .filter(e => !e.closest('.table-wrap, .table-scroll, pre'))
+            .slice(0, 5).map(e => e.tagName + '.' + e.className + ' ' + Math.round(e.getBoundingClientRect().right))"""
+    )
+    assert width <= 390, (path, width, wide)

@@ -46,7 +46,10 @@ def test_create_a_rule_with_re2s_error_shown_while_typing_then_a_good_pattern(li
     expect(check.locator("mark")).to_have_text("PDFs")
     page.fill("#skill-filter", "pdf")  # the picker filters as you type
     expect(page.locator('.picker-item[data-name="sql-query"]')).to_be_hidden()
+    counter = page.locator('[data-picked-count="skill-options"]')
+    expect(counter).to_have_text("0 picked")
     page.get_by_label("pdf-tools").check()
+    expect(counter).to_have_text("1 picked")
     page.fill("#id_instruction", "Use the pdf-tools skill before answering.")
     page.fill("#id_priority", "10")
     screenshot(page, "rules-new-good-pattern-author")

@@ -298,3 +298,24 @@ def test_tokens_list_shows_every_token_without_its_secret():
 
 def test_tokens_list_with_no_tokens_says_how_to_make_one():
     assert "tokens create" in run("tokens", "list")
+
+
+def _write_uipath_size_skill(root: Path, files: int) -> Path:
+    """A folder shaped like UiPath's `uipath-rpa` skill: SKILL.md and 701 small reference files."""
+    folder = root / "uipath-rpa"
+    (folder / "references" / "activities").mkdir(parents=True)
+    (folder / "SKILL.md").write_text(make_skill_md("uipath-rpa", description="Build UiPath RPA workflows."))
+    for n in range(files - 1):
+        (folder / "references" / "activities" / f"activity-{n:04}.md").write_text(f"# Activity {n}\n")
+    return folder
+
+
+def test_a_skill_over_the_file_limit_is_refused_naming_the_setting_and_imports_once_it_is_raised(settings, tmp_path):
+    folder = _write_uipath_size_skill(tmp_path, files=702)
+    with pytest.raises(CommandError, match="more than 500 files.*SKILL_BUNDLE_MAX_FILES"):
+        run("skills", "import", str(folder))
+    assert not Skill.objects.filter(name="uipath-rpa").exists()
+
+    settings.SKILL_BUNDLE_MAX_FILES = 1000
+    run("skills", "import", str(folder))
+    assert SkillVersion.objects.get(skill__name="uipath-rpa").files.count() == 701  # SKILL.md is kept apart

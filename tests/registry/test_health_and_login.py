@@ -57,3 +57,41 @@ def test_login_requires_the_csrf_token():
     UserFactory(username="ada")
     response = Client(enforce_csrf_checks=True).post("/login/", {"username": "ada", "password": "pw-for-tests"})
     assert response.status_code == 403
+
+
+def test_the_favicon_is_served(client):
+    response = client.get("/favicon.ico", follow=True)
+    assert response.status_code == 200
+    assert b"<svg" in b"".join(response.streaming_content if response.streaming else [response.content])
+
+
+def test_a_page_beyond_the_role_says_why_inside_the_console(client):
+    from registry.roles import ANALYST
+    from tests.factories import user_with_role
+
+    client.force_login(user_with_role(ANALYST, username="ana"))
+    response = client.get("/skills/new/")
+    html = response.content.decode()
+    assert response.status_code == 403
+    assert 'class="topbar"' in html and "You don't have access to this page" in html
+    assert "ana" in html and "analyst" in html and "author role" in html
+
+
+def test_a_missing_page_is_a_console_page_too(client):
+    from registry.roles import ANALYST
+    from tests.factories import user_with_role
+
+    client.force_login(user_with_role(ANALYST))
+    response = client.get("/no-such-page/")
+    assert response.status_code == 404 and "There is nothing at this address" in response.content.decode()
+
+
+def test_an_author_opening_the_admin_is_told_who_they_are_not_shown_a_bare_login_form(client):
+    from registry.roles import AUTHOR
+    from tests.factories import user_with_role
+
+    client.force_login(user_with_role(AUTHOR, username="ann"))
+    response = client.get("/admin/", follow=True)
+    html = response.content.decode()
+    assert response.status_code == 200 and "/login/" in response.redirect_chain[-1][0]
+    assert "You are logged in as <b>ann</b>" in html and "the Django admin is for admins" in html

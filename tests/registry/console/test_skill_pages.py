@@ -472,3 +472,14 @@ def test_the_role_badge_is_shown(client):
     html = client.get("/skills/").content.decode()
 
     assert "role-author" in html
+
+
+def test_the_skill_page_gives_skill_md_its_sha256_like_every_other_file(analyst_client):
+    import hashlib
+
+    publish("demo-skill", files=[("scripts/run.sh", b"echo hi\n", True)])
+    digest = hashlib.sha256(SkillVersion.objects.get().skill_md.encode("utf-8")).hexdigest()
+
+    page = analyst_client.get("/skills/demo-skill/").content.decode()
+
+    assert f'title="{digest}">{digest[:12]}</td>' in page

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from django.contrib.auth.models import Group
 from django.test import Client
 
 from registry.models import ApiToken, AuditLog
@@ -110,19 +111,34 @@ def test_scopes_beyond_the_owners_role_are_refused_next_to_the_field(admin_clien
     assert not ApiToken.objects.exists()
 
 
-def test_an_analyst_reads_their_tokens_but_every_write_is_refused(analyst_client, analyst):
+def test_an_analyst_reads_and_revokes_their_tokens_but_cannot_create_one(analyst_client, analyst):
     token, _ = api_token_create(name="reader", username=analyst.username, scopes=["skills:read"])
+    other, _ = api_token_create(name="other", username=user_with_role(AUTHOR).username, scopes=["skills:read"])
 
     page = analyst_client.get("/tokens/")
     html = page.content.decode()
-    assert page.status_code == 200 and "reader" in html
-    assert "Create token" not in html and "Revoke" not in html
+    assert page.status_code == 200 and "reader" in html and "other" not in html
+    assert "Create token" not in html and "Revoke reader" in html
 
     assert _create(analyst_client).status_code == 403
-    assert analyst_client.get(f"/tokens/{token.pk}/revoke/").status_code == 403
-    assert analyst_client.post(f"/tokens/{token.pk}/revoke/", {"confirm": "1"}).status_code == 403
+    assert analyst_client.post(f"/tokens/{other.pk}/revoke/", {"confirm": "1"}).status_code == 404
+    assert analyst_client.post(f"/tokens/{token.pk}/revoke/", {"confirm": "1"}).status_code == 302
     token.refresh_from_db()
-    assert token.revoked_at is None and ApiToken.objects.count() == 1
+    other.refresh_from_db()
+    assert token.revoked_at is not None and other.revoked_at is None and ApiToken.objects.count() == 2
+
+
+def test_a_user_whose_role_was_lowered_can_still_revoke_the_tokens_they_made(client):
+    user = user_with_role(AUTHOR, username="demoted")
+    token, _ = api_token_create(name="ci-write", username=user.username, scopes=["skills:write"])
+    user.groups.set([Group.objects.get(name=ANALYST)])  # the token's write scope is inert now, and still theirs
+    client.force_login(user)
+
+    assert "Revoke ci-write" in client.get("/tokens/").content.decode()
+    assert client.post(f"/tokens/{token.pk}/revoke/", {"confirm": "1"}).status_code == 302
+    token.refresh_from_db()
+    assert token.revoked_at is not None
+    assert AuditLog.objects.filter(action="token.revoke", object_repr="ci-write", actor=user).exists()
 
 
 def test_writes_need_the_csrf_token(author):
