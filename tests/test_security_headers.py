@@ -124,7 +124,7 @@ def test_every_console_admin_and_docs_page_sends_the_policy_and_runs_no_inline_s
 
 
 @pytest.mark.django_db
-def test_the_api_its_errors_and_the_login_page_send_the_same_headers(api, admin_client):
+def test_the_api_its_errors_and_the_login_page_send_the_same_headers(api):
     assert_locked_down(api.get("/api/v1/skills"))
     assert_locked_down(api.get("/api/v1/skills/nothing-here"))  # errors too
     assert_locked_down(Client().get("/login/"))
