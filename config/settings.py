@@ -8,9 +8,11 @@ Defaults give a working development setup with nothing installed but Python: SQL
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import environ
+from csp.constants import NONCE, NONE, SELF, UNSAFE_INLINE
 from django.core.exceptions import ImproperlyConfigured
 
 from registry.rate import parse_rate
@@ -65,12 +67,14 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",  # Swagger UI assets served locally, never from a CDN
     "django_htmx",
     "template_partials",
+    "csp",
     "registry",
     "agents",
 ]
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "csp.middleware.CSPMiddleware",  # before WhiteNoise, so static files (an SVG) get the policy too
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -96,6 +100,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "registry.console.access.console_context",
+                "csp.context_processors.nonce",
             ],
         },
     },
@@ -150,11 +155,49 @@ STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = VAR_DIR / "staticfiles"
 
-SESSION_COOKIE_HTTPONLY = True
-SESSION_COOKIE_SECURE = env.bool("SECURE_COOKIES", default=False)
-CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
-X_FRAME_OPTIONS = "DENY"
+# --- Response headers and TLS -----------------------------------------------------------
+# The browser loads nothing from another origin: an image in a SKILL.md or a model's answer
+# (`![x](https://elsewhere/pixel.png)`) would otherwise tell that host who read it, and when.
+# Scripts are files under static/ (htmx, console.js); an inline <script> must carry the
+# request's nonce, `{{ CSP_NONCE }}` in templates. Styles may be inline: templates use style=""
+# and editors inject <style> elements; a nonce in style-src would disable 'unsafe-inline' for them.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [SELF],
+        "script-src": [SELF, NONCE],
+        "style-src": [SELF, UNSAFE_INLINE],
+        "img-src": [SELF, "data:"],
+        "object-src": [NONE],
+        "base-uri": [SELF],
+        "frame-ancestors": [NONE],
+        "form-action": [SELF],
+    }
+}
+SECURE_REFERRER_POLICY = "same-origin"
+SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin"
 SECURE_CONTENT_TYPE_NOSNIFF = True
+X_FRAME_OPTIONS = "DENY"
+SESSION_COOKIE_HTTPONLY = True
+
+# Behind TLS (README "Deploying behind TLS"). Everything is off by default: the development
+# server and `make run` speak plain HTTP on 127.0.0.1.
+SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=False)
+# Cookies only over HTTPS; on by default wherever plain HTTP is redirected to HTTPS anyway.
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = env.bool("SECURE_COOKIES", default=SECURE_SSL_REDIRECT)
+SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=0)
+if SECURE_HSTS_SECONDS < 0:
+    raise ImproperlyConfigured(f"SECURE_HSTS_SECONDS={SECURE_HSTS_SECONDS}: it must be 0 (no HSTS) or more.")
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=False)
+SECURE_HSTS_PRELOAD = env.bool("SECURE_HSTS_PRELOAD", default=False)
+# The header a TLS-terminating proxy sets to `https` (e.g. X-Forwarded-Proto). Trusted only when
+# named: a client reaching the app directly could send it to pass a plain request off as HTTPS.
+_proxy_ssl_header = env.str("SECURE_PROXY_SSL_HEADER", default="").strip()
+if _proxy_ssl_header:
+    if not re.fullmatch(r"[A-Za-z0-9-]+", _proxy_ssl_header):
+        raise ImproperlyConfigured(
+            f"SECURE_PROXY_SSL_HEADER={_proxy_ssl_header!r}: give the header's name, e.g. X-Forwarded-Proto."
+        )
+    SECURE_PROXY_SSL_HEADER = ("HTTP_" + _proxy_ssl_header.upper().replace("-", "_"), "https")
 
 # --- Celery -----------------------------------------------------------------------------
 if REDIS_URL:

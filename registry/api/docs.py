@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.contrib.auth.views import redirect_to_login
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 from rest_framework.permissions import BasePermission
 
 
@@ -19,7 +19,9 @@ class ApiSchemaView(SpectacularAPIView):
     permission_classes = [DocsAccess]
 
 
-_swagger = SpectacularSwaggerView.as_view(url_name="api-schema", permission_classes=[DocsAccess])
+# The split view serves Swagger UI's start-up script from its own URL (`?script`), not inline,
+# so the page runs under the console's Content-Security-Policy.
+_swagger = SpectacularSwaggerSplitView.as_view(url_name="api-schema", permission_classes=[DocsAccess])
 
 
 def api_docs(request, *args, **kwargs):
