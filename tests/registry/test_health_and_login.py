@@ -60,9 +60,12 @@ def test_login_requires_the_csrf_token():
 
 
 def test_the_favicon_is_served(client):
-    response = client.get("/favicon.ico", follow=True)
-    assert response.status_code == 200
-    assert b"<svg" in b"".join(response.streaming_content if response.streaming else [response.content])
+    from django.contrib.staticfiles import finders
+    from django.templatetags.static import static
+
+    response = client.get("/favicon.ico")
+    assert response.status_code == 301 and response["Location"] == static("favicon.svg")
+    assert b"<svg" in open(finders.find("favicon.svg"), "rb").read()
 
 
 def test_a_page_beyond_the_role_says_why_inside_the_console(client):
