@@ -38,6 +38,7 @@ from agents.lease import LeaseKeeper, TurnLost
 from agents.model_strings import OFFLINE, SCRIPTED, model_string_problem
 from agents.models import AgentTurn, Conversation, TurnCheckpoint, TurnStatus
 from agents.runtime.forcing import forced_skill_and_query
+from agents.runtime.llm import provider_of
 from agents.runtime.loop import run_turn
 from agents.runtime.types import TurnRequest, TurnResult
 from agents.store import RegistrySkillStore, resolution_for_turn
@@ -590,6 +591,14 @@ def _llm_options(turn: AgentTurn) -> dict[str, Any]:
     if turn.model == SCRIPTED:
         return {"script": turn.script or []}
     options: dict[str, Any] = {}
+    # AGENT_API_BASE and AGENT_API_KEY were given for AGENT_MODEL: they go with the models litellm
+    # sends to the same provider, and no others. A listed model of another provider reads that
+    # provider's own litellm variables (ANTHROPIC_API_KEY, OLLAMA_API_BASE, ...), so the key never
+    # reaches a server it was not given for.
+    if turn.model != settings.AGENT_MODEL:
+        provider = provider_of(turn.model)
+        if provider is None or provider != provider_of(settings.AGENT_MODEL):
+            return options
     if settings.AGENT_API_BASE:
         options["api_base"] = settings.AGENT_API_BASE
     if settings.AGENT_API_KEY:

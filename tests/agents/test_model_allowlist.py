@@ -1,5 +1,6 @@
 """A turn may name only the models the operator listed in AGENT_MODELS, through the API, the
-playground and the worker alike; a model string that embeds a URL is refused even when listed."""
+playground and the worker alike; a model string that embeds a URL is refused even when listed,
+and AGENT_API_KEY / AGENT_API_BASE go only to AGENT_MODEL's provider."""
 
 from __future__ import annotations
 
@@ -137,6 +138,21 @@ def test_a_queued_turn_whose_model_is_not_allowed_is_refused_by_the_worker(liste
 
     assert refused.value.fields.keys() == {"model"}
     assert RecordingServer.hits == []
+
+
+def test_the_operators_key_and_base_go_only_to_agent_models_provider(settings):
+    settings.AGENT_MODEL = "openai/gpt-4o-mini"
+    settings.AGENT_MODELS = ["openai/gpt-4o-mini", "gpt-4o", CLAUDE, "offline"]
+    settings.AGENT_API_KEY, settings.AGENT_API_BASE = "sk-operator", "https://llm.internal/v1"
+
+    def options(model: str) -> dict:
+        return services._llm_options(AgentTurn(model=model))
+
+    given = {"api_key": "sk-operator", "api_base": "https://llm.internal/v1"}
+    assert options("openai/gpt-4o-mini") == given
+    assert options("gpt-4o") == given, "litellm sends gpt-4o to openai too"
+    assert options(CLAUDE) == {}, "anthropic reads ANTHROPIC_API_KEY, never the operator's OpenAI key"
+    assert options("offline") == {}
 
 
 # --- the playground -------------------------------------------------------------------------
