@@ -35,7 +35,13 @@ class AgentTurnCreateApi(TurnApi):
             help_text="A leading `/skill-name` forces that skill (a 400 when no enabled skill has the name).",
         )
         conversation = serializers.UUIDField(required=False, allow_null=True)
-        model = TextField(max_length=200, required=False, allow_blank=True)
+        model = TextField(
+            max_length=200,
+            required=False,
+            allow_blank=True,
+            help_text="One of the operator's AGENT_MODELS (default AGENT_MODEL); any other is a 400 "
+            "listing them in `allowed_models`.",
+        )
         forced_skill = TextField(
             max_length=128,
             required=False,

@@ -27,6 +27,7 @@ from django.utils.http import urlencode
 
 from agents import selectors as turn_selectors
 from agents import services as turns
+from agents.model_strings import OFFLINE, SCRIPTED
 from agents.models import AgentTurn, TraceEvent
 from registry.console.access import console_view, user_scopes
 from registry.console.inputs import json_from_text, text_problem
@@ -45,17 +46,20 @@ SCRIPT_EXAMPLE = json.dumps(
 # Keys shown first in an event's details; the rest follow in the order the runtime wrote them.
 _FIRST_KEYS = ("step", "model", "tool", "skill", "name", "ok", "error", "why", "message")
 _LAST_KEYS = ("system_prompt",)
+_MODEL_NOTES = {OFFLINE: "demo model, no network", SCRIPTED: "steps from the script box"}
 
 
 def model_choices() -> list[tuple[str, str]]:
-    """The models a turn may ask for here: AGENT_MODEL, the offline demo, and `scripted` where
-    AGENT_ALLOW_SCRIPTED is on (SPEC §6.9)."""
-    choices = {"offline": "offline · demo model, no network"}
-    if settings.AGENT_ALLOW_SCRIPTED:
-        choices["scripted"] = "scripted · steps from the script box"
-    if settings.AGENT_MODEL not in choices:
-        choices = {settings.AGENT_MODEL: f"{settings.AGENT_MODEL} · AGENT_MODEL", **choices}
-    return list(choices.items())
+    """The models a turn may ask for here: those the turn service accepts
+    (`agent_models_allowed`, from AGENT_MODELS), AGENT_MODEL first."""
+    allowed = sorted(turns.agent_models_allowed(), key=lambda model: model != settings.AGENT_MODEL)
+    return [(model, _model_title(model)) for model in allowed]
+
+
+def _model_title(model: str) -> str:
+    if model in _MODEL_NOTES:
+        return f"{model} · {_MODEL_NOTES[model]}"
+    return f"{model} · AGENT_MODEL" if model == settings.AGENT_MODEL else model
 
 
 @dataclass
@@ -96,7 +100,7 @@ class SendInput:
             except ValueError:
                 errors["conversation"] = "Not a conversation id."
         script = None
-        if self.model == "scripted":
+        if self.model == SCRIPTED:
             try:
                 script = json_from_text(self.script or "null", field="script", what="script")
             except ApplicationError as exc:
@@ -201,7 +205,7 @@ def _render(
         ),
         "script_example": SCRIPT_EXAMPLE,
         "demo_default": settings.AGENT_MODEL == "offline",
-        "allow_scripted": settings.AGENT_ALLOW_SCRIPTED,
+        "allow_scripted": SCRIPTED in turns.agent_models_allowed(),
     }
     if turn is not None:
         context.update(_turn_context(turn, after=0))

@@ -35,8 +35,10 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from agents.lease import LeaseKeeper, TurnLost
+from agents.model_strings import OFFLINE, SCRIPTED, model_string_problem
 from agents.models import AgentTurn, Conversation, TurnCheckpoint, TurnStatus
 from agents.runtime.forcing import forced_skill_and_query
+from agents.runtime.llm import provider_of
 from agents.runtime.loop import run_turn
 from agents.runtime.types import TurnRequest, TurnResult
 from agents.store import RegistrySkillStore, resolution_for_turn
@@ -73,6 +75,37 @@ SCRIPT_SCHEMA = {
 }
 
 
+def agent_models_allowed() -> list[str]:
+    """The models a turn may name: AGENT_MODELS (by default AGENT_MODEL, `offline` and
+    `scripted`), without `scripted` while AGENT_ALLOW_SCRIPTED is off."""
+    listed = settings.AGENT_MODELS or [settings.AGENT_MODEL, OFFLINE, SCRIPTED]
+    return [model for model in dict.fromkeys(listed) if model != SCRIPTED or settings.AGENT_ALLOW_SCRIPTED]
+
+
+def agent_model_check(*, model: str | None) -> str:
+    """The model a turn runs with: `model`, or AGENT_MODEL when none is named, once it is one of
+    `agent_models_allowed()` and embeds no URL (checked again here though settings refused such
+    a list at start-up). Everything that hands a model to litellm asks this first: a model
+    string chooses where litellm sends the prompt, and with it the operator's key."""
+    chosen = (model or "").strip() or settings.AGENT_MODEL
+    allowed = agent_models_allowed()
+    if chosen == SCRIPTED and not settings.AGENT_ALLOW_SCRIPTED:
+        raise ApplicationError(
+            "The scripted model is disabled here (AGENT_ALLOW_SCRIPTED is false).",
+            fields={"model": "scripted is not allowed"},
+            extra={"allowed_models": allowed},
+        )
+    problem = model_string_problem(chosen)
+    if problem or chosen not in allowed:
+        raise ApplicationError(
+            f"The model {chosen[:120]!r} is refused: {problem or 'it is not one of AGENT_MODELS'}. "
+            f"Allowed: {', '.join(allowed)}.",
+            fields={"model": f"one of {', '.join(allowed)}"},
+            extra={"allowed_models": allowed},
+        )
+    return chosen
+
+
 def agent_turn_create(
     *,
     user: Any,
@@ -84,13 +117,8 @@ def agent_turn_create(
     max_input_tokens: int | None = None,
 ) -> AgentTurn:
     """Queue a turn; the worker is told only after the row is committed."""
-    model = (model or settings.AGENT_MODEL).strip()
-    if model == "scripted":
-        if not settings.AGENT_ALLOW_SCRIPTED:
-            raise ApplicationError(
-                "The scripted model is disabled here (AGENT_ALLOW_SCRIPTED is false).",
-                fields={"model": "scripted is not allowed"},
-            )
+    model = agent_model_check(model=model)
+    if model == SCRIPTED:
         _validate_script(script)
     elif script is not None:
         raise ApplicationError('A script is only used with "model": "scripted".', fields={"script": "remove it"})
@@ -377,6 +405,8 @@ def agent_turn_run(*, claimed: ClaimedTurn) -> TurnResult:
     took the turn meanwhile (this attempt then stops and writes nothing more).
     """
     turn = claimed.turn
+    # Again here: a turn queued before AGENT_MODELS changed fails (the task says why) rather than run.
+    agent_model_check(model=turn.model)
     workspace = settings.AGENT_WORKSPACE_ROOT / str(turn.conversation_id or turn.pk)
     workspace.mkdir(parents=True, exist_ok=True)
     forced_skill, query = forced_skill_and_query(turn.message, turn.forced_skill or None)
@@ -558,9 +588,17 @@ def _history(turn: AgentTurn) -> list[dict[str, str]]:
 
 
 def _llm_options(turn: AgentTurn) -> dict[str, Any]:
-    if turn.model == "scripted":
+    if turn.model == SCRIPTED:
         return {"script": turn.script or []}
     options: dict[str, Any] = {}
+    # AGENT_API_BASE and AGENT_API_KEY were given for AGENT_MODEL: they go with the models litellm
+    # sends to the same provider, and no others. A listed model of another provider reads that
+    # provider's own litellm variables (ANTHROPIC_API_KEY, OLLAMA_API_BASE, ...), so the key never
+    # reaches a server it was not given for.
+    if turn.model != settings.AGENT_MODEL:
+        provider = provider_of(turn.model)
+        if provider is None or provider != provider_of(settings.AGENT_MODEL):
+            return options
     if settings.AGENT_API_BASE:
         options["api_base"] = settings.AGENT_API_BASE
     if settings.AGENT_API_KEY:

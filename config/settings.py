@@ -15,6 +15,7 @@ import environ
 from csp.constants import NONCE, NONE, SELF, UNSAFE_INLINE
 from django.core.exceptions import ImproperlyConfigured
 
+from agents.model_strings import model_string_problem
 from registry.rate import parse_rate
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -303,10 +304,14 @@ RESOLVE_INDEX = env.bool("RESOLVE_INDEX", default=True)
 REGISTRY_LISTEN = env.bool("REGISTRY_LISTEN", default=True)
 
 # --- Agent runtime ----------------------------------------------------------------------
-AGENT_MODEL = env.str("AGENT_MODEL", default="offline")
+AGENT_MODEL = env.str("AGENT_MODEL", default="offline").strip()
 AGENT_API_BASE = env.str("AGENT_API_BASE", default="")
 AGENT_API_KEY = env.str("AGENT_API_KEY", default="")
 AGENT_ALLOW_SCRIPTED = env.bool("AGENT_ALLOW_SCRIPTED", default=DEBUG or TESTING)
+# The only models a turn may name, through the API and the playground alike
+# (agents.services.agent_model_check). Unset: AGENT_MODEL, `offline`, and `scripted` where
+# AGENT_ALLOW_SCRIPTED is on. A listed `scripted` is still refused while AGENT_ALLOW_SCRIPTED is off.
+AGENT_MODELS = [model.strip() for model in env.list("AGENT_MODELS", default=[]) if model.strip()]
 AGENT_MAX_ITERATIONS = env.int("AGENT_MAX_ITERATIONS", default=10)
 AGENT_MAX_TOTAL_TOKENS = env.int("AGENT_MAX_TOTAL_TOKENS", default=200_000)
 AGENT_MAX_SECONDS = env.float("AGENT_MAX_SECONDS", default=300.0)
@@ -331,6 +336,16 @@ AGENT_WORKSPACE_ROOT = Path(env.str("AGENT_WORKSPACE_ROOT", default=str(VAR_DIR 
 RUN_SKILL_SANDBOX = env.str("RUN_SKILL_SANDBOX", default="bwrap").strip().lower()
 if RUN_SKILL_SANDBOX not in ("bwrap", "none"):
     raise ImproperlyConfigured(f"RUN_SKILL_SANDBOX must be 'bwrap' or 'none', not {RUN_SKILL_SANDBOX!r}.")
+
+for _name, _models in (("AGENT_MODEL", [AGENT_MODEL]), ("AGENT_MODELS", AGENT_MODELS)):
+    for _model in _models:
+        if _problem := model_string_problem(_model):
+            raise ImproperlyConfigured(f"{_name} names {_model!r}, which a turn may not use: {_problem}.")
+if AGENT_MODELS and AGENT_MODEL not in AGENT_MODELS:
+    raise ImproperlyConfigured(
+        f"AGENT_MODEL={AGENT_MODEL!r} is not in AGENT_MODELS ({', '.join(AGENT_MODELS)}): "
+        "a turn that names no model uses AGENT_MODEL, so list it."
+    )
 
 PRODUCTION = env.bool("PRODUCTION", default=False)
 if AGENT_ALLOW_SCRIPTED and not (DEBUG or TESTING) and PRODUCTION:

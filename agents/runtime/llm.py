@@ -51,6 +51,16 @@ def resolve_model(model: str) -> str:
     return MODEL_ALIASES.get(model, model)
 
 
+def provider_of(model: str) -> str | None:
+    """The provider litellm sends `model` to (`openai` for `gpt-4o` too), or None when it knows none."""
+    litellm = litellm_module()
+    register_providers()
+    try:
+        return str(litellm.get_llm_provider(resolve_model(model))[1])
+    except Exception:  # litellm raises its BadRequestError for a model it cannot place
+        return None
+
+
 def complete(model: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]], **options: Any) -> LLMResponse:
     """One chat completion through litellm; raises TransientLLMError or LLMError."""
     litellm = litellm_module()

@@ -296,6 +296,9 @@ def flaky_model_server_worker(worker):
     worker.stop()
     flaky = WorkerProcess(
         extra_env={
+            # The worker runs only the models its own AGENT_MODELS lists, and sends AGENT_API_BASE
+            # and AGENT_API_KEY with AGENT_MODEL's provider only.
+            "AGENT_MODEL": "openai/gpt-test",
             "AGENT_API_BASE": f"http://127.0.0.1:{server.server_port}/v1",
             "AGENT_API_KEY": "stub-key",
             "NO_PROXY": "127.0.0.1",
@@ -309,7 +312,8 @@ def flaky_model_server_worker(worker):
 
 
 @pytest.fixture
-def flaky_model_worker(flaky_model_server_worker):
+def flaky_model_worker(flaky_model_server_worker, settings):
+    settings.AGENT_MODELS = ["offline", "openai/gpt-test"]
     FlakyModelServer.requests = 0
     return flaky_model_server_worker
 

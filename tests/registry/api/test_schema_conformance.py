@@ -80,9 +80,10 @@ UNSTATED_RULES: dict[str, set[str]] = {
     "PATCH /api/v1/rules/{rule_id}": {"invalid_rule", "invalid_pattern"},
     # A feedback event needs a rating; an event's `at` lies in 1970..2999.
     "POST /api/v1/usage": {"rating", "at"},
-    # `script` goes with `model: "scripted"` only, and follows the script format; a forced skill
-    # (`forced_skill`, or a leading `/name` in `message`) must name an enabled skill.
-    "POST /api/v1/agent/turns": {"script", "forced_skill", "message"},
+    # `model` is one of the operator's AGENT_MODELS; `script` goes with `model: "scripted"` only,
+    # and follows the script format; a forced skill (`forced_skill`, or a leading `/name` in
+    # `message`) must name an enabled skill.
+    "POST /api/v1/agent/turns": {"model", "script", "forced_skill", "message"},
 }
 
 
