@@ -189,6 +189,18 @@ def test_a_zip_name_that_is_not_utf8_is_refused_naming_the_entry(api):
     assert not Skill.objects.exists()
 
 
+def test_a_zip_name_flagged_utf8_that_is_not_is_a_400(api):
+    body = zip_with_raw_names(
+        [(b"SKILL.md", make_skill_md("zipped").encode()), (b"caf\xe9.md", b"latin-1")], utf8_flag=True
+    )
+
+    response = api.post("/api/v1/skills", body, content_type="application/zip")
+
+    assert response.status_code == 400, response.content
+    assert response.json()["error"] == "invalid_bundle"
+    assert not Skill.objects.exists()
+
+
 def test_a_lone_nfd_path_is_kept_byte_for_byte(api):
     """Only a pair is refused: a single decomposed name (as macOS writes them) round-trips as is."""
     assert create(api, "decomposed", files=[(NFD, b"accent\n")]).status_code == 201
