@@ -6,7 +6,9 @@ and writers re-check before touching the disk, so a bad upload never leaves half
 
 Rules shared by every reader:
 - Paths are relative POSIX paths: no `..` or `.` parts, no absolute paths, drive letters,
-  backslashes, NUL or other control characters, no empty parts, valid UTF-8.
+  backslashes, NUL or other control characters, no empty parts, valid UTF-8 (zip entry names
+  too, flagged as UTF-8 or not). No two paths, nor folders implied by them, that differ only
+  by case or Unicode normalisation: macOS and Windows would make them one.
 - Regular files, and relative symbolic links that stay inside the skill (`CLAUDE.md ->
   AGENTS.md`, as real skill repositories have). A link is kept as a link: its target text is
   stored, written back as a link and zipped with the link mode; readers of the bundle see the

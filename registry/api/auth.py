@@ -68,7 +68,7 @@ class ScopePermission(permissions.BasePermission):
     def has_permission(self, request, view):
         if not (request.user and request.user.is_authenticated):
             return False  # DRF answers 401 (with WWW-Authenticate: Bearer), not 403
-        required: dict[str, str] = getattr(view, "required_scopes", {})
+        required = getattr(view, "required_scopes", {})
         if request.method == "OPTIONS":
             scopes = sorted({scope for method, scope in required.items() if method in view.allowed_methods})
         else:
