@@ -6,7 +6,9 @@ and writers re-check before touching the disk, so a bad upload never leaves half
 
 Rules shared by every reader:
 - Paths are relative POSIX paths: no `..` or `.` parts, no absolute paths, drive letters,
-  backslashes, NUL or other control characters, no empty parts, valid UTF-8.
+  backslashes, NUL or other control characters, no empty parts, valid UTF-8 (zip entry names
+  too, flagged as UTF-8 or not). No two paths, nor folders implied by them, that differ only
+  by case or Unicode normalisation: macOS and Windows would make them one.
 - Regular files, and relative symbolic links that stay inside the skill (`CLAUDE.md ->
   AGENTS.md`, as real skill repositories have). A link is kept as a link: its target text is
   stored, written back as a link and zipped with the link mode; readers of the bundle see the
@@ -34,6 +36,7 @@ import shutil
 import stat
 import struct
 import tempfile
+import unicodedata
 import zipfile
 import zlib
 from collections.abc import Iterable, Iterator
@@ -283,18 +286,48 @@ def _is_skipped(path: str) -> bool:
 
 
 def _check_layout(paths: Iterable[str]) -> None:
-    """Refuse duplicates and a path that is both a file and a folder (`a` and `a/b`)."""
+    """Refuse duplicates, a path that is both a file and a folder (`a` and `a/b`), and names
+    that only a case- and normalisation-sensitive file system tells apart."""
     seen: set[str] = set()
     for path in paths:
         if path in seen:
             raise InvalidBundle(f"The path {path!r} appears more than once.", fields={"path": path})
         seen.add(path)
+    folders: set[str] = set()
     for path in seen:
         parts = path.split("/")
         for depth in range(1, len(parts)):
             parent = "/".join(parts[:depth])
             if parent in seen:
                 raise InvalidBundle(f"{parent!r} is a file, so {path!r} cannot be inside it.", fields={"path": path})
+            folders.add(parent)
+    _check_distinct_names(seen | folders)
+
+
+def _check_distinct_names(paths: Iterable[str]) -> None:
+    """Refuse two files or folders whose paths differ only by case (`README.md`, `readme.md`) or
+    by Unicode normalisation (`café.md` composed and decomposed): on macOS (and Windows, for
+    case) they are one name, so exporting the skill there would overwrite one with the other, and it would
+    not read back the same. Folders count (`Docs/a.md` beside `docs/b.md` merge into one).
+    A lone path in any normalisation is kept byte for byte; only a pair is refused."""
+    first_by_key: dict[str, str] = {}
+    for path in sorted(paths):
+        composed = unicodedata.normalize("NFC", path)
+        key = composed.casefold()
+        other = first_by_key.setdefault(key, path)
+        if other == path:
+            continue
+        if unicodedata.normalize("NFC", other) == composed:
+            rule = f"only by Unicode normalisation ({ascii(other)} and {ascii(path)}: NFC composes what NFD splits)"
+        elif other.casefold() == path.casefold():
+            rule = "only by upper- and lowercase"
+        else:
+            rule = "only by upper- and lowercase and Unicode normalisation"
+        raise InvalidBundle(
+            f"The paths {other!r} and {path!r} differ {rule}; file systems that ignore case or "
+            "normalisation (macOS, Windows) see one name, so one would overwrite the other. Rename one of them.",
+            fields={"path": path},
+        )
 
 
 class _Budget:
@@ -673,8 +706,7 @@ def _check_central_directory(stream: BinaryIO, *, limits: Limits) -> None:
 def _read_archive(archive: zipfile.ZipFile, *, limits: Limits) -> Bundle:
     members: list[tuple[str, zipfile.ZipInfo, bool, bool]] = []  # name, info, executable, link
     for info in archive.infolist():
-        # orig_filename keeps what zipfile's ZipInfo silently cuts off at a NUL.
-        name = info.orig_filename
+        name = _entry_name(info)
         if name.endswith("/"):
             check_path(name.rstrip("/") or "/")
             continue  # folders are implied by file paths
@@ -730,6 +762,31 @@ def _read_archive(archive: zipfile.ZipFile, *, limits: Limits) -> Bundle:
         else:
             loaded.append(BundleFile(path=relative, content=content, executable=executable))
     return _assemble(skill_md, loaded, where="the zip archive")
+
+
+# General purpose flag bit 11: the entry's name (and comment) are UTF-8.
+_ZIP_UTF8_FLAG = 0x800
+
+
+def _entry_name(info: zipfile.ZipInfo) -> str:
+    """The entry's name as UTF-8. zipfile decodes a name without the UTF-8 flag as cp437, the
+    zip format's historical default, which turns the UTF-8 names that many zip tools write
+    without setting the flag into mojibake (`café` read as `cafÃ©`); cp437 maps each byte to one
+    character, so encoding back gives the bytes as stored, which must then be valid UTF-8.
+    orig_filename keeps what zipfile's ZipInfo silently cuts off at a NUL."""
+    name = info.orig_filename
+    if info.flag_bits & _ZIP_UTF8_FLAG:
+        return name
+    raw = name.encode("cp437")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        shown = raw.decode("utf-8", "backslashreplace")
+        raise InvalidBundle(
+            f"The zip entry name '{shown}' is not valid UTF-8 (the archive's legacy encoding is not "
+            "accepted); re-create the zip with a tool that writes UTF-8 names.",
+            fields={"path": shown},
+        ) from None
 
 
 def _zip_prefix(names: list[str]) -> str:

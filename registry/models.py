@@ -8,6 +8,7 @@ import uuid
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
+from django.db.models.functions import Lower
 
 
 class SkillSource(models.TextChoices):
@@ -38,7 +39,10 @@ class Skill(models.Model):
 
     class Meta:
         ordering = ["name", "source"]
-        constraints = [models.UniqueConstraint(fields=["name", "source"], name="skill_unique_name_per_source")]
+        # Case-insensitive, as the file systems the skill is exported to may be: `UPPER-case` and
+        # `upper-case` would be one folder. Stored names are ASCII (services refuse others), so
+        # Lower() folds alike on PostgreSQL and SQLite.
+        constraints = [models.UniqueConstraint(Lower("name"), "source", name="skill_unique_lower_name_per_source")]
 
     def __str__(self) -> str:
         return f"{self.name} ({self.source})"

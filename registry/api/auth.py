@@ -42,29 +42,41 @@ def has_scope(request, scope: str) -> bool:
 
 
 class ScopeRequired(exceptions.PermissionDenied):
-    """403 that names the missing scope (the error body carries it as `scope`)."""
+    """403 that names the missing scope (the error body carries it as `scope`); with several,
+    any one of which would do, the detail names them all and `scope` is the first."""
 
-    def __init__(self, scope: str, *, why: str = "") -> None:
-        super().__init__(f"Requires the '{scope}' scope{why}.", code="forbidden")
+    def __init__(self, scope: str, *alternatives: str, why: str = "") -> None:
+        if alternatives:
+            shown = ", ".join(f"'{s}'" for s in (scope, *alternatives))
+            detail = f"Requires one of the scopes {shown}{why}."
+        else:
+            detail = f"Requires the '{scope}' scope{why}."
+        super().__init__(detail, code="forbidden")
         self.scope = scope
 
 
 class ScopePermission(permissions.BasePermission):
-    """Views declare `required_scopes = {"GET": "skills:read", "POST": "skills:write", ...}`."""
+    """Views declare `required_scopes = {"GET": "skills:read", "POST": "skills:write", ...}`.
+
+    HEAD is a GET without the body, so it needs GET's scope. OPTIONS describes the view's
+    methods (their parameters and fields), so it needs the scope of at least one of them: a
+    caller who may use none of them learns nothing about them.
+    """
 
     message = "This token or account lacks the required scope."
 
     def has_permission(self, request, view):
         if not (request.user and request.user.is_authenticated):
             return False  # DRF answers 401 (with WWW-Authenticate: Bearer), not 403
-        scope = getattr(view, "required_scopes", {}).get(request.method)
-        if scope is None and request.method in ("HEAD", "OPTIONS"):
-            scope = getattr(view, "required_scopes", {}).get("GET")
-        if scope is None:
+        required = getattr(view, "required_scopes", {})
+        if request.method == "OPTIONS":
+            scopes = sorted({scope for method, scope in required.items() if method in view.allowed_methods})
+        else:
+            scope = required.get("GET" if request.method == "HEAD" else request.method)
+            scopes = [scope] if scope is not None else []
+        if not scopes or any(has_scope(request, scope) for scope in scopes):
             return True
-        if not has_scope(request, scope):
-            why = ""
-            if isinstance(request.auth, ApiToken) and request.auth.has_scope(scope):
-                why = " (the token has it, but its owner's role does not grant it)"
-            raise ScopeRequired(scope, why=why)
-        return True
+        why = ""
+        if isinstance(request.auth, ApiToken) and any(request.auth.has_scope(scope) for scope in scopes):
+            why = " (the token has it, but its owner's role does not grant it)"
+        raise ScopeRequired(*scopes, why=why)

@@ -10,11 +10,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from django.conf import settings
-from django.db import transaction
+from django.db import IntegrityError, transaction
+from django.db.models.functions import Lower
 
 from registry import selectors
 from registry.bundle import Bundle, Limits, bundle_from_parts, find_skill_folders, read_folder, read_zip
-from registry.errors import ApplicationError, InvalidBundle, InvalidSkill, VersionConflict
+from registry.errors import ApplicationError, Conflict, InvalidBundle, InvalidSkill, VersionConflict
 from registry.models import Blob, Skill, SkillFile, SkillSource, SkillVersion
 from registry.selectors.generation import registry_changed
 from registry.services.audit import SYSTEM, Actor, audit_record
@@ -79,9 +80,16 @@ def skill_version_publish(
             fields={"name": f"must be '{expected_name}'"},
         )
     with transaction.atomic():
-        skill, _ = Skill.objects.get_or_create(
-            name=parsed.name, source=source, defaults={"created_by": actor.user_or_none}
-        )
+        skill = Skill.objects.filter(name=parsed.name, source=source).first()
+        if skill is None:
+            _refuse_name_clash(name=parsed.name)
+            try:
+                skill, _ = Skill.objects.get_or_create(
+                    name=parsed.name, source=source, defaults={"created_by": actor.user_or_none}
+                )
+            except IntegrityError:
+                _refuse_name_clash(name=parsed.name)  # a twin spelled otherwise was created meanwhile
+                raise
         skill = Skill.objects.select_for_update().get(pk=skill.pk)
         if base_version is not None and base_version != skill.latest_version:
             raise VersionConflict(
@@ -123,6 +131,25 @@ def _check_storable_name(parsed: ParsedSkill) -> None:
             line=parsed.field_lines.get("name"),
             fields={"name": "unsafe or too long"},
         )
+
+
+def _refuse_name_clash(*, name: str) -> None:
+    """Refuse a new skill whose name differs only by case from an existing one, in any source.
+
+    Within a source the database refuses it too (it would be one folder on a case-insensitive
+    file system). Across sources the same name is shadowing (SPEC §3), which matches names
+    exactly; requiring one spelling per name makes that match case-insensitive as well, so
+    `Report` in the workspace cannot sit beside `report` in user without shadowing it.
+    """
+    other = Skill.objects.alias(lowered=Lower("name")).filter(lowered=name.lower()).exclude(name=name).first()
+    if other is None:
+        return
+    raise Conflict(
+        f"The skill '{other.name}' ({other.source}) already exists; skill names are unique regardless "
+        f"of case, so '{name}' cannot be added beside it. Publish as '{other.name}' (to add a version "
+        "or to shadow it from another source) or choose another name.",
+        fields={"name": f"differs only by case from '{other.name}' ({other.source})"},
+    )
 
 
 def _same_content(version: SkillVersion, bundle: Bundle) -> bool:

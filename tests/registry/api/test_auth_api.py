@@ -3,8 +3,12 @@ with CSRF for the console, and the OpenAPI schema and docs."""
 
 from __future__ import annotations
 
+import re
+import uuid
+
 import pytest
 from django.test import Client
+from django.urls import URLResolver, get_resolver
 from rest_framework.test import APIClient
 
 from registry.models import ForceIncludeRule, Skill, TokenScope
@@ -119,6 +123,100 @@ def test_an_inactive_users_token_is_401(world, make_token):
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {secret}")
     assert client.get("/api/v1/skills/guarded/SKILL.md").status_code == 401
+
+
+# --- OPTIONS ------------------------------------------------------------------------------------
+
+# A value for every path converter the API's routes use: OPTIONS is answered before the view
+# looks anything up, so any well-formed value will do.
+_ROUTE_VALUES = {"name": "guarded", "path": "notes.txt", "label": "staging"}
+_CONVERTER_VALUES = {"IntConverter": 1, "UUIDConverter": uuid.UUID(int=1)}
+
+
+def _api_routes() -> list[tuple[str, type]]:
+    """(path, view class) for every route under /api/v1/, read from the URL configuration, so a
+    view added later is covered without being listed here."""
+    routes = []
+
+    def walk(patterns, prefix: str) -> None:
+        for pattern in patterns:
+            if isinstance(pattern, URLResolver):
+                walk(pattern.url_patterns, prefix + str(pattern.pattern))
+                continue
+            route = prefix + str(pattern.pattern)
+            view = getattr(pattern.callback, "cls", None)
+            if not route.startswith("api/v1/") or view is None:
+                continue
+            values = {
+                key: _ROUTE_VALUES.get(key, _CONVERTER_VALUES.get(type(converter).__name__, "x"))
+                for key, converter in pattern.pattern.converters.items()
+            }
+            path = "/" + route
+            for key, value in values.items():
+                path = re.sub(rf"<(?:\w+:)?{key}>", str(value), path)
+            routes.append((path, view))
+
+    walk(get_resolver().url_patterns, "")
+    return routes
+
+
+API_ROUTES = _api_routes()
+
+
+def _implemented(view: type) -> set[str]:
+    return {method.upper() for method in view.http_method_names if hasattr(view, method)} - {"OPTIONS", "HEAD"}
+
+
+def _view_scopes(view: type) -> set[str]:
+    return {view.required_scopes[method] for method in _implemented(view)}
+
+
+def test_the_api_routes_are_found():
+    paths = {path for path, _ in API_ROUTES}
+    assert {"/api/v1/resolve", "/api/v1/usage", "/api/v1/skills/guarded/labels/staging"} <= paths
+    assert any(path.startswith("/api/v1/agent/turns/") for path in paths)
+
+
+@pytest.mark.parametrize(("path", "view"), API_ROUTES, ids=[path for path, _ in API_ROUTES])
+def test_every_method_of_every_api_view_declares_its_scope(path, view):
+    assert _implemented(view) <= set(view.required_scopes), f"{view.__name__} serves a method with no scope"
+
+
+@pytest.mark.parametrize(("path", "view"), API_ROUTES, ids=[path for path, _ in API_ROUTES])
+def test_options_needs_the_scope_of_a_method_it_describes(db, make_token, path, view):
+    """OPTIONS describes the view's methods, so a token that may use none of them is refused
+    (it answered 200 on /resolve and /usage, whose only method is POST) and one that may use
+    any of them is answered; without a token it is 401 like every other method."""
+    scopes = _view_scopes(view)
+    anonymous = APIClient().options(path)
+    assert anonymous.status_code == 401
+
+    lacking = APIClient()
+    lacking.credentials(HTTP_AUTHORIZATION=f"Bearer {make_token([s for s in TokenScope.values if s not in scopes])}")
+    refused = lacking.options(path)
+    assert refused.status_code == 403, refused.content
+    assert refused.json()["scope"] in scopes
+    assert all(scope in refused.json()["detail"] for scope in scopes)
+
+    for scope in scopes:
+        holding = APIClient()
+        holding.credentials(HTTP_AUTHORIZATION=f"Bearer {make_token([scope])}")
+        answered = holding.options(path)
+        assert answered.status_code == 200, (scope, answered.content)
+
+
+def test_options_follows_the_role_not_only_the_token(db, make_token):
+    """A token whose owner's role no longer grants its scope is refused OPTIONS too."""
+    user = user_with_role(ANALYST)
+    secret = make_token(["skills:read"], user=user)
+    user.groups.clear()
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {secret}")
+
+    refused = client.options("/api/v1/resolve")
+
+    assert refused.status_code == 403
+    assert "owner's role does not grant it" in refused.json()["detail"]
 
 
 # --- console sessions ---------------------------------------------------------------------------
