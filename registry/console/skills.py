@@ -381,9 +381,7 @@ def _editor(request, *, skill: Skill | None, initial_text: str, base_version: in
     return redirect(_skill_url(result.skill))
 
 
-def _publish_text(
-    request, *, skill: Skill | None, text: str, form: PublishForm, accept_lenient: bool
-) -> PublishResult:
+def _publish_text(request, *, skill: Skill | None, text: str, form: PublishForm, accept_lenient: bool) -> PublishResult:
     message = form.cleaned_data["message"] or ("Created in the console" if skill is None else "")
     base_version = form.cleaned_data["base_version"]
     actor = _actor(request)
