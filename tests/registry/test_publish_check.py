@@ -4,9 +4,11 @@ stored are errors, the same in the check and at publish."""
 
 from __future__ import annotations
 
+from io import StringIO
 from pathlib import Path
 
 import pytest
+from django.core.management import call_command
 
 from registry.bundle import bundle_from_parts
 from registry.errors import InvalidSkill, LenientReadingRefused
@@ -143,3 +145,15 @@ def test_a_fallback_reading_past_the_warning_limit_still_counts():
 
     assert sum(issue.fallback for issue in issues) == 1 and issues[-1].fallback
     assert skill_md_check(skill_md=text).needs_acceptance
+
+
+def test_skills_validate_says_which_warnings_a_publish_asks_to_accept(tmp_path: Path):
+    folder = tmp_path / "release-checklist"
+    folder.mkdir()
+    (folder / "SKILL.md").write_text(UNCLOSED_TAGS)
+    out = StringIO()
+
+    call_command("skills", "validate", str(folder), stdout=out)
+
+    [line] = [row for row in out.getvalue().splitlines() if "accept_lenient" in row]
+    assert line.startswith(f"{folder}:4: warning: `tags` is not valid YAML")
