@@ -52,6 +52,11 @@ def _validate_source(source: str) -> SkillSource:
         ) from None
 
 
+# Spec deviations in a name (uppercase, underscores, over 64 chars) are only warnings, but the
+# name is also a database key and an export folder name, so these would break storage or paths.
+_STORABLE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
+
+
 ACCEPT_HINT = (
     "Fix the YAML, or accept this reading explicitly (the console's Publish as read, "
     'or `"accept_lenient": true` in the API).'
@@ -200,11 +205,6 @@ def skill_version_publish(
         )
         registry_changed(skill=skill.name)
     return PublishResult(version=version, created=True, warnings=parsed.warnings)
-
-
-# Spec deviations in a name (uppercase, underscores, over 64 chars) are only warnings, but the
-# name is also a database key and an export folder name, so these would break storage or paths.
-_STORABLE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
 
 
 def _same_content(version: SkillVersion, bundle: Bundle) -> bool:
