@@ -43,6 +43,13 @@ class InvalidSkill(ApplicationError):
     code = "invalid_skill"
 
 
+class LenientReadingRefused(InvalidSkill):
+    """A SKILL.md that publishes only if its author accepts how a field that is not valid YAML
+    was read (as text); `extra["read_as"]` is the frontmatter as it would be stored."""
+
+    code = "lenient_reading"
+
+
 class InvalidBundle(ApplicationError):
     """A skill folder or zip that is unsafe or malformed (zip-slip, links, absolute paths)."""
 

@@ -21,7 +21,9 @@ How the text is read:
   `key:` line with the indented lines under it is loaded as YAML on its own; a block that
   still fails because of tabs is retried with the tabs as spaces, and one that fails anyway
   is read as the plain text after the first ": " (the common unquoted colon in a description).
-  Each recovery is a warning naming the line.
+  Each recovery is a warning naming the line, marked `fallback`: what is stored may not be what
+  the author meant, so a publish refuses it unless the author accepts the reading (imports and
+  syncs of existing folders take it as read).
 - Duplicate keys: the last one wins (PyYAML's behaviour, also in the key-by-key reading), with
   a warning naming the key and both lines.
 """
@@ -132,6 +134,9 @@ class Issue:
     line: int  # 1-based line in the SKILL.md text; the key's line for a field, 1 for the whole file
     message: str
     field: str | None = None
+    # A value read by the fallback (the frontmatter is not valid YAML): what is stored may not
+    # be what the author meant, so a publish needs their explicit acceptance (imports do not).
+    fallback: bool = False
 
 
 @dataclass(frozen=True)
@@ -189,8 +194,16 @@ def parse_skill_md(
 def validate_skill_md(
     data: bytes | str, *, folder_name: str | None = None, limits: Limits = DEFAULT_LIMITS
 ) -> list[Issue]:
-    """Every error and warning, sorted by line; never raises for content (live editor checks)."""
+    """Every error and warning, sorted by line; never raises for content."""
     return _analyse(data, folder_name=folder_name, limits=limits)[1]
+
+
+def read_skill_md(
+    data: bytes | str, *, folder_name: str | None = None, limits: Limits = DEFAULT_LIMITS
+) -> tuple[ParsedSkill | None, list[Issue]]:
+    """The reading (None when the text has errors) and every error and warning, sorted by
+    line; never raises for content. For checks that add rules of their own (publishing)."""
+    return _analyse(data, folder_name=folder_name, limits=limits)
 
 
 def render_skill_md(frontmatter: dict[str, Any], body: str) -> str:
@@ -221,8 +234,8 @@ class _Report:
     def error(self, line: int, message: str, field: str | None = None) -> None:
         self.issues.append(Issue("error", line, message, field))
 
-    def warn(self, line: int, message: str, field: str | None = None) -> None:
-        self.issues.append(Issue("warning", line, message, field))
+    def warn(self, line: int, message: str, field: str | None = None, *, fallback: bool = False) -> None:
+        self.issues.append(Issue("warning", line, message, field, fallback))
 
     @property
     def has_errors(self) -> bool:
@@ -238,7 +251,10 @@ class _Report:
         kept = set(map(id, warnings[:MAX_ISSUES]))
         shown = [issue for issue in issues if issue.level == "error" or id(issue) in kept]
         last_line = warnings[MAX_ISSUES].line
-        return shown + [Issue("warning", last_line, f"{len(warnings) - MAX_ISSUES:,} more warnings are not shown.")]
+        # A fallback reading among the hidden ones must still stop a publish.
+        fallback = any(issue.fallback for issue in warnings[MAX_ISSUES:])
+        summary = f"{len(warnings) - MAX_ISSUES:,} more warnings are not shown."
+        return shown + [Issue("warning", last_line, summary, fallback=fallback)]
 
 
 class _Rejected(Exception):
@@ -684,7 +700,9 @@ def _fallback(fm_text: str, *, first_line: int, report: _Report, reason: tuple[s
             flow_depth += _bracket_balance(row)
         elif row.strip() and not row.lstrip().startswith("#"):
             report.warn(
-                first_line + index, f"This frontmatter line is not a `key: value` field and was ignored: {row[:60]!r}."
+                first_line + index,
+                f"This frontmatter line is not a `key: value` field and was ignored: {row[:60]!r}.",
+                fallback=True,
             )
     problem, problem_line = reason
     if not blocks:
@@ -701,6 +719,7 @@ def _fallback(fm_text: str, *, first_line: int, report: _Report, reason: tuple[s
             first_line + blocks[MAX_FALLBACK_FIELDS][1],
             f"The frontmatter has {len(blocks):,} fields; past the first {MAX_FALLBACK_FIELDS:,}, values were "
             "read as plain text.",
+            fallback=True,
         )
     for number, (key, index, block) in enumerate(blocks):
         line = first_line + index
@@ -710,7 +729,7 @@ def _fallback(fm_text: str, *, first_line: int, report: _Report, reason: tuple[s
             value, warning = _plain_value(block), None
         if warning:
             specific_warnings = True
-            report.warn(line, warning, key)
+            report.warn(line, warning, key, fallback=True)
         if key in frontmatter:
             report.warn(
                 line, f"`{key}` appears more than once (first on line {key_lines[key]}); the last value is used.", key
@@ -724,7 +743,11 @@ def _fallback(fm_text: str, *, first_line: int, report: _Report, reason: tuple[s
         if len(block) == 1 and isinstance(value, bool | int | float):
             raw_scalars[key] = re.split(r"\s+#", _plain_value(block) or "")[0]
     if not specific_warnings:
-        report.warn(problem_line, f"The frontmatter is not valid YAML ({problem}); it was read field by field instead.")
+        report.warn(
+            problem_line,
+            f"The frontmatter is not valid YAML ({problem}); it was read field by field instead.",
+            fallback=True,
+        )
     return _to_json_mapping(frontmatter), key_lines, raw_scalars, flow_lines
 
 
@@ -787,8 +810,11 @@ def _read_block(key: str, block: list[str], *, first_line: int, report: _Report)
 
     value = _plain_value(block)
     hint = " Put the value in quotes to avoid this." if "mapping values" in problem else ""
+    # An unclosed bracket takes the lines after it (other fields included) into this value.
+    last = first_line + max(n for n, row in enumerate(block) if row.strip())
+    lines = f"lines {first_line}-{last}" if last > first_line else f"line {first_line}"
     return value, (
-        f"`{key}` is not valid YAML ({problem}, line {line}); its value was read as the plain text "
+        f"`{key}` is not valid YAML ({problem}, line {line}); its value ({lines}) was read as the plain text "
         f"after the first ': '.{hint}"
     )
 

@@ -152,6 +152,15 @@ class ErrorSerializer(serializers.Serializer):
     fields = serializers.DictField(required=False, help_text="Field name -> problem.")
     scope = _text(required=False, help_text="The scope a 403 is missing.")
     latest_version = serializers.IntegerField(required=False, help_text="409: the newest version now.")
+    issues = serializers.ListField(
+        child=serializers.DictField(),
+        required=False,
+        help_text="A refused SKILL.md: every error and warning (`line`, `level`, `message`, `field`, `fallback`).",
+    )
+    read_as = serializers.DictField(
+        required=False,
+        help_text="`lenient_reading`: the frontmatter as it would be stored with `accept_lenient: true`.",
+    )
 
 
 class IssueSerializer(serializers.Serializer):
@@ -159,6 +168,10 @@ class IssueSerializer(serializers.Serializer):
     message = _text()
     field = _text(allow_null=True, required=False)
     level = _text(required=False)
+    fallback = serializers.BooleanField(
+        required=False,
+        help_text="A field that is not valid YAML, stored as the fallback read it (as text); see `accept_lenient`.",
+    )
 
 
 class FileEntrySerializer(serializers.Serializer):
@@ -235,6 +248,13 @@ class PublishSourceField(serializers.ChoiceField):
         super().__init__(choices=PUBLISH_SOURCES, **kwargs)
 
 
+ACCEPT_LENIENT_HELP = (
+    "Publish a frontmatter that is not valid YAML as the fallback reads it (each such field as plain "
+    "text). Without it such a SKILL.md is refused with 400 `lenient_reading`, naming the line, with "
+    "`read_as` showing what would be stored; check that, then send it again with `true`."
+)
+
+
 class SkillPublishInputSerializer(serializers.Serializer):
     skill_md = _text(trim_whitespace=False, help_text="The exact SKILL.md text (frontmatter and body).")
     files = SkillFileInputSerializer(many=True, required=False, default=list)
@@ -248,6 +268,7 @@ class SkillPublishInputSerializer(serializers.Serializer):
         help_text="The version this edit started from; stale -> 409.",
     )
     source = PublishSourceField(required=False, default=None, allow_null=True)
+    accept_lenient = FlagField(required=False, default=False, help_text=ACCEPT_LENIENT_HELP)
 
 
 class SkillUploadOptionsSerializer(serializers.Serializer):
@@ -257,6 +278,7 @@ class SkillUploadOptionsSerializer(serializers.Serializer):
     message = _text(required=False, allow_blank=True, default="", max_length=500)
     base_version = WholeNumberField(required=False, min_value=0, max_value=2**31 - 1)
     source = PublishSourceField(required=False)
+    accept_lenient = FlagField(required=False, default=False, help_text=ACCEPT_LENIENT_HELP)
 
 
 class SkillUploadInputSerializer(SkillUploadOptionsSerializer):

@@ -110,6 +110,7 @@ def _publish(view: ApiView, *, expected_name: str | None, default_source: str) -
         message=options.get("message") or "",
         base_version=options.get("base_version"),
         expected_name=expected_name,
+        accept_lenient=options.get("accept_lenient", False),
         actor=view.actor(),
     )
     return Response(

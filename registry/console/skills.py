@@ -8,6 +8,8 @@ form re-rendered with the problem next to it, with the error's HTTP status.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from types import SimpleNamespace
@@ -24,7 +26,7 @@ from django.utils.http import urlencode
 from registry import selectors
 from registry.bundle import SKILL_MD, bundle_from_parts, read_zip
 from registry.console.access import console_view
-from registry.errors import ApplicationError, InvalidSkill, NotFound, VersionConflict
+from registry.errors import ApplicationError, LenientReadingRefused, NotFound, VersionConflict
 from registry.models import Skill, SkillSource, SkillVersion
 from registry.rendering import render_markdown
 from registry.selectors.analytics import AnalyticsFilter, skill_analytics
@@ -33,13 +35,15 @@ from registry.services.audit import Actor
 from registry.services.labels import label_delete, label_move
 from registry.services.skills import (
     PublishResult,
+    SkillMdCheck,
     registry_limits,
+    skill_md_check,
     skill_set_enabled,
     skill_version_publish,
     skill_version_revise,
 )
 from registry.skill_templates import KINDS, PROMPT, skill_template
-from registry.skillmd import Issue, ParsedSkill, parse_skill_md
+from registry.skillmd import Issue, parse_skill_md
 from registry.token_count import count_tokens
 
 READ, WRITE = "skills:read", "skills:write"
@@ -210,6 +214,8 @@ class PublishForm(forms.Form):
     message = forms.CharField(required=False, max_length=500)
     base_version = forms.IntegerField(min_value=0)
     template = forms.ChoiceField(required=False, choices=[("", "")] + list(KINDS.items()))
+    accept_lenient = forms.BooleanField(required=False)  # the "Publish as read" button
+    read_sha256 = forms.CharField(required=False, max_length=64)  # the text that step showed
 
 
 def _from_textarea(text: str, *, like: str = "") -> str:
@@ -223,9 +229,9 @@ class LiveCheck:
     """What the editor shows beside the text: problems by line (computed at once), and the
     preview (computed when a template asks for it: the problems fragment never pays for it)."""
 
-    def __init__(self, issues: list[Issue], parsed: ParsedSkill | None) -> None:
-        self.issues = sorted(issues, key=lambda issue: (issue.line, issue.level != "error"))
-        self.parsed = parsed
+    def __init__(self, check: SkillMdCheck) -> None:
+        self.issues = sorted(check.issues, key=lambda issue: (issue.line, issue.level != "error"))
+        self.parsed = check.parsed
 
     @property
     def errors(self) -> int:
@@ -256,17 +262,63 @@ class LiveCheck:
 
 
 def live_check(text: str, *, expected_name: str | None = None) -> LiveCheck:
-    """Validate a SKILL.md the way a publish would; never raises."""
-    try:
-        parsed = parse_skill_md(text, limits=registry_limits())
-    except InvalidSkill as exc:
-        issues = [Issue(**issue) for issue in exc.extra.get("issues", [])]
-        return LiveCheck(issues or [Issue(level="error", line=exc.line or 1, message=exc.detail)], None)
-    issues = list(parsed.warnings)
-    if expected_name is not None and parsed.name != expected_name:
-        message = f"The name must stay '{expected_name}' (to create another skill, use New skill)."
-        issues.append(Issue(level="error", line=parsed.field_lines.get("name", 1), message=message, field="name"))
-    return LiveCheck(issues, parsed)
+    """The checks a publish of `text` makes (`skill_md_check`, the one function both call): what
+    this calls an error is refused by Publish, what it calls a warning is published."""
+    return LiveCheck(skill_md_check(skill_md=text, expected_name=expected_name))
+
+
+@dataclass(frozen=True)
+class StoredField:
+    key: str
+    line: int | None
+    value: str  # as stored: text as is, anything else as JSON
+    notes: list[str]  # how the fallback read it, when it did
+
+
+@dataclass(frozen=True)
+class AsRead:
+    """The "Publish as read" step: each field as a publish with the reading accepted stores it,
+    and the digest of the text it shows (accepting publishes that text, never a later edit)."""
+
+    fields: list[StoredField]
+    other_notes: list[str]  # fallback notes not about one field (an ignored line)
+    registry_fields: list[tuple[str, str]]  # what the registry reads: tags, triggers, tools
+    text_sha256: str
+
+
+def _text_sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _as_read(text: str, *, expected_name: str | None) -> AsRead | None:
+    reading = skill_md_check(skill_md=text, expected_name=expected_name, accept_lenient=True).parsed
+    if reading is None:
+        return None
+    notes: dict[str | None, list[str]] = {}
+    for issue in reading.warnings:
+        if issue.fallback:
+            key = issue.field if issue.field in reading.frontmatter else None
+            notes.setdefault(key, []).append(f"line {issue.line}: {issue.message}")
+
+    def shown(value) -> str:
+        return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+    def listed(items: list[str]) -> str:
+        return json.dumps(items, ensure_ascii=False) if items else "[] (none)"
+
+    return AsRead(
+        fields=[
+            StoredField(key, reading.field_lines.get(key), shown(value), notes.get(key, []))
+            for key, value in reading.frontmatter.items()
+        ],
+        other_notes=notes.get(None, []),
+        registry_fields=[
+            ("tags", listed(reading.tags)),
+            ("triggers", listed(reading.triggers)),
+            ("tools", listed(reading.tools)),
+        ],
+        text_sha256=_text_sha256(text),
+    )
 
 
 def _error_issues(exc: ApplicationError) -> list[Issue]:
@@ -313,36 +365,56 @@ def _editor(request, *, skill: Skill | None, initial_text: str, base_version: in
         context["form_errors"] = form.errors
         return render(request, "registry/skills/edit.html", context, status=400)
     context["base_version"] = form.cleaned_data["base_version"]
+    # "Publish as read" accepts the reading of the text it showed: an edit made since is shown first.
+    accept_lenient = form.cleaned_data["accept_lenient"] and form.cleaned_data["read_sha256"] == _text_sha256(text)
     try:
-        result = _publish_text(request, skill=skill, text=text, form=form)
+        result = _publish_text(request, skill=skill, text=text, form=form, accept_lenient=accept_lenient)
     except VersionConflict as exc:
         return _conflict(request, context, exc, text=text, expected_name=expected_name)
     except ApplicationError as exc:
         context["check"] = live_check(text, expected_name=expected_name)
         context["publish_errors"] = _error_issues(exc)
+        if isinstance(exc, LenientReadingRefused):
+            context["as_read"] = _as_read(text, expected_name=expected_name)
         return render(request, "registry/skills/edit.html", context, status=exc.status)
     _flash_publish(request, result)
     return redirect(_skill_url(result.skill))
 
 
-def _publish_text(request, *, skill: Skill | None, text: str, form: PublishForm) -> PublishResult:
+def _publish_text(request, *, skill: Skill | None, text: str, form: PublishForm, accept_lenient: bool) -> PublishResult:
     message = form.cleaned_data["message"] or ("Created in the console" if skill is None else "")
     base_version = form.cleaned_data["base_version"]
+    actor = _actor(request)
     if skill is not None:
         return skill_version_revise(
-            skill=skill, base_version=base_version, skill_md=text, message=message, actor=_actor(request)
+            skill=skill,
+            base_version=base_version,
+            skill_md=text,
+            message=message,
+            accept_lenient=accept_lenient,
+            actor=actor,
         )
     existing = _existing_user_skill(text)
     if existing is not None and base_version:
         # "Publish on top" from a conflict on the New page: an edit of the skill that exists.
         return skill_version_revise(
-            skill=existing, base_version=base_version, skill_md=text, message=message, actor=_actor(request)
+            skill=existing,
+            base_version=base_version,
+            skill_md=text,
+            message=message,
+            accept_lenient=accept_lenient,
+            actor=actor,
         )
     # base_version 0: creating, so a user skill of that name that already exists is a conflict.
     template = skill_template(form.cleaned_data.get("template") or PROMPT, name="unused")
     bundle = bundle_from_parts(text.encode("utf-8"), template.files, limits=registry_limits())
     return skill_version_publish(
-        bundle=bundle, source=SkillSource.USER, message=message, base_version=0, actor=_actor(request)
+        bundle=bundle,
+        source=SkillSource.USER,
+        message=message,
+        base_version=0,
+        accept_lenient=accept_lenient,
+        actor=actor,
     )
 
 

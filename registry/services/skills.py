@@ -6,7 +6,7 @@ import hashlib
 import os
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from django.conf import settings
@@ -15,11 +15,18 @@ from django.db.models.functions import Lower
 
 from registry import selectors
 from registry.bundle import Bundle, Limits, bundle_from_parts, find_skill_folders, read_folder, read_zip
-from registry.errors import ApplicationError, Conflict, InvalidBundle, InvalidSkill, VersionConflict
+from registry.errors import (
+    ApplicationError,
+    Conflict,
+    InvalidBundle,
+    InvalidSkill,
+    LenientReadingRefused,
+    VersionConflict,
+)
 from registry.models import Blob, Skill, SkillFile, SkillSource, SkillVersion
 from registry.selectors.generation import registry_changed
 from registry.services.audit import SYSTEM, Actor, audit_record
-from registry.skillmd import Issue, ParsedSkill, parse_skill_md
+from registry.skillmd import Issue, ParsedSkill, read_skill_md
 from registry.token_count import count_tokens
 
 
@@ -53,6 +60,105 @@ def _validate_source(source: str) -> SkillSource:
         ) from None
 
 
+# Spec deviations in a name (uppercase, underscores, over 64 chars) are only warnings, but the
+# name is also a database key and an export folder name, so these would break storage or paths.
+_STORABLE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
+
+
+ACCEPT_HINT = (
+    "Fix the YAML, or accept this reading explicitly (the console's Publish as read, "
+    'or `"accept_lenient": true` in the API).'
+)
+
+
+@dataclass(frozen=True)
+class SkillMdCheck:
+    """What publishing a SKILL.md would make of it: every error and warning by line, and the
+    reading. Errors refuse the publish; warnings are published with the version."""
+
+    reading: ParsedSkill | None  # as it would be stored; None when the text cannot be read
+    issues: tuple[Issue, ...]
+
+    @property
+    def errors(self) -> list[Issue]:
+        return [issue for issue in self.issues if issue.level == "error"]
+
+    @property
+    def parsed(self) -> ParsedSkill | None:
+        """The reading when it publishes as is."""
+        return None if self.errors else self.reading
+
+    @property
+    def needs_acceptance(self) -> bool:
+        """Only fallback readings stand in the way: accepting them would publish."""
+        errors = self.errors
+        return bool(errors) and self.reading is not None and all(issue.fallback for issue in errors)
+
+    def publishable(self) -> ParsedSkill:
+        """The reading, or InvalidSkill naming every error (LenientReadingRefused when only
+        fallback readings need accepting, with the frontmatter as it would be stored)."""
+        if self.parsed is not None:
+            return self.parsed
+        errors = self.errors
+        extra: dict = {"issues": [asdict(issue) for issue in self.issues]}
+        error_class = InvalidSkill
+        if self.needs_acceptance and self.reading is not None:
+            error_class = LenientReadingRefused
+            extra["read_as"] = self.reading.frontmatter
+        raise error_class(
+            " ".join(f"Line {issue.line}: {issue.message}" for issue in errors),
+            line=errors[0].line,
+            fields={issue.field: issue.message for issue in errors if issue.field},
+            extra=extra,
+        )
+
+
+def skill_md_check(
+    *,
+    skill_md: bytes | str,
+    expected_name: str | None = None,
+    folder_name: str | None = None,
+    accept_lenient: bool = False,
+) -> SkillMdCheck:
+    """Every check a publish makes of a SKILL.md text, never raising for content: the console's
+    live check shows exactly this, and `skill_version_publish` refuses exactly its errors.
+
+    A value read by the fallback (a field that is not valid YAML, read as text) is an error
+    unless `accept_lenient`: the author must see and accept what will be stored.
+    """
+    reading, issues = read_skill_md(skill_md, folder_name=folder_name, limits=registry_limits())
+    if not accept_lenient:
+        issues = [
+            replace(issue, level="error", message=f"{issue.message} {ACCEPT_HINT}")
+            if issue.fallback and issue.level == "warning"
+            else issue
+            for issue in issues
+        ]
+    if reading is not None:
+        name_line = reading.field_lines.get("name", 1)
+        if not _STORABLE_NAME.fullmatch(reading.name) or ".." in reading.name:
+            issues.append(
+                Issue(
+                    "error",
+                    name_line,
+                    f"The name '{reading.name[:80]}' cannot be stored: use at most 128 letters, digits, '-', '_' "
+                    "or '.', starting with a letter or digit (the spec asks for lowercase letters, digits and '-').",
+                    "name",
+                )
+            )
+        if expected_name is not None and reading.name != expected_name:
+            issues.append(
+                Issue(
+                    "error",
+                    name_line,
+                    f"The SKILL.md is named '{reading.name[:80]}' but is being published to '{expected_name}': "
+                    "the name must stay (a new name is a new skill).",
+                    "name",
+                )
+            )
+    return SkillMdCheck(reading=reading, issues=tuple(sorted(issues, key=lambda issue: issue.line)))
+
+
 def skill_version_publish(
     *,
     bundle: Bundle,
@@ -61,24 +167,22 @@ def skill_version_publish(
     base_version: int | None = None,
     expected_name: str | None = None,
     folder_name: str | None = None,
+    accept_lenient: bool = False,
     actor: Actor = SYSTEM,
 ) -> PublishResult:
     """Publish a bundle as the next version of its skill (created on first publish).
 
+    The SKILL.md must pass `skill_md_check`; `accept_lenient` takes fallback readings as read
+    (imports of existing folders, or an author who has seen the reading).
     The skill row is locked for the whole transaction: concurrent publishes to one skill queue
     up behind it, so numbers stay 1..N with no gaps or duplicates. Identical content to the
     newest version creates nothing (`created=False`). A `base_version` that is no longer the
     newest raises VersionConflict, so an edit made on a stale copy is never silently lost.
     """
     source = _validate_source(source)
-    parsed = parse_skill_md(bundle.skill_md, folder_name=folder_name, limits=registry_limits())
-    _check_storable_name(parsed)
-    if expected_name is not None and parsed.name != expected_name:
-        raise InvalidSkill(
-            f"The SKILL.md is named '{parsed.name}' but is being published to '{expected_name}'.",
-            line=parsed.field_lines.get("name"),
-            fields={"name": f"must be '{expected_name}'"},
-        )
+    parsed = skill_md_check(
+        skill_md=bundle.skill_md, expected_name=expected_name, folder_name=folder_name, accept_lenient=accept_lenient
+    ).publishable()
     with transaction.atomic():
         skill = Skill.objects.filter(name=parsed.name, source=source).first()
         if skill is None:
@@ -116,21 +220,6 @@ def skill_version_publish(
         )
         registry_changed(skill=skill.name)
     return PublishResult(version=version, created=True, warnings=parsed.warnings)
-
-
-# Spec deviations in a name (uppercase, underscores, over 64 chars) are only warnings, but the
-# name is also a database key and an export folder name, so these would break storage or paths.
-_STORABLE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
-
-
-def _check_storable_name(parsed: ParsedSkill) -> None:
-    if not _STORABLE_NAME.fullmatch(parsed.name) or ".." in parsed.name:
-        raise InvalidSkill(
-            f"The name '{parsed.name[:80]}' cannot be stored: use at most 128 letters, digits, '-', '_' or '.', "
-            "starting with a letter or digit (the spec asks for lowercase letters, digits and '-').",
-            line=parsed.field_lines.get("name"),
-            fields={"name": "unsafe or too long"},
-        )
 
 
 def _refuse_name_clash(*, name: str) -> None:
@@ -219,11 +308,13 @@ def skill_version_revise(
     remove_paths: Iterable[str] = (),
     executable: dict[str, bool] | None = None,
     message: str = "",
+    accept_lenient: bool = False,
     actor: Actor = SYSTEM,
 ) -> PublishResult:
     """The next version of `skill` as an edit of version `base_version` (the console's editor and
     file actions): a new SKILL.md text and/or files added, replaced, removed or chmod-ed; every
-    other file is carried over unchanged.
+    other file is carried over unchanged. A SKILL.md left as it was keeps its reading, accepted
+    when that version was published; a changed one is checked like any publish.
 
     `base_version` is checked under the publish lock, so an edit of a copy that someone has
     published over meanwhile raises VersionConflict instead of dropping their files or text.
@@ -254,6 +345,7 @@ def skill_version_revise(
         message=message,
         base_version=base_version,
         expected_name=skill.name,
+        accept_lenient=accept_lenient or (bool(base_version) and bundle.skill_md == base.skill_md),
         actor=actor,
     )
 
@@ -261,7 +353,11 @@ def skill_version_revise(
 def skill_import_path(
     *, path: Path, source: str = SkillSource.WORKSPACE, message: str = "", actor: Actor = SYSTEM
 ) -> PublishResult:
-    """Import one skill folder or zip file. Everything is read and checked before anything is written."""
+    """Import one skill folder or zip file. Everything is read and checked before anything is written.
+
+    Existing folders are taken as read: a field that is not valid YAML is stored as the fallback
+    reads it, with a warning naming its line (SPEC §2), not refused.
+    """
     if path.is_dir():
         bundle = read_folder(path, limits=registry_limits())
         folder_name = path.name
@@ -274,6 +370,7 @@ def skill_import_path(
         source=source,
         message=message or f"Imported from {path.name}",
         folder_name=folder_name,
+        accept_lenient=True,
         actor=actor,
     )
 

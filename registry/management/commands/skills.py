@@ -156,7 +156,9 @@ class Command(BaseCommand):
             raise CommandError(f"{path} does not exist.")
         issues = validate_skill_md(skill_md, folder_name=folder_name, limits=registry_limits())
         for issue in issues:
-            self.stdout.write(f"{path}:{issue.line}: {issue.level}: {issue.message}")
+            # Import takes such a reading; a publish over the API or in the console asks first.
+            accept = " (publishing it needs `accept_lenient`)" if issue.fallback else ""
+            self.stdout.write(f"{path}:{issue.line}: {issue.level}: {issue.message}{accept}")
         errors = [issue for issue in issues if issue.level == "error"]
         if errors:
             raise CommandError(f"{len(errors)} error(s).")

@@ -72,9 +72,10 @@ UNSTATED_RULES: dict[str, set[str]] = {
     "GET /api/v1/analytics/skills/{name}/compare": {"from", "to"},
     "GET /api/v1/analytics/funnel": {"from", "to"},
     "GET /api/v1/analytics/failing": {"from", "to"},
-    # The SKILL.md and the bundle's files are judged by the parser (SPEC §2).
-    "POST /api/v1/skills": {"invalid_skill", "invalid_bundle"},
-    "POST /api/v1/skills/{name}/versions": {"invalid_skill", "invalid_bundle"},
+    # The SKILL.md and the bundle's files are judged by the parser (SPEC §2); a field it read as text
+    # needs `accept_lenient`.
+    "POST /api/v1/skills": {"invalid_skill", "lenient_reading", "invalid_bundle"},
+    "POST /api/v1/skills/{name}/versions": {"invalid_skill", "lenient_reading", "invalid_bundle"},
     # An RE2-compilable pattern, a unique name, and a rule that does something.
     "POST /api/v1/rules": {"invalid_rule", "invalid_pattern"},
     "PATCH /api/v1/rules/{rule_id}": {"invalid_rule", "invalid_pattern"},
