@@ -44,9 +44,9 @@ from agents.runtime.types import TurnRequest, TurnResult
 from agents.store import RegistrySkillStore, resolution_for_turn
 from agents.tools import tool_registry
 from agents.trace import DatabaseTraceSink, trace_event_append
-from registry import selectors
 from registry.errors import ApplicationError, Conflict, NotFound
 from registry.models import UsageKind, UsageSource
+from registry.selectors import resolve as registry_resolve
 from registry.services.usage import UsageEventInput, usage_feedback_set, usage_record
 
 logger = logging.getLogger(__name__)
@@ -158,12 +158,9 @@ def _check_forced_skill(*, message: str, forced_skill: str | None) -> None:
     name, _ = forced_skill_and_query(message, forced_skill)
     if name is None:
         return
-    try:
-        if selectors.skill_get(name=name).enabled:
-            return
-    except NotFound:
-        pass
-    names = [skill.name for skill in selectors.effective_skills()]
+    if registry_resolve.skill_effective(name=name) is not None:
+        return
+    names = list(registry_resolve.registry_snapshot().by_name)
     closest = difflib.get_close_matches(name, names, n=3, cutoff=0.5)
     hint = f" Did you mean {', '.join(closest)}?" if closest else ""
     if forced_skill:

@@ -1,7 +1,9 @@
 """The registry seen through the runtime's SkillStore protocol (agents/runtime/types.py).
 
 One store serves one turn: what it loads is kept for the rest of the turn, so a skill read
-twice costs one query and the turn sees one consistent version of each skill.
+twice costs one query and the turn sees one consistent version of each skill. Which version of
+which skill it loads is resolve's own answer (`selectors.resolve.skill_effective`): a skill resolve
+offers at the store's label always loads, and one it hides never does.
 """
 
 from __future__ import annotations
@@ -10,7 +12,6 @@ from typing import Any
 
 from agents.runtime.types import Resolution, SkillDocument, SkillSummary
 from registry import selectors
-from registry.errors import NotFound
 from registry.models import SkillVersion
 from registry.selectors import resolve as registry_resolve
 
@@ -45,12 +46,7 @@ class RegistrySkillStore:
 
     def _version(self, name: str) -> SkillVersion | None:
         if name not in self._versions:
-            try:
-                skill = selectors.skill_get(name=name)
-                version = selectors.skill_version_for(skill=skill, label=self.label) if skill.enabled else None
-            except NotFound:
-                version = None
-            self._versions[name] = version
+            self._versions[name] = registry_resolve.skill_version_effective(name=name, label=self.label)
         return self._versions[name]
 
     def load(self, name: str) -> SkillDocument | None:

@@ -5,7 +5,8 @@
 - `versions`: versions, labels, files, zips and diffs;
 - `rules`: force-include rules as the API and the console read them;
 - `tokens`, `audit`, `accounts`: what the console's tokens, audit and users pages list;
-- `resolve`: what an agent gets for a turn (rules fired, prompt block) and its snapshot cache;
+- `resolve`: what an agent gets for a turn (rules fired, prompt block) and its snapshot cache,
+  which also says which version of which skill a request gets (`skill_effective`);
 - `analytics`: usage figures from the rollups;
 - `generation`: the registry generation every cached read is keyed by;
 - `memo`: the per-process cache those reads share.

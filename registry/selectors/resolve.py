@@ -39,7 +39,7 @@ from django.core.cache import cache
 from registry.errors import ApplicationError
 from registry.fired_rule import FiredRule
 from registry.matching import Match, MatchIndex, find_skills, match
-from registry.models import ForceIncludeRule
+from registry.models import ForceIncludeRule, SkillVersion
 from registry.patterns import compile_pattern, pattern_search
 from registry.resolve_index import ResultCache, RuleSet, TermIndex, rank_for_block
 from registry.selectors.generation import change_listener, current_generation
@@ -680,6 +680,24 @@ def rules_test(*, query: str, label: str | None = None) -> ResolveResult:
 
 
 # --- reads for the runtime and the API ----------------------------------------------------
+
+
+def skill_effective(*, name: str, label: str | None = None) -> EffectiveSkill | None:
+    """Which version of which skill a request at `label` gets for `name`, or None when no skill of
+    that name is in effect there (every source disabled, or the SKILL.md at that version says
+    `enabled: false`). The one answer resolve, matching and the runtime's skill store share: it is
+    the snapshot's entry (rules in `effective_skills`), so a skill resolve offers always loads and
+    one it hides never does. Costs no query once the snapshot of this generation is built."""
+    return registry_snapshot(label=label).by_name.get(name)
+
+
+def skill_version_effective(*, name: str, label: str | None = None) -> SkillVersion | None:
+    """The stored version `skill_effective` names (SKILL.md text, files): what a forced skill or
+    `read_skill` loads. One query."""
+    found = skill_effective(name=name, label=label)
+    if found is None:
+        return None
+    return SkillVersion.objects.filter(skill_id=found.skill_id, number=found.version).first()
 
 
 def skills_match(

@@ -192,6 +192,19 @@ def test_a_disabled_skill_cannot_be_forced(make_token, review_skills):
     assert "retired-review" not in response.json()["suggestions"]
 
 
+@pytest.mark.parametrize("body", [{"message": "/retired-notes now"}, {"message": "x", "forced_skill": "retired-notes"}])
+def test_a_skill_whose_skill_md_says_enabled_false_cannot_be_forced(make_token, review_skills, body):
+    from tests.factories import publish
+
+    publish("retired-notes", description="Takes notes.", enabled="false")
+
+    response = post_turn(make_token, body)
+
+    assert response.status_code == 400
+    assert "retired-notes" not in response.json()["suggestions"]
+    assert not AgentTurn.objects.exists()
+
+
 def test_an_unknown_name_with_nothing_close_says_so_without_suggestions(make_token, review_skills):
     response = post_turn(make_token, {"message": "hi", "forced_skill": "zzzz"})
     assert response.status_code == 400
