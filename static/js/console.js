@@ -1,5 +1,5 @@
-/* Console behaviour that htmx does not cover: keyboard shortcuts, the editor's line gutter and
-   jump-to-line, copy buttons, the rule editor's skill filter. Every page works without this file; it only adds convenience. */
+/* Console behaviour that htmx does not cover: keyboard shortcuts, copy buttons, the rule
+   editor's skill filter, 4xx answers shown in place. The SKILL.md editor is skill-editor.js. Every page works without this file; it only adds convenience. */
 (function () {
   "use strict";
 
@@ -28,59 +28,7 @@
     }
   });
 
-  // --- the SKILL.md editor: a line-number gutter kept in step with the textarea ----------
-  function editorParts() {
-    var textarea = document.querySelector("textarea[data-code]");
-    var gutter = textarea && textarea.parentNode.querySelector(".gutter");
-    return textarea && gutter ? { textarea: textarea, gutter: gutter } : null;
-  }
-
-  function problemLines() {
-    var marks = {};
-    document.querySelectorAll("#problems [data-line]").forEach(function (item) {
-      var line = item.getAttribute("data-line");
-      if (marks[line] !== "bad") { marks[line] = item.getAttribute("data-level") === "error" ? "bad" : "warn"; }
-    });
-    return marks;
-  }
-
-  function renderGutter() {
-    var parts = editorParts();
-    if (!parts) { return; }
-    var count = parts.textarea.value.split("\n").length;
-    var marks = problemLines();
-    var html = [];
-    for (var i = 1; i <= count; i++) {
-      html.push(marks[i] ? '<span class="' + marks[i] + '">' + i + "</span>" : String(i));
-    }
-    parts.gutter.innerHTML = html.join("\n");
-    parts.gutter.scrollTop = parts.textarea.scrollTop;
-  }
-
-  function jumpTo(line) {
-    var parts = editorParts();
-    if (!parts) { return; }
-    var lines = parts.textarea.value.split("\n");
-    line = Math.max(1, Math.min(line, lines.length));
-    var start = 0;
-    for (var i = 0; i < line - 1; i++) { start += lines[i].length + 1; }
-    parts.textarea.focus();
-    parts.textarea.setSelectionRange(start, start + lines[line - 1].length);
-    var lineHeight = parseFloat(getComputedStyle(parts.textarea).lineHeight) || 20;
-    parts.textarea.scrollTop = Math.max(0, (line - 4) * lineHeight);
-    renderGutter();
-  }
-
-  document.addEventListener("input", function (event) {
-    if (event.target.matches && event.target.matches("textarea[data-code]")) { renderGutter(); }
-  });
-  document.addEventListener("scroll", function (event) {
-    var parts = editorParts();
-    if (parts && event.target === parts.textarea) { parts.gutter.scrollTop = parts.textarea.scrollTop; }
-  }, true);
   document.addEventListener("click", function (event) {
-    var jump = event.target.closest && event.target.closest("[data-jump]");
-    if (jump) { event.preventDefault(); jumpTo(parseInt(jump.getAttribute("data-jump"), 10)); }
     var copy = event.target.closest && event.target.closest("[data-copy]");
     if (copy) {
       var source = document.getElementById(copy.getAttribute("data-copy"));
@@ -146,7 +94,4 @@
     var box = document.getElementById("request-problem");
     if (box && event.detail.elt === failedElt) { box.hidden = true; failedElt = null; }
   });
-
-  document.addEventListener("htmx:afterSwap", renderGutter);
-  document.addEventListener("DOMContentLoaded", renderGutter);
 })();
