@@ -1,5 +1,6 @@
 /* Console behaviour that htmx does not cover: keyboard shortcuts, copy buttons, the rule
-   editor's skill filter, 4xx answers shown in place. The SKILL.md editor is skill-editor.js. Every page works without this file; it only adds convenience. */
+   editor's skill filter, refused requests shown where the user looks. The SKILL.md editor is
+   skill-editor.js. Every page works without this file; it only adds convenience. */
 (function () {
   "use strict";
 
@@ -54,19 +55,31 @@
     });
   });
 
-  // htmx leaves 4xx answers unswapped; forms marked data-swap-errors show them in place (the
-  // rule tester's bad label, the playground's refused message), as the page would without JS.
+  // htmx 2 leaves 4xx answers unswapped. A view answers an htmx request's bad input with the
+  // fragment it asked for, the message beside the field (the rule tester's bad label, the
+  // playground's refused message), so it goes in place, as the page shows it without JavaScript.
+  // A whole page (a 403 or 404 from outside the view) is no fragment, and a request that swaps
+  // nothing has no place for it: both are left to the notice below.
+  function isFragment(xhr) {
+    var html = (xhr.getResponseHeader("Content-Type") || "").indexOf("text/html") === 0;
+    return html && !/^\s*<!doctype|<html[\s>]/i.test(xhr.responseText);
+  }
+
   document.addEventListener("htmx:beforeSwap", function (event) {
-    var status = event.detail.xhr.status;
-    if (status >= 400 && status < 500 && event.detail.elt.closest("[data-swap-errors]")) {
+    var xhr = event.detail.xhr;
+    // detail.elt is the target; the element that made the request carries the hx-swap.
+    var source = event.detail.requestConfig && event.detail.requestConfig.elt;
+    var swap = source && source.closest("[hx-swap]");
+    var swapsNothing = swap && /^\s*none/.test(swap.getAttribute("hx-swap"));
+    if (xhr.status >= 400 && xhr.status < 500 && !swapsNothing && isFragment(xhr)) {
       event.detail.shouldSwap = true;
       event.detail.isError = false;
     }
   });
 
-  // A request htmx does not swap in (a 5xx, a 4xx outside data-swap-errors, no connection)
-  // would otherwise change nothing on screen: say what happened where flash messages appear,
-  // until the same control is tried again. A 503 names the service that is down (plain text).
+  // A request htmx does not swap in (a 5xx, a 4xx page, no connection) would otherwise change
+  // nothing on screen: say what happened where flash messages appear, until the same control is
+  // tried again. A 503 names the service that is down (plain text); a 4xx page its heading.
   var failedElt = null;
 
   function showProblem(elt, text) {
@@ -80,10 +93,18 @@
     failedElt = elt;
   }
 
+  function saidBy(xhr) {
+    var type = xhr.getResponseHeader("Content-Type") || "";
+    if (type.indexOf("text/plain") === 0) { return xhr.responseText.trim().slice(0, 300); }
+    if (type.indexOf("text/html") !== 0 || xhr.status >= 500) { return ""; }
+    var page = new DOMParser().parseFromString(xhr.responseText, "text/html");  // inert: no scripts run
+    var heading = page.querySelector("[role=alert], main h1, h1, title");
+    return heading ? heading.textContent.replace(/\s+/g, " ").trim().slice(0, 300) : "";
+  }
+
   document.addEventListener("htmx:responseError", function (event) {
     var xhr = event.detail.xhr;
-    var plain = (xhr.getResponseHeader("Content-Type") || "").indexOf("text/plain") === 0;
-    var said = plain ? xhr.responseText.trim().slice(0, 300) : "";
+    var said = saidBy(xhr);
     showProblem(event.detail.elt, said || "The server could not complete this request (HTTP " + xhr.status +
       "). Try again; if it keeps failing, an admin can find the error in the server log.");
   });
