@@ -1,5 +1,6 @@
-/* Console behaviour that htmx does not cover: keyboard shortcuts, the editor's line gutter and
-   jump-to-line, copy buttons, the rule editor's skill filter. Every page works without this file; it only adds convenience. */
+/* Console behaviour that htmx does not cover: keyboard shortcuts, copy buttons, the rule
+   editor's skill filter, refused requests shown where the user looks. The SKILL.md editor is
+   skill-editor.js. Every page works without this file; it only adds convenience. */
 (function () {
   "use strict";
 
@@ -28,59 +29,7 @@
     }
   });
 
-  // --- the SKILL.md editor: a line-number gutter kept in step with the textarea ----------
-  function editorParts() {
-    var textarea = document.querySelector("textarea[data-code]");
-    var gutter = textarea && textarea.parentNode.querySelector(".gutter");
-    return textarea && gutter ? { textarea: textarea, gutter: gutter } : null;
-  }
-
-  function problemLines() {
-    var marks = {};
-    document.querySelectorAll("#problems [data-line]").forEach(function (item) {
-      var line = item.getAttribute("data-line");
-      if (marks[line] !== "bad") { marks[line] = item.getAttribute("data-level") === "error" ? "bad" : "warn"; }
-    });
-    return marks;
-  }
-
-  function renderGutter() {
-    var parts = editorParts();
-    if (!parts) { return; }
-    var count = parts.textarea.value.split("\n").length;
-    var marks = problemLines();
-    var html = [];
-    for (var i = 1; i <= count; i++) {
-      html.push(marks[i] ? '<span class="' + marks[i] + '">' + i + "</span>" : String(i));
-    }
-    parts.gutter.innerHTML = html.join("\n");
-    parts.gutter.scrollTop = parts.textarea.scrollTop;
-  }
-
-  function jumpTo(line) {
-    var parts = editorParts();
-    if (!parts) { return; }
-    var lines = parts.textarea.value.split("\n");
-    line = Math.max(1, Math.min(line, lines.length));
-    var start = 0;
-    for (var i = 0; i < line - 1; i++) { start += lines[i].length + 1; }
-    parts.textarea.focus();
-    parts.textarea.setSelectionRange(start, start + lines[line - 1].length);
-    var lineHeight = parseFloat(getComputedStyle(parts.textarea).lineHeight) || 20;
-    parts.textarea.scrollTop = Math.max(0, (line - 4) * lineHeight);
-    renderGutter();
-  }
-
-  document.addEventListener("input", function (event) {
-    if (event.target.matches && event.target.matches("textarea[data-code]")) { renderGutter(); }
-  });
-  document.addEventListener("scroll", function (event) {
-    var parts = editorParts();
-    if (parts && event.target === parts.textarea) { parts.gutter.scrollTop = parts.textarea.scrollTop; }
-  }, true);
   document.addEventListener("click", function (event) {
-    var jump = event.target.closest && event.target.closest("[data-jump]");
-    if (jump) { event.preventDefault(); jumpTo(parseInt(jump.getAttribute("data-jump"), 10)); }
     var copy = event.target.closest && event.target.closest("[data-copy]");
     if (copy) {
       var source = document.getElementById(copy.getAttribute("data-copy"));
@@ -112,19 +61,31 @@
     });
   });
 
-  // htmx leaves 4xx answers unswapped; forms marked data-swap-errors show them in place (the
-  // rule tester's bad label, the playground's refused message), as the page would without JS.
+  // htmx 2 leaves 4xx answers unswapped. A view answers an htmx request's bad input with the
+  // fragment it asked for, the message beside the field (the rule tester's bad label, the
+  // playground's refused message), so it goes in place, as the page shows it without JavaScript.
+  // A whole page (a 403 or 404 from outside the view) is no fragment, and a request that swaps
+  // nothing has no place for it: both are left to the notice below.
+  function isFragment(xhr) {
+    var html = (xhr.getResponseHeader("Content-Type") || "").indexOf("text/html") === 0;
+    return html && !/^\s*<!doctype|<html[\s>]/i.test(xhr.responseText);
+  }
+
   document.addEventListener("htmx:beforeSwap", function (event) {
-    var status = event.detail.xhr.status;
-    if (status >= 400 && status < 500 && event.detail.elt.closest("[data-swap-errors]")) {
+    var xhr = event.detail.xhr;
+    // detail.elt is the target; the element that made the request carries the hx-swap.
+    var source = event.detail.requestConfig && event.detail.requestConfig.elt;
+    var swap = source && source.closest("[hx-swap]");
+    var swapsNothing = swap && /^\s*none/.test(swap.getAttribute("hx-swap"));
+    if (xhr.status >= 400 && xhr.status < 500 && !swapsNothing && isFragment(xhr)) {
       event.detail.shouldSwap = true;
       event.detail.isError = false;
     }
   });
 
-  // A request htmx does not swap in (a 5xx, a 4xx outside data-swap-errors, no connection)
-  // would otherwise change nothing on screen: say what happened where flash messages appear,
-  // until the same control is tried again. A 503 names the service that is down (plain text).
+  // A request htmx does not swap in (a 5xx, a 4xx page, no connection) would otherwise change
+  // nothing on screen: say what happened where flash messages appear, until the same control is
+  // tried again. A 503 names the service that is down (plain text); a 4xx page its heading.
   var failedElt = null;
 
   function showProblem(elt, text) {
@@ -138,10 +99,18 @@
     failedElt = elt;
   }
 
+  function saidBy(xhr) {
+    var type = xhr.getResponseHeader("Content-Type") || "";
+    if (type.indexOf("text/plain") === 0) { return xhr.responseText.trim().slice(0, 300); }
+    if (type.indexOf("text/html") !== 0 || xhr.status >= 500) { return ""; }
+    var page = new DOMParser().parseFromString(xhr.responseText, "text/html");  // inert: no scripts run
+    var heading = page.querySelector("[role=alert], main h1, h1, title");
+    return heading ? heading.textContent.replace(/\s+/g, " ").trim().slice(0, 300) : "";
+  }
+
   document.addEventListener("htmx:responseError", function (event) {
     var xhr = event.detail.xhr;
-    var plain = (xhr.getResponseHeader("Content-Type") || "").indexOf("text/plain") === 0;
-    var said = plain ? xhr.responseText.trim().slice(0, 300) : "";
+    var said = saidBy(xhr);
     showProblem(event.detail.elt, said || "The server could not complete this request (HTTP " + xhr.status +
       "). Try again; if it keeps failing, an admin can find the error in the server log.");
   });
@@ -152,7 +121,4 @@
     var box = document.getElementById("request-problem");
     if (box && event.detail.elt === failedElt) { box.hidden = true; failedElt = null; }
   });
-
-  document.addEventListener("htmx:afterSwap", renderGutter);
-  document.addEventListener("DOMContentLoaded", renderGutter);
 })();

@@ -49,7 +49,7 @@ def test_create_a_skill_with_a_validation_error_shown_while_typing(live_server, 
     expect(page.locator("#problems")).to_be_visible()
     expect(page.locator('#live .problems li[data-level="error"]')).to_have_count(0)
 
-    editor = page.locator("textarea[name=skill_md]")
+    editor = page.locator("[data-skill-editor]")
     editor.fill("---\nname: release-notes\n---\n\n# Release notes\n")
     problem = page.locator("#live .problems li").filter(has_text=LINE_N).first
     expect(problem).to_be_visible()
@@ -59,10 +59,7 @@ def test_create_a_skill_with_a_validation_error_shown_while_typing(live_server, 
     screenshot(page, "skills-new-live-error-author")
 
     problem.click()  # jumps to the line in the editor
-    selected_line = page.evaluate(
-        "() => { const t = document.querySelector('textarea[name=skill_md]');"
-        " return t.value.slice(0, t.selectionStart).split('\\n').length; }"
-    )
+    selected_line = page.locator(".cm-lineNumbers .cm-activeLineGutter").inner_text()
     assert f"line {selected_line}" in problem.inner_text()
 
     editor.fill(make_skill_md("release-notes", description="Writes release notes from merged changes."))
@@ -86,10 +83,10 @@ def test_publish_two_versions_diff_them_and_roll_back_with_confirmation(live_ser
         (3, "Turns a meeting into notes."),
     ):
         page.goto(f"{live_server.url}/skills/meeting-notes/edit/")
-        page.fill("textarea[name=skill_md]", make_skill_md("meeting-notes", description=words))
+        page.fill("[data-skill-editor]", make_skill_md("meeting-notes", description=words))
         page.fill("input[name=message]", f"Wording, take {number}")
         if number == 3:
-            page.locator("textarea[name=skill_md]").press("Control+s")  # the keyboard shortcut publishes
+            page.locator("[data-skill-editor]").press("Control+s")  # the keyboard shortcut publishes
         else:
             page.get_by_role("button", name="Publish").click()
         expect(page.locator(".flash-success")).to_contain_text(f"Published meeting-notes v{number}")
@@ -122,12 +119,12 @@ def test_two_editors_the_second_gets_the_conflict_screen_with_their_text_kept(li
     first.goto(f"{live_server.url}/skills/sql-query/edit/")
     second.goto(f"{live_server.url}/skills/sql-query/edit/")
 
-    first.fill("textarea[name=skill_md]", make_skill_md("sql-query", description="Ada's wording."))
+    first.fill("[data-skill-editor]", make_skill_md("sql-query", description="Ada's wording."))
     first.get_by_role("button", name="Publish").click()
     expect(first.locator(".flash-success")).to_contain_text("v2")
 
     mine = make_skill_md("sql-query", description="Grace's wording.", body="# SQL\n\nGrace's careful steps.\n")
-    second.fill("textarea[name=skill_md]", mine)
+    second.fill("[data-skill-editor]", mine)
     second.get_by_role("button", name="Publish").click()
 
     expect(second.locator(".conflict")).to_contain_text("conflict")
@@ -266,7 +263,7 @@ def test_stored_xss_in_skill_text_file_names_and_messages_stays_inert(live_serve
     expect(page.locator("#files")).to_contain_text("<img src=x onerror=window.__xss=1>.sh")  # shown as text
     expect(page.locator(".markdown")).to_contain_text("click me")  # the link text stays, the link does not
     page.goto(f"{live_server.url}/skills/xss-skill/edit/")
-    page.fill("textarea[name=skill_md]", skill_md + "\nmore\n")  # the live preview renders it too
+    page.fill("[data-skill-editor]", skill_md + "\nmore\n")  # the live preview renders it too
     expect(page.locator("#live .markdown")).to_contain_text("more")
     assert page.evaluate("window.__xss") is None
     assert dialogs == []
