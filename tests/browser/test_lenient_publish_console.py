@@ -22,9 +22,10 @@ def author(db):
 def test_an_unclosed_list_is_refused_with_its_line_then_published_as_read(live_server, open_page, author):
     page = open_page("ada")
     page.goto(f"{live_server.url}/skills/new/")
-    editor = page.locator("textarea[name=skill_md]")
-    editor.fill("")
-    editor.press_sequentially(UNCLOSED_TAGS)
+    editor = page.locator("[data-skill-editor]")
+    # Pasted, as an author brings an existing SKILL.md: typed key by key, the editor would indent
+    # the lines after the open `[` as YAML continues it.
+    editor.fill(UNCLOSED_TAGS)
 
     # While typing: an error on line 4, and no preview (what the check calls an error does not publish).
     problem = page.locator('#live .problems li[data-level="error"]')
@@ -51,6 +52,7 @@ def test_an_unclosed_list_is_refused_with_its_line_then_published_as_read(live_s
     expect(as_read.locator('tr[data-field="triggers"]')).to_have_count(0)
     expect(as_read.locator('tr[data-read="triggers"] code.stored')).to_have_text("[] (none)")
     expect(page.locator("textarea[name=skill_md]")).to_have_value(UNCLOSED_TAGS)  # the text is kept
+    expect(page.locator("[data-skill-editor]")).to_have_text(UNCLOSED_TAGS.replace("\n", ""))
     as_read.scroll_into_view_if_needed()
     screenshot(page, "skills-lenient-publish-as-read-author")
 
