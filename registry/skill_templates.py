@@ -27,10 +27,9 @@ def skill_template(kind: str, *, name: str, description: str | None = None) -> S
     frontmatter: dict = {
         "name": name,
         "description": description or f"Describe what {name} does and when to use it (one or two sentences).",
-        # Spec fields where the Agent Skills spec has one (`metadata`, `allowed-tools`), so the only
-        # portability warning on a new skill is `triggers`, which this registry needs.
-        "metadata": {"version": "0.1.0"},
-        "triggers": ["task_match", "explicit_command"],
+        # Only Agent Skills fields: the registry's own live under `metadata` (text values), so a new
+        # skill passes the reference validator with no portability warning.
+        "metadata": {"version": "0.1.0", "triggers": "task_match explicit_command"},
     }
     files: tuple[tuple[str, bytes, bool], ...] = ()
     if kind == CODE:

@@ -124,6 +124,14 @@ FIELDS_WITH_EFFECT = {
     "hooks": "Claude Code reads it",
 }
 
+# Registry fields read from `metadata` as well (text values), with the form shown in warnings.
+METADATA_HOMES = {
+    "tags": "pdf, forms",
+    "triggers": "task_match explicit_command",
+    "version": '"1.2.0"',
+    "author": "Ada Lovelace",
+}
+
 _NAME_CHARS = re.compile(r"^[a-z0-9-]+$")
 _NUMERIC_SAFE = 2**53  # larger integers lose precision in JSON consumers (and in SQLite's JSON)
 
@@ -296,15 +304,18 @@ def _analyse(data: bytes | str, *, folder_name: str | None, limits: Limits) -> t
     fields = _Fields(frontmatter, key_lines, raw_scalars, fence_line=opening + 1, report=report)
     name = fields.name(folder_name=folder_name)
     description = fields.description()
+    metadata = fields.metadata()
     tools = fields.word_list("tools")
     tools_required = fields.word_list("tools_required", "tools-required")
     allowed_tools = fields.word_list("allowed-tools", "allowed_tools")
-    tags = fields.text_list("tags")
-    triggers = fields.triggers()
-    version = fields.text("version", quiet=True)
-    author = fields.author()
+    # The registry's own fields have a spec-clean home under `metadata` (text values); a skill may
+    # use either spelling, and lists from both are read.
+    tags = _unique(fields.text_list("tags") + _comma_list(metadata.get("tags", "")))
+    triggers = fields.triggers(also=metadata.get("triggers", ""))
+    metadata_tools = _split_tools(metadata.get("tools", ""))
+    version = fields.text("version", quiet=True) or metadata.get("version") or None
+    author = fields.author() or metadata.get("author") or None
     enabled = fields.flag("enabled", default=True)
-    metadata = fields.metadata()
     license = fields.text("license")
     compatibility = fields.compatibility()
     dependencies = fields.text_list("dependencies")
@@ -332,7 +343,7 @@ def _analyse(data: bytes | str, *, folder_name: str | None, limits: Limits) -> t
         warnings=tuple(issues),
         tags=tags,
         triggers=triggers,
-        tools=_unique(tools + tools_required + allowed_tools),
+        tools=_unique(tools + tools_required + allowed_tools + metadata_tools),
         allowed_tools=allowed_tools,
         version=version,
         author=author,
@@ -1061,23 +1072,27 @@ class _Fields:
 
     def text_list(self, *keys: str) -> list[str]:
         """Tags, dependencies: a list, or one string with commas between items."""
-        return self._list(keys, lambda text: [part.strip() for part in text.split(",") if part.strip()])
+        return self._list(keys, _comma_list)
 
     def word_list(self, *keys: str) -> list[str]:
         """Tools: a list, or one string with spaces or commas between items (`Bash(git add:*)` is one)."""
         return self._list(keys, _split_tools)
 
-    def triggers(self) -> list[str]:
-        triggers = self._list(("triggers",), lambda text: re.split(r"[\s,]+", text.strip()) if text.strip() else [])
-        unknown = [trigger for trigger in triggers if trigger not in KNOWN_TRIGGERS]
-        if unknown:
-            self.report.warn(
-                self.line("triggers"),
-                f"`triggers` has value(s) this registry does not fire: "
-                f"{', '.join(unknown)} (known: {', '.join(KNOWN_TRIGGERS)}).",
-                "triggers",
-            )
-        return triggers
+    def triggers(self, *, also: str) -> list[str]:
+        """`triggers`, and `metadata.triggers` (`also`, its text), each warned about on its own line."""
+        top = self._list(("triggers",), _trigger_words)
+        nested = _trigger_words(also)
+        for key, triggers in (("triggers", top), ("metadata", nested)):
+            unknown = [trigger for trigger in triggers if trigger not in KNOWN_TRIGGERS]
+            if unknown:
+                where = "`triggers`" if key == "triggers" else "`metadata.triggers`"
+                self.report.warn(
+                    self.line(key),
+                    f"{where} has value(s) this registry does not fire: "
+                    f"{', '.join(unknown)} (known: {', '.join(KNOWN_TRIGGERS)}).",
+                    key,
+                )
+        return _unique(top + nested)
 
     def metadata(self) -> dict[str, str]:
         value = self.frontmatter.get("metadata")
@@ -1139,15 +1154,31 @@ def _outside_spec(key: str) -> str:
         )
     spec = f"`{key}` is not an Agent Skills field: {rejected}."
     if key in ("tools", "tools_required", "tools-required"):
-        return f"{spec} To load everywhere, list the tools in `allowed-tools` (space-separated), read here too."
+        return (
+            f"{spec} To load everywhere, write them as `metadata:` `tools: a b` (or in `allowed-tools`), "
+            "read here too."
+        )
     if key == "allowed_tools":
         return f"{spec} Spell it `allowed-tools` (with a hyphen) to load everywhere."
+    if key in METADATA_HOMES:
+        return (
+            f"{spec} {FIELDS_WITH_EFFECT.get(key, 'This registry reads it')}; to load everywhere, write it under "
+            f"`metadata:` as text (`{key}: {METADATA_HOMES[key]}`), read here too."
+        )
     if key in FIELDS_WITH_EFFECT:
         return (
             f"{spec} {FIELDS_WITH_EFFECT[key]}; for a copy that loads everywhere, move it under `metadata` "
             "as text, where it is not read."
         )
     return f"{spec} To load everywhere, move it under `metadata` as text."
+
+
+def _comma_list(text: str) -> list[str]:
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def _trigger_words(text: str) -> list[str]:
+    return re.split(r"[\s,]+", text.strip()) if text.strip() else []
 
 
 def _split_tools(text: str) -> list[str]:

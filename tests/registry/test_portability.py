@@ -17,6 +17,7 @@ import pytest
 from skills_ref.validator import validate as skills_ref_validate
 
 from registry.bundle import find_skill_folders
+from registry.skill_templates import KINDS, skill_template
 from registry.skillmd import STRICT_CLIENTS, Issue, parse_skill_md, validate_skill_md
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -72,12 +73,40 @@ def test_our_warnings_agree_with_skills_ref_on_the_corpus():
     assert any(errors and errors[0].startswith("Unexpected fields") for errors in verdicts.values())
 
 
-def test_our_warnings_agree_with_skills_ref_on_the_bundled_skills():
+def test_the_reference_validator_accepts_every_bundled_skill_and_we_warn_about_none():
     folders = find_skill_folders(BUNDLED)
-    assert folders
+    assert len(folders) >= 11
     for folder in folders:
-        assert skills_ref_validate(folder), "the bundled skills use flow-style lists and registry fields"
-        assert_same_verdict(folder)
+        assert skills_ref_validate(folder) == [], folder.name
+        parsed = parse_skill_md((folder / "SKILL.md").read_bytes(), folder_name=folder.name)
+        assert parsed.warnings == (), (folder.name, [issue.message for issue in parsed.warnings])
+        # The registry's own fields are read from `metadata`: the bundled skills still fire and match.
+        assert parsed.tags and parsed.triggers and parsed.tools and parsed.version, folder.name
+
+
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_every_new_skill_template_passes_the_reference_validator_with_no_warning(tmp_path, kind):
+    template = skill_template(kind, name="my-skill")
+    folder = tmp_path / "my-skill"
+    folder.mkdir()
+    (folder / "SKILL.md").write_text(template.skill_md)
+
+    assert skills_ref_validate(folder) == []
+    parsed = parse_skill_md(template.skill_md.encode(), folder_name="my-skill")
+    assert parsed.warnings == () and parsed.triggers == ["task_match", "explicit_command"]
+
+
+def test_top_level_registry_fields_keep_working_with_their_warning_and_metadata_adds_to_them():
+    parsed = parse_skill_md(
+        b"---\nname: a\ndescription: b\ntags: [pdf]\ntriggers: [turn_start]\ntools: [file_read]\n"
+        b"metadata:\n  tags: forms, pdf\n  triggers: task_match bogus\n  tools: calculator\n---\nbody\n"
+    )
+    assert parsed.tags == ["pdf", "forms"]
+    assert parsed.triggers == ["turn_start", "task_match", "bogus"]
+    assert parsed.tools == ["file_read", "calculator"]
+    assert {note.field for note in portability(parsed.warnings)} == {"tags", "triggers", "tools"}
+    [unknown] = [issue for issue in parsed.warnings if "does not fire" in issue.message]
+    assert unknown.line == 7 and "`metadata.triggers`" in unknown.message and "bogus" in unknown.message
 
 
 def variants(skill_md: bytes) -> dict[str, bytes]:
@@ -113,7 +142,11 @@ def test_each_quirk_alone_is_a_warning_where_skills_ref_rejects_and_the_portable
 
 
 def test_one_warning_per_field_with_its_line_and_what_to_do():
-    parsed = parse_skill_md((BUNDLED / "api-design" / "SKILL.md").read_bytes(), folder_name="api-design")
+    parsed = parse_skill_md(
+        b"---\nname: api-design\ndescription: Design APIs.\nlicense: MIT\nversion: 1.0.0\nauthor: Ada\n"
+        b"tags: [api, rest]\ntriggers: [task_match]\ntools: [file_read]\n---\nbody\n",
+        folder_name="api-design",
+    )
 
     notes = portability(parsed.warnings)
     # `tags: [...]` is both flow style and outside the spec: one warning, not two.
@@ -125,8 +158,8 @@ def test_one_warning_per_field_with_its_line_and_what_to_do():
         ("tools", 9),
     ]
     assert all("`agentskills validate`" in note.message for note in notes)
-    assert "move it under `metadata`" in notes[0].message
-    assert "`allowed-tools`" in notes[-1].message
+    assert 'under `metadata:` as text (`version: "1.2.0"`), read here too' in notes[0].message
+    assert "`metadata:` `tools: a b`" in notes[-1].message and "`allowed-tools`" in notes[-1].message
     assert "This registry fires the skill by its triggers" in notes[3].message
 
 
@@ -180,7 +213,7 @@ def test_a_portable_skill_has_no_portability_warnings():
 
 @pytest.mark.django_db
 @pytest.mark.parametrize("code", [False, True])
-def test_skills_create_writes_a_skill_whose_only_portability_warning_is_triggers(code):
+def test_skills_create_writes_a_skill_with_no_portability_warning(code):
     from django.core.management import call_command
 
     from registry.models import SkillVersion
@@ -189,6 +222,7 @@ def test_skills_create_writes_a_skill_whose_only_portability_warning_is_triggers
 
     version = SkillVersion.objects.get(skill__name="fresh")
     parsed = parse_skill_md(version.skill_md)
-    assert [note.field for note in portability(parsed.warnings)] == ["triggers"]
-    assert parsed.metadata == {"version": "0.1.0"}
+    assert portability(parsed.warnings) == []
+    assert parsed.metadata == {"version": "0.1.0", "triggers": "task_match explicit_command"}
+    assert parsed.triggers == ["task_match", "explicit_command"]
     assert ("run_skill" in parsed.tools) is code
