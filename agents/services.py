@@ -16,6 +16,7 @@ import json
 import logging
 import os
 import shutil
+import stat
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -451,14 +452,31 @@ def _scratch_dir(turn: AgentTurn) -> Iterator[Path]:
     into one folder, removed when the attempt ends however it ends: here for a normal end or an
     exception, by the reaper (scratch_dirs_sweep) when the process was killed. One turn runs per
     worker process at a time, so pointing this process's tempfile at it is safe."""
-    scratch = settings.AGENT_SCRATCH_ROOT / f"{os.getpid()}-{turn.pk}"
-    scratch.mkdir(parents=True, exist_ok=True)
+    scratch = _scratch_root() / f"{os.getpid()}-{turn.pk}"
+    # Others may pass through (a root worker's sandbox runs as uid 65534) but not list it.
+    scratch.mkdir(mode=0o711, exist_ok=True)
     previous, tempfile.tempdir = tempfile.tempdir, str(scratch)
     try:
         yield scratch
     finally:
         tempfile.tempdir = previous
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _scratch_root() -> Path:
+    """AGENT_SCRATCH_ROOT, made if missing. By default it sits in the shared temporary folder, where
+    another local user could have made it first to read or swap a skill's files before its sandbox
+    starts: it is used only when it is a real folder of this worker's user that nobody else can
+    write to."""
+    root = settings.AGENT_SCRATCH_ROOT
+    root.mkdir(mode=0o711, parents=True, exist_ok=True)
+    info = root.lstat()
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o022:
+        raise PermissionError(
+            f"AGENT_SCRATCH_ROOT {root} is not a folder of this worker's own that only it can write to; "
+            "remove it or point AGENT_SCRATCH_ROOT elsewhere."
+        )
+    return root
 
 
 def scratch_dirs_sweep() -> int:

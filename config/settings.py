@@ -7,8 +7,10 @@ Defaults give a working development setup with nothing installed but Python: SQL
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
+import tempfile
 from pathlib import Path
 
 import environ
@@ -26,6 +28,12 @@ env.read_env(BASE_DIR / ".env", overwrite=False)
 # Importing settings writes nothing: `make run` (config/local_state.py) creates VAR_DIR, its
 # broker folders and the local secret before Django starts.
 VAR_DIR = Path(env.str("VAR_DIR", default=str(BASE_DIR / "var")))
+
+
+def _instance_digest(path: Path) -> str:
+    """A short name for this instance's folders outside VAR_DIR (two checkouts never share one)."""
+    return hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:12]
+
 
 # litellm fetches a price list at import unless told not to; we never want network at import.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -324,8 +332,16 @@ AGENT_TURN_LEASE_SECONDS = env.float("AGENT_TURN_LEASE_SECONDS", default=30.0)
 AGENT_TURN_REAPER_SECONDS = env.float("AGENT_TURN_REAPER_SECONDS", default=10.0)
 AGENT_TURN_MAX_TAKEOVERS = env.int("AGENT_TURN_MAX_TAKEOVERS", default=3)
 # Each turn's temporary files (run_skill's folders) live under one folder per turn, removed when
-# the turn's attempt ends; the reaper removes those of processes that died.
-AGENT_SCRATCH_ROOT = Path(env.str("AGENT_SCRATCH_ROOT", default=str(VAR_DIR / "scratch")))
+# the turn's attempt ends; the reaper removes those of processes that died. Not under VAR_DIR: a
+# root worker's sandbox runs as uid 65534, which must reach the run's folder, and VAR_DIR is
+# private (0700). The default is one folder per instance in the system's temporary folder
+# (agents/services.py checks that it is the worker's own before using it).
+AGENT_SCRATCH_ROOT = Path(
+    env.str(
+        "AGENT_SCRATCH_ROOT",
+        default=str(Path(tempfile.gettempdir()) / f"skill-registry-scratch-{_instance_digest(VAR_DIR)}"),
+    )
+)
 # The longest message a turn accepts (a pasted log or document); what does not fit the model's
 # input is trimmed per call by the runtime (agents/runtime/context.py), never refused.
 AGENT_MAX_MESSAGE_CHARS = env.int("AGENT_MAX_MESSAGE_CHARS", default=200_000)

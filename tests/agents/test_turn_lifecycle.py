@@ -171,6 +171,22 @@ def test_trace_text_with_a_nul_character_is_stored():
     assert TraceEvent.objects.get(turn=claimed.turn).data["result"] == "before\ufffdafter"
 
 
+def test_the_scratch_root_is_outside_the_private_var_dir_and_refused_when_others_could_write_it(settings, tmp_path):
+    from django.conf import settings as live
+
+    assert not live.AGENT_SCRATCH_ROOT.is_relative_to(live.VAR_DIR)  # uid 65534 cannot enter var/ (0700)
+    settings.AGENT_SCRATCH_ROOT = tmp_path / "scratch"
+    assert services._scratch_root() == tmp_path / "scratch"
+    (tmp_path / "scratch").chmod(0o777)
+    with pytest.raises(PermissionError, match="AGENT_SCRATCH_ROOT"):
+        services._scratch_root()
+    (tmp_path / "elsewhere").mkdir()
+    settings.AGENT_SCRATCH_ROOT = tmp_path / "link"
+    (tmp_path / "link").symlink_to(tmp_path / "elsewhere")
+    with pytest.raises(PermissionError, match="AGENT_SCRATCH_ROOT"):
+        services._scratch_root()
+
+
 def test_the_sweep_removes_scratch_folders_of_dead_processes_only(settings, tmp_path):
     settings.AGENT_SCRATCH_ROOT = tmp_path
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
