@@ -9,13 +9,15 @@ confined depends on the isolation mode, `RUN_SKILL_SANDBOX` in the settings:
   UTS namespaces. It runs as uid/gid 65534 with no capabilities and no network at all (not even
   loopback to PostgreSQL or Redis). It sees a read-only root made of /usr (with the /bin, /lib
   links), the few /etc files the dynamic linker needs, a fresh /proc that shows only its own
-  processes and a minimal /dev: not the app's source, not var/, not /root, not the worker's
-  environment. Its working directory is a size-capped tmpfs, the only writable place, holding
-  the skill's files as read-only bind mounts; it vanishes with the namespace. The sandbox's
-  PID 1 is bubblewrap's init: when the script exits, is killed by the timeout, or the worker
-  dies (--die-with-parent), the kernel kills every process left in the namespace, detached
-  (setsid) grandchildren included. A worker running as root drops to uid 65534 before starting
-  bubblewrap, because the kernel does not enforce RLIMIT_NPROC on root's processes.
+  processes and a /dev of device nodes and links: not the app's source, not var/, not /root,
+  not the worker's environment. One size-capped tmpfs is the only place it can write: it holds
+  the working directory (the skill's files bound read-only into it) and the directory /dev/shm
+  leads to, so POSIX shared memory and semaphores count against the same cap; it vanishes with
+  the namespace. The sandbox's PID 1 is bubblewrap's init: when the script exits, is killed by
+  the timeout, or the worker dies (--die-with-parent), the kernel kills every process left in
+  the namespace, detached (setsid) grandchildren included. A worker running as root drops to
+  uid 65534 before starting bubblewrap, because the kernel does not enforce RLIMIT_NPROC on
+  root's processes.
 - `none`: a plain subprocess as the worker's user in a temporary directory, only for machines
   without bubblewrap. The script can read whatever the worker can (its files, the database over
   the network) and can leave processes behind; the setting must be chosen explicitly.
@@ -52,7 +54,7 @@ class SandboxLimits:
     memory_bytes: int = 1024 * 1024 * 1024  # RLIMIT_AS (address space) of each process
     processes: int = 64  # RLIMIT_NPROC; with bwrap counted inside the sandbox's user namespace
     open_files: int = 256  # RLIMIT_NOFILE
-    workdir_bytes: int = 64 * 1024 * 1024  # bwrap only: size of the writable working directory
+    workdir_bytes: int = 64 * 1024 * 1024  # bwrap only: all a script can store, /dev/shm included
 
 
 DEFAULT_LIMITS = SandboxLimits()
@@ -64,6 +66,8 @@ SANDBOX_PATH = "/usr/local/bin:/usr/bin:/bin"
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 PRLIMIT = "/usr/bin/prlimit"  # util-linux: sets the rlimits inside the sandbox, then runs the script
 ETC_FILES = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/alternatives", "/etc/localtime")
+# The host's device nodes the sandbox's /dev holds (bubblewrap's --dev set); they store nothing.
+DEVICES = ("null", "zero", "full", "random", "urandom", "tty")
 
 
 @dataclass(frozen=True)
@@ -127,6 +131,7 @@ def run_script(
             command = [sys.executable, "-s", script, *args] if is_python else [script, *args]
             env = _script_environment(root, os.environ.get("PATH", os.defpath))
             return _run(command, cwd=root, env=env, limits=limits, preexec_fn=_rlimit_setter(limits))
+        script = str(_sandbox_workdir(root) / entry)
         command = [_sandbox_python(), "-s", script, *args] if is_python else [script, *args]
         return _run_in_bwrap(bwrap, root, command, limits)
 
@@ -207,8 +212,15 @@ def _sandbox_python() -> str:
     return python
 
 
+def _sandbox_workdir(workdir: Path) -> Path:
+    """The script's working directory inside the sandbox: a folder of the run's writable tmpfs,
+    which is mounted at the host's temporary directory for the run."""
+    return workdir / "work"
+
+
 def _bwrap_argv(bwrap: str, workdir: Path, limits: SandboxLimits, command: list[str]) -> list[str]:
-    work = str(workdir)
+    work = _sandbox_workdir(workdir)
+    shm = workdir / "shm"
     argv = [
         bwrap,
         "--unshare-all",  # user, pid, net, mount, ipc, uts (+ cgroup where it can)
@@ -227,14 +239,25 @@ def _bwrap_argv(bwrap: str, workdir: Path, limits: SandboxLimits, command: list[
             argv += ["--ro-bind", directory, directory]
     for path in ETC_FILES:
         argv += ["--ro-bind-try", path, path]
-    argv += ["--proc", "/proc", "--dev", "/dev"]
-    # The working directory: a fresh tmpfs at the temp dir's path, the skill's files bound
-    # read-only into it from the host copy.
-    argv += ["--size", str(limits.workdir_bytes), "--perms", "0700", "--tmpfs", work]
+    argv += ["--proc", "/proc"]
+    # All a script may store: one fresh, size-capped tmpfs at the temp dir's path, holding the
+    # working directory (the skill's files bound read-only into it from the host copy) and the
+    # folder /dev/shm leads to. Separate tmpfs mounts would each have a cap of their own.
+    argv += ["--size", str(limits.workdir_bytes), "--perms", "0700", "--tmpfs", str(workdir)]
+    argv += ["--perms", "0700", "--dir", str(work), "--perms", "0700", "--dir", str(shm)]
     for entry in sorted(os.listdir(workdir)):
-        argv += ["--ro-bind", str(workdir / entry), str(workdir / entry)]
-    argv += ["--remount-ro", "/", "--chdir", work, "--clearenv"]
-    for name, value in _script_environment(workdir, SANDBOX_PATH).items():
+        argv += ["--ro-bind", str(workdir / entry), str(work / entry)]
+    # /dev holds device nodes and links on a read-only one-page tmpfs. bubblewrap's --dev would
+    # add a writable tmpfs the size of half the host's memory, /dev/shm being a folder in it.
+    argv += ["--size", "4096", "--perms", "0755", "--tmpfs", "/dev"]
+    for device in DEVICES:
+        argv += ["--dev-bind", f"/dev/{device}", f"/dev/{device}"]
+    argv += ["--symlink", "/proc/self/fd", "/dev/fd"]
+    for number, stream in enumerate(("stdin", "stdout", "stderr")):
+        argv += ["--symlink", f"/proc/self/fd/{number}", f"/dev/{stream}"]
+    argv += ["--symlink", str(shm), "/dev/shm", "--remount-ro", "/dev"]
+    argv += ["--remount-ro", "/", "--chdir", str(work), "--clearenv"]
+    for name, value in _script_environment(work, SANDBOX_PATH).items():
         argv += ["--setenv", name, value]
     # The rlimits are set inside: RLIMIT_NPROC then counts the sandbox's processes only.
     return [*argv, "--", PRLIMIT, *_prlimit_options(limits), "--", *command]

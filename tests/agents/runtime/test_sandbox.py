@@ -8,6 +8,7 @@ Each claim in docs/reliability.md points at a test here or in test_sandbox_worke
 from __future__ import annotations
 
 import ast
+import json
 import os
 import shutil
 import subprocess
@@ -187,6 +188,105 @@ def test_the_working_directory_is_writable_capped_and_gone_afterwards(store, con
     assert "kept for the run" in result.content
     assert "No space left on device" in result.content and "filled" not in result.content
     assert not workdir.exists()
+
+
+# Run inside the sandbox: finds every directory a script can create a file in by walking each
+# mount it sees (no list of known paths: a writable mount added later is found too; a symlink such
+# as /dev/shm leads into one of them), and writes a little past the cap into each one, keeping what
+# it wrote, so that places sharing one budget find it spent.
+WRITABLE_PLACES_SCRIPT = """
+import json, os, sys
+
+cap = int(sys.argv[1])
+chunk = 256 * 1024
+mount_points = []
+for line in open('/proc/self/mountinfo'):
+    fields = line.split()
+    mount_point = fields[4].encode().decode('unicode_escape')  # mountinfo escapes spaces as \\040
+    if 'ro' not in fields[5].split(','):  # below a read-only mount the kernel refuses every write
+        mount_points.append(mount_point)
+
+
+def device(path):
+    try:
+        return os.lstat(path).st_dev
+    except OSError:  # gone meanwhile (a /proc entry)
+        return None
+
+
+directories = set()
+for mount_point in mount_points:
+    if not os.path.isdir(mount_point) or os.path.islink(mount_point):
+        continue  # a bound device node: it stores nothing
+    for directory, subdirectories, _ in os.walk(mount_point):
+        directories.add(directory)
+        subdirectories[:] = [d for d in subdirectories if device(os.path.join(directory, d)) == device(mount_point)]
+
+written, stopped, sizes = {}, {}, {}
+for directory in sorted(directories):
+    try:
+        handle = os.open(os.path.join(directory, 'fill'), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except OSError:
+        continue
+    stat = os.statvfs(directory)
+    sizes[directory] = stat.f_blocks * stat.f_frsize
+    written[directory] = 0
+    try:
+        while written[directory] <= cap:
+            written[directory] += os.write(handle, b'x' * chunk)
+    except OSError as error:
+        stopped[directory] = error.strerror
+    os.close(handle)
+dev = os.statvfs('/dev')
+print(json.dumps({'written': written, 'stopped': stopped, 'sizes': sizes, 'dev_bytes': dev.f_blocks * dev.f_frsize,
+                  'cwd': os.getcwd(), 'shm': os.path.realpath('/dev/shm')}))
+"""
+
+
+def test_every_writable_place_in_the_sandbox_shares_the_working_directory_cap():
+    """/dev/shm, /dev, /tmp or any mount a later change adds: a script that fills every place it
+    can write to gets no more than the working directory's cap in all, and each place says so."""
+    cap = 4 * 1024 * 1024
+    limits = SandboxLimits(timeout_seconds=60, workdir_bytes=cap)
+
+    run_ = run_script(
+        [BundleFile("fill.py", WRITABLE_PLACES_SCRIPT.encode(), False)], "fill.py", [str(cap)], limits=limits
+    )
+
+    assert run_.ok, run_.stderr
+    found = json.loads(run_.stdout)
+    written, stopped = found["written"], found["stopped"]
+    assert found["cwd"] in written and found["shm"] in written, found  # the search finds what it must
+    assert sum(written.values()) <= cap, f"wrote {written}, past the {cap}-byte cap in all"
+    assert set(stopped) == set(written), f"places that took more than the cap: {set(written) - set(stopped)}"
+    assert stopped[found["cwd"]] == stopped[found["shm"]] == "No space left on device", stopped
+    assert found["dev_bytes"] <= cap and all(size <= cap for size in found["sizes"].values()), found
+
+
+def test_python_multiprocessing_works_in_the_sandbox():
+    """Its locks and queues are POSIX semaphores, files in /dev/shm: /dev/shm stays writable."""
+    script = textwrap.dedent(
+        """
+        import multiprocessing
+        from multiprocessing import shared_memory
+
+        if __name__ == '__main__':
+            with multiprocessing.Pool(2) as pool:
+                print(sum(pool.map(abs, [-1, -2, 3])))
+            memory = shared_memory.SharedMemory(create=True, size=1024)
+            memory.buf[:5] = b'hello'
+            attached = shared_memory.SharedMemory(memory.name)
+            print(bytes(attached.buf[:5]).decode())
+            attached.close()
+            memory.close()
+            memory.unlink()
+        """
+    )
+
+    run_ = run_script([BundleFile("pool.py", script.encode(), False)], "pool.py", [], limits=FAST)
+
+    assert run_.ok, run_.stderr
+    assert run_.stdout == "6\nhello\n"
 
 
 def test_file_size_memory_and_process_limits_apply(store, context):
