@@ -40,6 +40,8 @@ from enum import StrEnum
 from pathlib import Path, PurePosixPath
 from typing import IO, Any
 
+from agents.runtime.cgroups import RunCgroup, run_cgroup_create, run_cgroup_remove
+
 
 class Isolation(StrEnum):
     BWRAP = "bwrap"
@@ -55,6 +57,9 @@ class SandboxLimits:
     processes: int = 64  # RLIMIT_NPROC; with bwrap counted inside the sandbox's user namespace
     open_files: int = 256  # RLIMIT_NOFILE
     workdir_bytes: int = 64 * 1024 * 1024  # bwrap only: all a script can store, /dev/shm included
+    # bwrap only, where a cgroup can be made (cgroups.py): the memory of the run's processes
+    # together, with its tmpfs, shared memory and the kernel's memory for them.
+    run_memory_bytes: int = 512 * 1024 * 1024
 
 
 DEFAULT_LIMITS = SandboxLimits()
@@ -64,6 +69,8 @@ SANDBOX_PATH = "/usr/local/bin:/usr/bin:/bin"
 # Host paths the sandbox sees, read-only. /etc is limited to what the dynamic linker and a few
 # programs need to start; /etc/passwd, /etc/hosts and the rest are left out.
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+# Tasks of a run besides the script's: bubblewrap's own process and the sandbox's init.
+BWRAP_TASKS = 2
 PRLIMIT = "/usr/bin/prlimit"  # util-linux: sets the rlimits inside the sandbox, then runs the script
 ETC_FILES = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/alternatives", "/etc/localtime")
 # The host's device nodes the sandbox's /dev holds (bubblewrap's --dev set); they store nothing.
@@ -264,23 +271,41 @@ def _bwrap_argv(bwrap: str, workdir: Path, limits: SandboxLimits, command: list[
 
 
 def _run_in_bwrap(bwrap: str, workdir: Path, command: list[str], limits: SandboxLimits) -> ScriptRun:
-    return _run(
-        _bwrap_argv(bwrap, workdir, limits, command),
-        cwd=workdir,
-        env={"PATH": SANDBOX_PATH},  # bwrap's own: its init's /proc/1/environ can be read inside
-        limits=limits,
-        **_sandbox_user_options(workdir),
-    )
+    cgroup = run_cgroup_create(memory_bytes=limits.run_memory_bytes, processes=limits.processes + BWRAP_TASKS)
+    try:
+        return _run(
+            _bwrap_argv(bwrap, workdir, limits, command),
+            cwd=workdir,
+            env={"PATH": SANDBOX_PATH},  # bwrap's own: its init's /proc/1/environ can be read inside
+            limits=limits,
+            preexec_fn=_sandbox_child_setup(workdir, cgroup),
+        )
+    except subprocess.SubprocessError as error:  # the child could not join the cgroup or drop to 65534
+        raise SandboxUnavailable(f"run_skill is disabled: the sandbox's process could not start ({error})") from error
+    finally:
+        if cgroup is not None:
+            run_cgroup_remove(cgroup)
 
 
-def _sandbox_user_options(workdir: Path) -> dict[str, Any]:
-    """Popen options that start bwrap as uid/gid 65534 when the worker is root (RLIMIT_NPROC is
-    not enforced for root's processes), after giving that user the run's copy of the skill."""
-    if os.geteuid() != 0:
-        return {}
-    for path in [workdir, *workdir.rglob("*")]:
-        os.chown(path, SANDBOX_ID, SANDBOX_ID, follow_symlinks=False)
-    return {"user": SANDBOX_ID, "group": SANDBOX_ID, "extra_groups": []}
+def _sandbox_child_setup(workdir: Path, cgroup: RunCgroup | None) -> Callable[[], None]:
+    """What bwrap's process does between fork and exec: join the run's cgroup, so that nothing
+    of the run is outside it, then, when the worker is root, become uid/gid 65534 (the kernel
+    does not enforce RLIMIT_NPROC on root's processes), which is given the run's copy of the
+    skill first. In this order the cgroup is joined with the worker's rights on every kernel."""
+    as_root = os.geteuid() == 0
+    if as_root:
+        for path in [workdir, *workdir.rglob("*")]:
+            os.chown(path, SANDBOX_ID, SANDBOX_ID, follow_symlinks=False)
+
+    def setup() -> None:
+        if cgroup is not None:
+            cgroup.join()
+        if as_root:
+            os.setgroups([])
+            os.setgid(SANDBOX_ID)
+            os.setuid(SANDBOX_ID)
+
+    return setup
 
 
 # --- limits and the process itself ------------------------------------------------------------

@@ -10,7 +10,9 @@ from __future__ import annotations
 import ast
 import json
 import os
+import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -20,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from agents.runtime import cgroups
 from agents.runtime.sandbox import BundleFile, Isolation, SandboxLimits, run_script
 from agents.runtime.skill_tools import skill_tools
 from agents.runtime.tools import ToolContext, ToolRegistry, ToolResult, run_tool
@@ -317,6 +320,164 @@ def test_file_size_memory_and_process_limits_apply(store, context):
     assert "nproc: 20" in result.content
 
 
+# --- the run's memory as a whole -----------------------------------------------------------
+
+# Four holders of a quarter of the total each, held at the same time; each way is one the
+# per-process rlimits miss: more processes, memfd files under the file size limit, SysV segments
+# their creators leave behind, inodes on the tmpfs (kernel memory, no data).
+MEMORY_HOG_SCRIPT = """\
+import ctypes
+import os
+import sys
+
+MIB = 1024 * 1024
+mode, total = sys.argv[1], int(sys.argv[2]) * MIB
+share = total // 4
+libc = ctypes.CDLL(None, use_errno=True)
+libc.shmat.restype = ctypes.c_void_p
+
+
+def hold() -> None:
+    if mode == "processes":
+        memory = bytearray(share)
+        memory[::4096] = b"x" * len(range(0, share, 4096))
+    elif mode == "memfd":
+        fd = os.memfd_create("hog")
+        for _ in range(share // MIB):
+            os.write(fd, b"x" * MIB)
+    elif mode == "sysv":  # left behind by a process that exits: IPC_RMID is never asked for
+        segment = libc.shmget(0, share, 0o1600)
+        address = libc.shmat(segment, None, 0)
+        if segment < 0 or address in (None, ctypes.c_void_p(-1).value):
+            raise OSError(ctypes.get_errno(), "shm")
+        ctypes.memset(address, 120, share)
+    elif mode == "inodes":  # about 1 KiB of kernel memory each, no data
+        folder = f"files-{os.getpid()}"
+        os.mkdir(folder)
+        for number in range(share // 1024):
+            os.close(os.open(f"{folder}/{number}", os.O_CREAT | os.O_WRONLY, 0o600))
+
+
+ready_r, ready_w = os.pipe()
+go_r, go_w = os.pipe()
+children = []
+for _ in range(4):
+    pid = os.fork()
+    if pid == 0:
+        os.close(ready_r)
+        os.close(go_w)
+        try:
+            hold()
+        except BaseException:
+            os._exit(1)
+        os.write(ready_w, b"r")
+        os.close(ready_w)
+        if mode != "sysv":
+            os.read(go_r, 1)  # hold it until every holder is ready
+        os._exit(0)
+    children.append(pid)
+    if mode == "sysv":
+        os.waitpid(pid, 0)  # one after another: what each left behind stays
+os.close(ready_w)
+held = b""
+while chunk := os.read(ready_r, 4):
+    held += chunk
+os.close(go_w)
+codes = [os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) for pid in children if mode != "sysv"]
+print(f"held {len(held)} of 4 shares {codes}")
+"""
+MIB = 1024 * 1024
+
+
+def run_groups() -> list[Path]:
+    """This process's run groups still on the host, in every hierarchy."""
+    places = cgroups._places()
+    assert not isinstance(places, str)
+    return [group for place in places for group in place.directory.glob(f"{cgroups.GROUP_PREFIX}{os.getpid()}-*")]
+
+
+@pytest.fixture
+def cgroup_available():
+    if problem := cgroups.cgroup_problem():
+        pytest.skip(f"no cgroup for skill runs on this machine: {problem}")
+
+
+@pytest.mark.parametrize("way", ["processes", "memfd", "sysv", "inodes"])
+def test_a_run_cannot_hold_more_memory_than_its_cap_in_all(cgroup_available, way):
+    """120 MiB in four parts against a 64 MiB cap: the run is stopped (its holders or the script
+    killed by the cgroup's OOM killer) while a normal script with the same limits still runs, and
+    no group is left behind."""
+    limits = SandboxLimits(timeout_seconds=60, run_memory_bytes=64 * MIB)
+
+    hog = run_script([BundleFile("hog.py", MEMORY_HOG_SCRIPT.encode(), False)], "hog.py", [way, "120"], limits=limits)
+    normal = run_script([BundleFile("hello.py", b"print('hello')", False)], "hello.py", [], limits=limits)
+
+    assert "held 4 of 4" not in hog.stdout, hog
+    assert hog.stdout.startswith("held") or hog.exit_code == 128 + signal.SIGKILL, hog
+    assert normal.ok and normal.stdout == "hello\n", normal
+    assert run_groups() == []
+
+
+def test_within_the_cap_the_same_script_holds_everything(cgroup_available):
+    """The check of the check: 4 x 10 MiB of SysV segments fit in 64 MiB, so what stops the test
+    above is the total, not the way."""
+    limits = SandboxLimits(timeout_seconds=60, run_memory_bytes=64 * MIB)
+
+    hog = run_script([BundleFile("hog.py", MEMORY_HOG_SCRIPT.encode(), False)], "hog.py", ["sysv", "40"], limits=limits)
+
+    assert hog.ok and hog.stdout == "held 4 of 4 shares []\n", hog
+
+
+def test_the_groups_of_a_worker_killed_mid_run_are_swept(cgroup_available):
+    from agents import services
+
+    marker = f"swept-{uuid.uuid4().hex}"
+    worker = start_fake_worker(marker)
+    try:
+        wait_for(lambda: processes_with(f"{marker}-child"), timeout=30, message="the sandboxed script's child")
+    finally:
+        worker.kill()
+        worker.wait()
+    assert wait_until_gone(marker)
+    places = cgroups._places()
+    assert not isinstance(places, str)
+    left = [group for place in places for group in place.directory.glob(f"{cgroups.GROUP_PREFIX}{worker.pid}-*")]
+    assert left, "the killed worker's run left no group: nothing to sweep"
+
+    services.scratch_dirs_sweep()  # the reaper's round
+
+    assert not any(group.exists() for group in left)
+
+
+WITHOUT_CGROUPS = """
+import django
+django.setup()
+from agents.checks import run_skill_sandbox_check
+from agents.runtime.sandbox import BundleFile, run_script
+print([warning.id for warning in run_skill_sandbox_check(None)], run_skill_sandbox_check(None)[0].msg)
+print(run_script([BundleFile("hello.py", b"print('hello')", False)], "hello.py", []).stdout, end="")
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("unshare"), reason="needs root and unshare(1)")
+def test_where_no_cgroup_can_be_made_runs_go_on_and_the_start_up_says_so():
+    """A worker that cannot make cgroups (here: an empty tmpfs over /sys/fs/cgroup in a mount
+    namespace of its own) still runs scripts, and the check the worker also logs at start names
+    the reason."""
+    command = f"mount -t tmpfs none /sys/fs/cgroup && exec {sys.executable} -c {shlex.quote(WITHOUT_CGROUPS)}"
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.test_settings"}
+
+    found = subprocess.run(
+        ["unshare", "--mount", "sh", "-c", command], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+    )
+
+    assert found.returncode == 0, found.stderr
+    check, hello = found.stdout.splitlines()
+    assert check.startswith("['agents.W003'] skill script runs get no memory cgroup"), check
+    assert "cannot make a memory cgroup" in check, check
+    assert hello == "hello"
+
+
 # --- the process tree ends with the run, however it ends -----------------------------------
 
 
@@ -348,6 +509,7 @@ def test_a_detached_grandchild_dies_when_the_script_exits_normally(store, contex
 # environment, so that the worker's own argv does not carry it.
 FAKE_WORKER = """
 import os, signal, sys, time
+from agents.runtime import cgroups
 from agents.runtime.sandbox import BundleFile, SandboxLimits, run_script
 
 class SoftTimeLimit(Exception):
@@ -505,7 +667,9 @@ def test_a_script_still_gets_its_bundle_its_arguments_and_a_clean_exit_code(stor
 def test_the_start_up_check_warns_when_scripts_cannot_run_or_run_unconfined(settings, monkeypatch, tmp_path):
     from agents.checks import run_skill_sandbox_check
 
-    assert run_skill_sandbox_check(None) == []
+    assert [warning.id for warning in run_skill_sandbox_check(None)] == (
+        [] if cgroups.cgroup_problem() is None else ["agents.W003"]
+    )
     settings.RUN_SKILL_SANDBOX = "none"
     assert [warning.id for warning in run_skill_sandbox_check(None)] == ["agents.W002"]
     settings.RUN_SKILL_SANDBOX = "bwrap"
