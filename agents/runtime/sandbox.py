@@ -13,9 +13,11 @@ confined depends on the isolation mode, `RUN_SKILL_SANDBOX` in the settings:
   not the worker's environment. One size-capped tmpfs is the only place it can write: it holds
   the working directory (the skill's files bound read-only into it) and the directory /dev/shm
   leads to, so POSIX shared memory and semaphores count against the same cap; it vanishes with
-  the namespace. The sandbox's PID 1 is bubblewrap's init: when the script exits, is killed by
-  the timeout, or the worker dies (--die-with-parent), the kernel kills every process left in
-  the namespace, detached (setsid) grandchildren included. A worker running as root drops to
+  the namespace. Where the worker can make one, a cgroup of the run's own (cgroups.py) caps the
+  memory and tasks of the run as a whole, which the per-process rlimits cannot. The sandbox's
+  PID 1 is bubblewrap's init: when the script exits, is killed by the timeout, or the worker
+  dies (--die-with-parent), the kernel kills every process left in the namespace, detached
+  (setsid) grandchildren included. A worker running as root drops to
   uid 65534 before starting bubblewrap, because the kernel does not enforce RLIMIT_NPROC on
   root's processes.
 - `none`: a plain subprocess as the worker's user in a temporary directory, only for machines
