@@ -77,7 +77,7 @@ def _places() -> tuple[_Place, ...] | str:
         mounts = _mounts()
     except OSError as error:
         return f"cannot read this process's cgroups ({error})"
-    places = []
+    places: list[_Place] = []
     for controller in ("memory", "pids"):
         place = _place_for(controller, own, mounts)
         if isinstance(place, str):

@@ -534,6 +534,14 @@ time.sleep(60)
 """
 
 
+@pytest.fixture(autouse=True)
+def sweep_killed_workers_groups():
+    """The fake workers below are killed mid-run; their run groups go when the test ends, as the
+    reaper would remove them."""
+    yield
+    cgroups.run_cgroups_sweep(process_exists=lambda pid: Path(f"/proc/{pid}").exists())
+
+
 def start_fake_worker(marker: str, *, alarm_seconds: int = 0) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-c", FAKE_WORKER, str(alarm_seconds)],
