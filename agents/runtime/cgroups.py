@@ -37,6 +37,9 @@ logger = logging.getLogger(__name__)
 
 GROUP_PREFIX = "skill-run-"
 
+# This process's groups that were still busy when their run ended.
+_left_behind: set[Path] = set()
+
 
 @dataclass(frozen=True)
 class _Place:
@@ -54,6 +57,7 @@ class RunCgroup:
 
     directories: tuple[Path, ...]
     procs_fds: tuple[int, ...]
+    oom_events: Path | None  # the memory group's counters, with a line "oom_kill <n>"
 
     def join(self) -> None:
         """Move the calling process into the run's groups; run in the child between fork and
@@ -61,6 +65,16 @@ class RunCgroup:
         rights on every kernel. "0" means the writer itself; its children are born inside."""
         for fd in self.procs_fds:
             os.write(fd, b"0")
+
+    def oom_kills(self) -> int:
+        """How many of the run's processes the kernel killed for the memory limit."""
+        if self.oom_events is None:
+            return 0
+        for line in self.oom_events.read_text().splitlines():
+            name, _, count = line.partition(" ")
+            if name == "oom_kill":
+                return int(count)
+        return 0
 
 
 def cgroup_problem() -> str | None:
@@ -160,17 +174,22 @@ def run_cgroup_create(*, memory_bytes: int, processes: int) -> RunCgroup | None:
     places = _places()
     if isinstance(places, str):
         return None
-    _sweep(f"{GROUP_PREFIX}{os.getpid()}-", [place.directory for place in places])
+    for directory in list(_left_behind):  # busy when their run ended; empty by now, usually
+        if _remove(directory, patience=0):
+            _left_behind.discard(directory)
     directories: list[Path] = []
     fds: list[int] = []
+    oom_events = None
     try:
         for place in places:
             directories.append(_make(place, memory_bytes=memory_bytes, processes=processes))
             fds.append(os.open(directories[-1] / "cgroup.procs", os.O_WRONLY | os.O_CLOEXEC))
+            if "memory" in place.controllers:
+                oom_events = directories[-1] / ("memory.oom_control" if place.version == 1 else "memory.events")
     except OSError:
-        run_cgroup_remove(RunCgroup(tuple(directories), tuple(fds)))
+        run_cgroup_remove(RunCgroup(tuple(directories), tuple(fds), None))
         raise
-    return RunCgroup(tuple(directories), tuple(fds))
+    return RunCgroup(tuple(directories), tuple(fds), oom_events)
 
 
 def _make(place: _Place, *, memory_bytes: int, processes: int) -> Path:
@@ -180,6 +199,8 @@ def _make(place: _Place, *, memory_bytes: int, processes: int) -> Path:
         if "memory" in place.controllers:
             if place.version == 1:
                 (directory / "memory.limit_in_bytes").write_text(str(memory_bytes))
+                # A child inherits a disabled OOM killer: its processes would hang at the limit.
+                _write_if_present(directory / "memory.oom_control", "0")
                 # With swap accounting on, memory and swap together: no paging out past the limit.
                 _write_if_present(directory / "memory.memsw.limit_in_bytes", str(memory_bytes))
             else:
@@ -199,14 +220,15 @@ def _write_if_present(path: Path, value: str) -> None:
 
 
 def run_cgroup_remove(cgroup: RunCgroup) -> None:
-    """Close the run's files and remove its groups. The last processes of a sandbox are still
-    leaving for a few milliseconds after bubblewrap's own exit (the kernel is emptying its PID
-    namespace), so removal is retried for a while; a group still busy after that is left to
-    `_sweep`, which the next run of this process and the reaper of a dead one do."""
+    """Close the run's files and remove its groups. The last processes of a sandbox may still
+    be leaving for a moment after bubblewrap's own exit (the kernel is emptying its PID
+    namespace), so removal is retried for a while; a group still busy after that is tried
+    again by this process's next run, or by the reaper once this process is gone."""
     for fd in cgroup.procs_fds:
         os.close(fd)
     for directory in cgroup.directories:
-        _remove(directory)
+        if not _remove(directory):
+            _left_behind.add(directory)
 
 
 def _remove(directory: Path, *, patience: float = 2.0) -> bool:
@@ -219,23 +241,12 @@ def _remove(directory: Path, *, patience: float = 2.0) -> bool:
         except FileNotFoundError:
             return True
         except OSError as error:
-            if error.errno != errno.EBUSY or time.monotonic() > deadline:
-                logger.warning("could not remove the skill run's cgroup %s: %s", directory, error.strerror)
+            if error.errno != errno.EBUSY or time.monotonic() >= deadline:
+                if patience:
+                    logger.warning("could not remove the skill run's cgroup %s: %s", directory, error.strerror)
                 return False
         time.sleep(pause)
         pause = min(pause * 2, 0.05)
-
-
-def _sweep(prefix: str, directories: list[Path]) -> int:
-    removed = 0
-    for directory in directories:
-        for group in directory.glob(f"{prefix}*"):
-            try:
-                group.rmdir()  # only an empty group goes; a running one is busy
-                removed += 1
-            except OSError:
-                pass
-    return removed
 
 
 def run_cgroups_sweep(*, process_exists: Callable[[int], bool]) -> int:
@@ -247,6 +258,7 @@ def run_cgroups_sweep(*, process_exists: Callable[[int], bool]) -> int:
     for place in places:
         for group in place.directory.glob(f"{GROUP_PREFIX}*"):
             pid = group.name.removeprefix(GROUP_PREFIX).partition("-")[0]
-            if pid.isdigit() and not process_exists(int(pid)):
-                removed += _sweep(group.name, [place.directory])
+            # Only an empty group goes: one whose processes are still dying is busy until next time.
+            if pid.isdigit() and not process_exists(int(pid)) and _remove(group, patience=0):
+                removed += 1
     return removed

@@ -37,7 +37,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from pathlib import Path, PurePosixPath
 from typing import IO, Any
@@ -93,6 +93,7 @@ class ScriptRun:
     stderr: str
     timed_out: bool
     truncated: bool
+    out_of_memory: bool = False  # the kernel killed a process of the run at its memory cap (cgroups.py)
 
     @property
     def ok(self) -> bool:
@@ -273,15 +274,19 @@ def _bwrap_argv(bwrap: str, workdir: Path, limits: SandboxLimits, command: list[
 
 
 def _run_in_bwrap(bwrap: str, workdir: Path, command: list[str], limits: SandboxLimits) -> ScriptRun:
-    cgroup = run_cgroup_create(memory_bytes=limits.run_memory_bytes, processes=limits.processes + BWRAP_TASKS)
     try:
-        return _run(
+        cgroup = run_cgroup_create(memory_bytes=limits.run_memory_bytes, processes=limits.processes + BWRAP_TASKS)
+    except OSError as error:  # this machine gave groups before: no run without its cap
+        raise SandboxUnavailable(f"run_skill is disabled: cannot make the run's cgroup ({error})") from error
+    try:
+        run = _run(
             _bwrap_argv(bwrap, workdir, limits, command),
             cwd=workdir,
             env={"PATH": SANDBOX_PATH},  # bwrap's own: its init's /proc/1/environ can be read inside
             limits=limits,
             preexec_fn=_sandbox_child_setup(workdir, cgroup),
         )
+        return replace(run, out_of_memory=cgroup is not None and cgroup.oom_kills() > 0)
     except subprocess.SubprocessError as error:  # the child could not join the cgroup or drop to 65534
         raise SandboxUnavailable(f"run_skill is disabled: the sandbox's process could not start ({error})") from error
     finally:

@@ -414,6 +414,7 @@ def test_a_run_cannot_hold_more_memory_than_its_cap_in_all(cgroup_available, way
 
     assert "held 4 of 4" not in hog.stdout, hog
     assert hog.stdout.startswith("held") or hog.exit_code == 128 + signal.SIGKILL, hog
+    assert hog.out_of_memory and not normal.out_of_memory
     assert normal.ok and normal.stdout == "hello\n", normal
     assert run_groups() == []
 
@@ -426,6 +427,19 @@ def test_within_the_cap_the_same_script_holds_everything(cgroup_available):
     hog = run_script([BundleFile("hog.py", MEMORY_HOG_SCRIPT.encode(), False)], "hog.py", ["sysv", "40"], limits=limits)
 
     assert hog.ok and hog.stdout == "held 4 of 4 shares []\n", hog
+    assert not hog.out_of_memory
+
+
+def test_the_model_is_told_when_the_run_reached_its_memory_cap(cgroup_available, store, context):
+    script = "memory = bytearray(100 * 1024 * 1024)\nmemory[::4096] = b'x' * len(memory[::4096])\nprint('held')\n"
+    store.add("demo", files={"scripts/big.py": script})
+    limits = SandboxLimits(timeout_seconds=30, run_memory_bytes=64 * MIB)
+
+    result = run("run_skill", {"skill_name": "demo", "script": "big.py"}, context, limits)
+
+    assert not result.ok
+    assert "exited with code 137" in result.content
+    assert "the run reached its memory limit of 64 MiB" in result.content, result.content
 
 
 def test_the_groups_of_a_worker_killed_mid_run_are_swept(cgroup_available):
