@@ -324,10 +324,12 @@ def test_file_size_memory_and_process_limits_apply(store, context):
 
 # Four holders of a quarter of the total each, held at the same time; each way is one the
 # per-process rlimits miss: more processes, memfd files under the file size limit, SysV segments
-# their creators leave behind, inodes on the tmpfs (kernel memory, no data).
+# their creators leave behind, inodes on the tmpfs, socket buffers (kernel memory). Pipes need no
+# test of their own: the kernel caps a user's pipe buffers (pipe-user-pages-soft, 64 MiB).
 MEMORY_HOG_SCRIPT = """\
 import ctypes
 import os
+import socket
 import sys
 
 MIB = 1024 * 1024
@@ -351,6 +353,17 @@ def hold() -> None:
         if segment < 0 or address in (None, ctypes.c_void_p(-1).value):
             raise OSError(ctypes.get_errno(), "shm")
         ctypes.memset(address, 120, share)
+    elif mode == "sockets":  # kernel buffers, queued both ways and never read
+        queued, pairs = 0, []
+        while queued < share:
+            pairs.append(socket.socketpair())
+            for end in pairs[-1]:
+                end.setblocking(False)
+                try:
+                    while queued < share:
+                        queued += end.send(b"x" * 65536)
+                except BlockingIOError:
+                    pass
     elif mode == "inodes":  # about 1 KiB of kernel memory each, no data
         folder = f"files-{os.getpid()}"
         os.mkdir(folder)
@@ -402,7 +415,7 @@ def cgroup_available():
         pytest.skip(f"no cgroup for skill runs on this machine: {problem}")
 
 
-@pytest.mark.parametrize("way", ["processes", "memfd", "sysv", "inodes"])
+@pytest.mark.parametrize("way", ["processes", "memfd", "sysv", "inodes", "sockets"])
 def test_a_run_cannot_hold_more_memory_than_its_cap_in_all(cgroup_available, way):
     """120 MiB in four parts against a 64 MiB cap: the run is stopped (its holders or the script
     killed by the cgroup's OOM killer) while a normal script with the same limits still runs, and
