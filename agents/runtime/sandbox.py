@@ -294,12 +294,14 @@ def _run_in_bwrap(bwrap: str, workdir: Path, command: list[str], limits: Sandbox
             run_cgroup_remove(cgroup)
 
 
-def _sandbox_child_setup(workdir: Path, cgroup: RunCgroup | None) -> Callable[[], None]:
+def _sandbox_child_setup(workdir: Path, cgroup: RunCgroup | None) -> Callable[[], None] | None:
     """What bwrap's process does between fork and exec: join the run's cgroup, so that nothing
     of the run is outside it, then, when the worker is root, become uid/gid 65534 (the kernel
     does not enforce RLIMIT_NPROC on root's processes), which is given the run's copy of the
     skill first. In this order the cgroup is joined with the worker's rights on every kernel."""
     as_root = os.geteuid() == 0
+    if not as_root and cgroup is None:
+        return None  # nothing to do: Popen may then use vfork, cheaper than fork for a big worker
     if as_root:
         for path in [workdir, *workdir.rglob("*")]:
             os.chown(path, SANDBOX_ID, SANDBOX_ID, follow_symlinks=False)

@@ -443,12 +443,15 @@ def test_within_the_cap_the_same_script_holds_everything(cgroup_available):
     assert not hog.out_of_memory
 
 
-def test_the_model_is_told_when_the_run_reached_its_memory_cap(cgroup_available, store, context):
+def test_the_model_is_told_when_the_run_reached_its_memory_cap(cgroup_available, settings, store, context):
+    """Through the tool registry a turn gets, so RUN_SKILL_MEMORY_BYTES is the cap that applies."""
+    from agents.tools import tool_registry
+
     script = "memory = bytearray(100 * 1024 * 1024)\nmemory[::4096] = b'x' * len(memory[::4096])\nprint('held')\n"
     store.add("demo", files={"scripts/big.py": script})
-    limits = SandboxLimits(timeout_seconds=30, run_memory_bytes=64 * MIB)
+    settings.RUN_SKILL_MEMORY_BYTES = 64 * MIB
 
-    result = run("run_skill", {"skill_name": "demo", "script": "big.py"}, context, limits)
+    result = run_tool(tool_registry().get("run_skill"), {"skill_name": "demo", "script": "big.py"}, context)
 
     assert not result.ok
     assert "exited with code 137" in result.content
