@@ -8,7 +8,13 @@ from typing import Any
 from django.conf import settings
 from django.core.checks import Warning, register
 
+from agents.runtime.cgroups import cgroup_problem
 from agents.runtime.sandbox import Isolation, sandbox_problem
+
+NO_CGROUP_HINT = (
+    "Each run is still bounded per process (address space, file size, processes) and its files by its "
+    "64 MB tmpfs, but not in total: run the worker as root or in a delegated cgroup (README, Skill scripts)."
+)
 
 
 @register()
@@ -25,4 +31,16 @@ def run_skill_sandbox_check(app_configs: Any, **kwargs: Any) -> list[Warning]:
     problem = sandbox_problem(isolation)
     if problem:
         return [Warning(problem, hint="run_skill and code skills will refuse to run scripts.", id="agents.W001")]
+    problem = run_skill_memory_problem()
+    if problem:
+        return [Warning(problem, hint=NO_CGROUP_HINT, id="agents.W003")]
     return []
+
+
+def run_skill_memory_problem() -> str | None:
+    """Why RUN_SKILL_MEMORY_BYTES cannot bound skill script runs on this machine, or None when
+    it does; said by `manage.py check` and by the worker when it starts."""
+    problem = cgroup_problem() if settings.RUN_SKILL_SANDBOX == Isolation.BWRAP else None
+    if problem is None:
+        return None
+    return f"skill script runs get no memory cgroup, so RUN_SKILL_MEMORY_BYTES does not apply: {problem}"

@@ -38,6 +38,7 @@ from django.utils import timezone
 from agents.lease import LeaseKeeper, TurnLost
 from agents.model_strings import OFFLINE, SCRIPTED, model_string_problem
 from agents.models import AgentTurn, Conversation, TurnCheckpoint, TurnStatus
+from agents.runtime.cgroups import run_cgroups_sweep
 from agents.runtime.forcing import forced_skill_and_query
 from agents.runtime.llm import provider_of
 from agents.runtime.loop import run_turn
@@ -480,7 +481,9 @@ def _scratch_root() -> Path:
 
 
 def scratch_dirs_sweep() -> int:
-    """Remove the scratch folders of worker processes on this machine that no longer exist."""
+    """Remove the scratch folders of worker processes on this machine that no longer exist, and
+    the cgroups of skill runs they were killed in the middle of; returns how many folders."""
+    run_cgroups_sweep(process_exists=_process_exists)
     removed = 0
     root = settings.AGENT_SCRATCH_ROOT
     for folder in root.iterdir() if root.is_dir() else ():

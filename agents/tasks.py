@@ -12,6 +12,7 @@ from django.conf import settings
 from django.db import close_old_connections, connection
 
 from agents import services
+from agents.checks import NO_CGROUP_HINT, run_skill_memory_problem
 from agents.lease import TurnLost
 from agents.runtime.llm import TransientLLMError, complete, warm_up
 from agents.runtime.providers import USAGE_TOKENIZER_MODEL, register_providers
@@ -106,6 +107,8 @@ def _warm_up(**kwargs) -> None:
     register_providers()
     warm_up([settings.AGENT_MODEL, "offline", "scripted", USAGE_TOKENIZER_MODEL])
     logger.info("warmed up litellm and its tokenizers in %.1f s", time.monotonic() - started)
+    if problem := run_skill_memory_problem():
+        logger.warning("%s. %s", problem, NO_CGROUP_HINT)
 
 
 @worker_process_init.connect

@@ -13,7 +13,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.utils.module_loading import import_string
 
 from agents.runtime.builtin_tools import default_tool_registry
-from agents.runtime.sandbox import Isolation
+from agents.runtime.sandbox import Isolation, SandboxLimits
 from agents.runtime.tools import Tool, ToolRegistry
 
 
@@ -33,12 +33,13 @@ def _extra_tools() -> tuple[Tool, ...]:
 
 
 def tool_registry() -> ToolRegistry:
-    return ToolRegistry(_tools(settings.RUN_SKILL_SANDBOX))
+    return ToolRegistry(_tools(settings.RUN_SKILL_SANDBOX, settings.RUN_SKILL_MEMORY_BYTES))
 
 
 @cache
-def _tools(isolation: str) -> tuple[Tool, ...]:
+def _tools(isolation: str, run_memory_bytes: int) -> tuple[Tool, ...]:
     """Made once per process (and sandbox setting), not per turn: a Tool checks its schema when
     made and builds its validator on first use, which cost 6-11 ms before each turn's first
     model call. Tools hold no state of a turn, so turns share them."""
-    return tuple(default_tool_registry(_extra_tools(), isolation=Isolation(isolation)))
+    limits = SandboxLimits(run_memory_bytes=run_memory_bytes)
+    return tuple(default_tool_registry(_extra_tools(), isolation=Isolation(isolation), limits=limits))

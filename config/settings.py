@@ -352,6 +352,10 @@ AGENT_WORKSPACE_ROOT = Path(env.str("AGENT_WORKSPACE_ROOT", default=str(VAR_DIR 
 RUN_SKILL_SANDBOX = env.str("RUN_SKILL_SANDBOX", default="bwrap").strip().lower()
 if RUN_SKILL_SANDBOX not in ("bwrap", "none"):
     raise ImproperlyConfigured(f"RUN_SKILL_SANDBOX must be 'bwrap' or 'none', not {RUN_SKILL_SANDBOX!r}.")
+# The memory one skill script run may hold with everything it starts (its files, shared memory
+# and the kernel's memory for them included), in a cgroup of its own where the worker can make
+# one (agents/runtime/cgroups.py); the host needs this much per concurrent turn running a script.
+RUN_SKILL_MEMORY_BYTES = env.int("RUN_SKILL_MEMORY_BYTES", default=512 * 1024 * 1024)
 
 for _name, _models in (("AGENT_MODEL", [AGENT_MODEL]), ("AGENT_MODELS", AGENT_MODELS)):
     for _model in _models:
@@ -390,6 +394,7 @@ for _name in (
     "AGENT_TURN_LEASE_SECONDS",
     "AGENT_TURN_REAPER_SECONDS",
     "AGENT_MAX_MESSAGE_CHARS",
+    "RUN_SKILL_MEMORY_BYTES",
 ):
     if globals()[_name] <= 0:
         raise ImproperlyConfigured(f"{_name}={globals()[_name]!r}: it must be greater than 0.")

@@ -40,7 +40,12 @@ def test_a_public_host_with_a_secret_key_starts(tmp_path):
 
 @pytest.mark.parametrize(
     ("variable", "value"),
-    [("API_THROTTLE_RATE", "often"), ("RULE_QUERY_MAX_CHARS", "0"), ("AGENT_MAX_ITERATIONS", "-1")],
+    [
+        ("API_THROTTLE_RATE", "often"),
+        ("RULE_QUERY_MAX_CHARS", "0"),
+        ("AGENT_MAX_ITERATIONS", "-1"),
+        ("RUN_SKILL_MEMORY_BYTES", "0"),
+    ],
 )
 def test_an_invalid_setting_stops_the_start_up_naming_it(tmp_path, variable, value):
     started = start(tmp_path, **{variable: value})

@@ -20,7 +20,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import re2
 
-from agents.runtime.sandbox import Isolation
+from agents.runtime.sandbox import DEFAULT_LIMITS, Isolation, SandboxLimits
 from agents.runtime.skill_tools import skill_tools
 from agents.runtime.tools import Tool, ToolContext, ToolFailure, ToolRegistry, ToolResult
 
@@ -360,6 +360,10 @@ UTILITY_TOOLS = (
 )
 
 
-def default_tool_registry(extra: Iterable[Tool] = (), *, isolation: Isolation = Isolation.BWRAP) -> ToolRegistry:
-    """Every built-in tool plus `extra`; skill scripts run with `isolation` (RUN_SKILL_SANDBOX)."""
-    return ToolRegistry([*ESSENTIALS, *skill_tools(isolation=isolation), *FILE_TOOLS, *UTILITY_TOOLS, *extra])
+def default_tool_registry(
+    extra: Iterable[Tool] = (), *, isolation: Isolation = Isolation.BWRAP, limits: SandboxLimits = DEFAULT_LIMITS
+) -> ToolRegistry:
+    """Every built-in tool plus `extra`; skill scripts run with `isolation` (RUN_SKILL_SANDBOX)
+    and `limits`."""
+    skill = skill_tools(limits, isolation=isolation)
+    return ToolRegistry([*ESSENTIALS, *skill, *FILE_TOOLS, *UTILITY_TOOLS, *extra])

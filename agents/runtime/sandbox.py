@@ -9,13 +9,17 @@ confined depends on the isolation mode, `RUN_SKILL_SANDBOX` in the settings:
   UTS namespaces. It runs as uid/gid 65534 with no capabilities and no network at all (not even
   loopback to PostgreSQL or Redis). It sees a read-only root made of /usr (with the /bin, /lib
   links), the few /etc files the dynamic linker needs, a fresh /proc that shows only its own
-  processes and a minimal /dev: not the app's source, not var/, not /root, not the worker's
-  environment. Its working directory is a size-capped tmpfs, the only writable place, holding
-  the skill's files as read-only bind mounts; it vanishes with the namespace. The sandbox's
+  processes and a /dev of device nodes and links: not the app's source, not var/, not /root,
+  not the worker's environment. One size-capped tmpfs is the only place it can write: it holds
+  the working directory (the skill's files bound read-only into it) and the directory /dev/shm
+  leads to, so POSIX shared memory and semaphores count against the same cap; it vanishes with
+  the namespace. Where the worker can make one, a cgroup of the run's own (cgroups.py) caps the
+  memory and tasks of the run as a whole, which the per-process rlimits cannot. The sandbox's
   PID 1 is bubblewrap's init: when the script exits, is killed by the timeout, or the worker
   dies (--die-with-parent), the kernel kills every process left in the namespace, detached
-  (setsid) grandchildren included. A worker running as root drops to uid 65534 before starting
-  bubblewrap, because the kernel does not enforce RLIMIT_NPROC on root's processes.
+  (setsid) grandchildren included. A worker running as root drops to
+  uid 65534 before starting bubblewrap, because the kernel does not enforce RLIMIT_NPROC on
+  root's processes.
 - `none`: a plain subprocess as the worker's user in a temporary directory, only for machines
   without bubblewrap. The script can read whatever the worker can (its files, the database over
   the network) and can leave processes behind; the setting must be chosen explicitly.
@@ -33,10 +37,12 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from pathlib import Path, PurePosixPath
 from typing import IO, Any
+
+from agents.runtime.cgroups import RunCgroup, run_cgroup_create, run_cgroup_remove
 
 
 class Isolation(StrEnum):
@@ -52,7 +58,10 @@ class SandboxLimits:
     memory_bytes: int = 1024 * 1024 * 1024  # RLIMIT_AS (address space) of each process
     processes: int = 64  # RLIMIT_NPROC; with bwrap counted inside the sandbox's user namespace
     open_files: int = 256  # RLIMIT_NOFILE
-    workdir_bytes: int = 64 * 1024 * 1024  # bwrap only: size of the writable working directory
+    workdir_bytes: int = 64 * 1024 * 1024  # bwrap only: all a script can store, /dev/shm included
+    # bwrap only, where a cgroup can be made (cgroups.py): the memory of the run's processes
+    # together, with its tmpfs, shared memory and the kernel's memory for them.
+    run_memory_bytes: int = 512 * 1024 * 1024
 
 
 DEFAULT_LIMITS = SandboxLimits()
@@ -62,8 +71,12 @@ SANDBOX_PATH = "/usr/local/bin:/usr/bin:/bin"
 # Host paths the sandbox sees, read-only. /etc is limited to what the dynamic linker and a few
 # programs need to start; /etc/passwd, /etc/hosts and the rest are left out.
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+# Tasks of a run besides the script's: bubblewrap's own process and the sandbox's init.
+BWRAP_TASKS = 2
 PRLIMIT = "/usr/bin/prlimit"  # util-linux: sets the rlimits inside the sandbox, then runs the script
 ETC_FILES = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/alternatives", "/etc/localtime")
+# The host's device nodes the sandbox's /dev holds (bubblewrap's --dev set); they store nothing.
+DEVICES = ("null", "zero", "full", "random", "urandom", "tty")
 
 
 @dataclass(frozen=True)
@@ -80,6 +93,7 @@ class ScriptRun:
     stderr: str
     timed_out: bool
     truncated: bool
+    out_of_memory: bool = False  # the kernel killed a process of the run at its memory cap (cgroups.py)
 
     @property
     def ok(self) -> bool:
@@ -127,6 +141,7 @@ def run_script(
             command = [sys.executable, "-s", script, *args] if is_python else [script, *args]
             env = _script_environment(root, os.environ.get("PATH", os.defpath))
             return _run(command, cwd=root, env=env, limits=limits, preexec_fn=_rlimit_setter(limits))
+        script = str(_sandbox_workdir(root) / entry)
         command = [_sandbox_python(), "-s", script, *args] if is_python else [script, *args]
         return _run_in_bwrap(bwrap, root, command, limits)
 
@@ -207,8 +222,15 @@ def _sandbox_python() -> str:
     return python
 
 
+def _sandbox_workdir(workdir: Path) -> Path:
+    """The script's working directory inside the sandbox: a folder of the run's writable tmpfs,
+    which is mounted at the host's temporary directory for the run."""
+    return workdir / "work"
+
+
 def _bwrap_argv(bwrap: str, workdir: Path, limits: SandboxLimits, command: list[str]) -> list[str]:
-    work = str(workdir)
+    work = _sandbox_workdir(workdir)
+    shm = workdir / "shm"
     argv = [
         bwrap,
         "--unshare-all",  # user, pid, net, mount, ipc, uts (+ cgroup where it can)
@@ -227,37 +249,72 @@ def _bwrap_argv(bwrap: str, workdir: Path, limits: SandboxLimits, command: list[
             argv += ["--ro-bind", directory, directory]
     for path in ETC_FILES:
         argv += ["--ro-bind-try", path, path]
-    argv += ["--proc", "/proc", "--dev", "/dev"]
-    # The working directory: a fresh tmpfs at the temp dir's path, the skill's files bound
-    # read-only into it from the host copy.
-    argv += ["--size", str(limits.workdir_bytes), "--perms", "0700", "--tmpfs", work]
+    argv += ["--proc", "/proc"]
+    # All a script may store: one fresh, size-capped tmpfs at the temp dir's path, holding the
+    # working directory (the skill's files bound read-only into it from the host copy) and the
+    # folder /dev/shm leads to. Separate tmpfs mounts would each have a cap of their own.
+    argv += ["--size", str(limits.workdir_bytes), "--perms", "0700", "--tmpfs", str(workdir)]
+    argv += ["--perms", "0700", "--dir", str(work), "--perms", "0700", "--dir", str(shm)]
     for entry in sorted(os.listdir(workdir)):
-        argv += ["--ro-bind", str(workdir / entry), str(workdir / entry)]
-    argv += ["--remount-ro", "/", "--chdir", work, "--clearenv"]
-    for name, value in _script_environment(workdir, SANDBOX_PATH).items():
+        argv += ["--ro-bind", str(workdir / entry), str(work / entry)]
+    # /dev holds device nodes and links on a read-only one-page tmpfs. bubblewrap's --dev would
+    # add a writable tmpfs the size of half the host's memory, /dev/shm being a folder in it.
+    argv += ["--size", "4096", "--perms", "0755", "--tmpfs", "/dev"]
+    for device in DEVICES:
+        argv += ["--dev-bind", f"/dev/{device}", f"/dev/{device}"]
+    argv += ["--symlink", "/proc/self/fd", "/dev/fd"]
+    for number, stream in enumerate(("stdin", "stdout", "stderr")):
+        argv += ["--symlink", f"/proc/self/fd/{number}", f"/dev/{stream}"]
+    argv += ["--symlink", str(shm), "/dev/shm", "--remount-ro", "/dev"]
+    argv += ["--remount-ro", "/", "--chdir", str(work), "--clearenv"]
+    for name, value in _script_environment(work, SANDBOX_PATH).items():
         argv += ["--setenv", name, value]
     # The rlimits are set inside: RLIMIT_NPROC then counts the sandbox's processes only.
     return [*argv, "--", PRLIMIT, *_prlimit_options(limits), "--", *command]
 
 
 def _run_in_bwrap(bwrap: str, workdir: Path, command: list[str], limits: SandboxLimits) -> ScriptRun:
-    return _run(
-        _bwrap_argv(bwrap, workdir, limits, command),
-        cwd=workdir,
-        env={"PATH": SANDBOX_PATH},  # bwrap's own: its init's /proc/1/environ can be read inside
-        limits=limits,
-        **_sandbox_user_options(workdir),
-    )
+    try:
+        cgroup = run_cgroup_create(memory_bytes=limits.run_memory_bytes, processes=limits.processes + BWRAP_TASKS)
+    except OSError as error:  # this machine gave groups before: no run without its cap
+        raise SandboxUnavailable(f"run_skill is disabled: cannot make the run's cgroup ({error})") from error
+    try:
+        run = _run(
+            _bwrap_argv(bwrap, workdir, limits, command),
+            cwd=workdir,
+            env={"PATH": SANDBOX_PATH},  # bwrap's own: its init's /proc/1/environ can be read inside
+            limits=limits,
+            preexec_fn=_sandbox_child_setup(workdir, cgroup),
+        )
+        return replace(run, out_of_memory=cgroup is not None and cgroup.oom_kills() > 0)
+    except subprocess.SubprocessError as error:  # the child could not join the cgroup or drop to 65534
+        raise SandboxUnavailable(f"run_skill is disabled: the sandbox's process could not start ({error})") from error
+    finally:
+        if cgroup is not None:
+            run_cgroup_remove(cgroup)
 
 
-def _sandbox_user_options(workdir: Path) -> dict[str, Any]:
-    """Popen options that start bwrap as uid/gid 65534 when the worker is root (RLIMIT_NPROC is
-    not enforced for root's processes), after giving that user the run's copy of the skill."""
-    if os.geteuid() != 0:
-        return {}
-    for path in [workdir, *workdir.rglob("*")]:
-        os.chown(path, SANDBOX_ID, SANDBOX_ID, follow_symlinks=False)
-    return {"user": SANDBOX_ID, "group": SANDBOX_ID, "extra_groups": []}
+def _sandbox_child_setup(workdir: Path, cgroup: RunCgroup | None) -> Callable[[], None] | None:
+    """What bwrap's process does between fork and exec: join the run's cgroup, so that nothing
+    of the run is outside it, then, when the worker is root, become uid/gid 65534 (the kernel
+    does not enforce RLIMIT_NPROC on root's processes), which is given the run's copy of the
+    skill first. In this order the cgroup is joined with the worker's rights on every kernel."""
+    as_root = os.geteuid() == 0
+    if not as_root and cgroup is None:
+        return None  # nothing to do: Popen may then use vfork, cheaper than fork for a big worker
+    if as_root:
+        for path in [workdir, *workdir.rglob("*")]:
+            os.chown(path, SANDBOX_ID, SANDBOX_ID, follow_symlinks=False)
+
+    def setup() -> None:
+        if cgroup is not None:
+            cgroup.join()
+        if as_root:
+            os.setgroups([])
+            os.setgid(SANDBOX_ID)
+            os.setuid(SANDBOX_ID)
+
+    return setup
 
 
 # --- limits and the process itself ------------------------------------------------------------

@@ -102,6 +102,8 @@ def _execute(
         raise ToolFailure(str(error)) from error
     status = "timed out and was killed" if run.timed_out else f"exited with code {run.exit_code}"
     note = "\n(output truncated)" if run.truncated else ""
+    if run.out_of_memory:
+        note += f"\n(a process was killed: the run reached its memory limit of {limits.run_memory_bytes // 2**20} MiB)"
     content = f"{entry} {status}.\n--- stdout ---\n{run.stdout}\n--- stderr ---\n{run.stderr}{note}"
     return ToolResult(ok=run.ok, content=content, execution=SkillExecution(document.name, run.ok))
 

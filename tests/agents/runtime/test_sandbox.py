@@ -8,8 +8,11 @@ Each claim in docs/reliability.md points at a test here or in test_sandbox_worke
 from __future__ import annotations
 
 import ast
+import json
 import os
+import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -19,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from agents.runtime import cgroups
 from agents.runtime.sandbox import BundleFile, Isolation, SandboxLimits, run_script
 from agents.runtime.skill_tools import skill_tools
 from agents.runtime.tools import ToolContext, ToolRegistry, ToolResult, run_tool
@@ -189,6 +193,105 @@ def test_the_working_directory_is_writable_capped_and_gone_afterwards(store, con
     assert not workdir.exists()
 
 
+# Run inside the sandbox: finds every directory a script can create a file in by walking each
+# mount it sees (no list of known paths: a writable mount added later is found too; a symlink such
+# as /dev/shm leads into one of them), and writes a little past the cap into each one, keeping what
+# it wrote, so that places sharing one budget find it spent.
+WRITABLE_PLACES_SCRIPT = """
+import json, os, sys
+
+cap = int(sys.argv[1])
+chunk = 256 * 1024
+mount_points = []
+for line in open('/proc/self/mountinfo'):
+    fields = line.split()
+    mount_point = fields[4].encode().decode('unicode_escape')  # mountinfo escapes spaces as \\040
+    if 'ro' not in fields[5].split(','):  # below a read-only mount the kernel refuses every write
+        mount_points.append(mount_point)
+
+
+def device(path):
+    try:
+        return os.lstat(path).st_dev
+    except OSError:  # gone meanwhile (a /proc entry)
+        return None
+
+
+directories = set()
+for mount_point in mount_points:
+    if not os.path.isdir(mount_point) or os.path.islink(mount_point):
+        continue  # a bound device node: it stores nothing
+    for directory, subdirectories, _ in os.walk(mount_point):
+        directories.add(directory)
+        subdirectories[:] = [d for d in subdirectories if device(os.path.join(directory, d)) == device(mount_point)]
+
+written, stopped, sizes = {}, {}, {}
+for directory in sorted(directories):
+    try:
+        handle = os.open(os.path.join(directory, 'fill'), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except OSError:
+        continue
+    stat = os.statvfs(directory)
+    sizes[directory] = stat.f_blocks * stat.f_frsize
+    written[directory] = 0
+    try:
+        while written[directory] <= cap:
+            written[directory] += os.write(handle, b'x' * chunk)
+    except OSError as error:
+        stopped[directory] = error.strerror
+    os.close(handle)
+dev = os.statvfs('/dev')
+print(json.dumps({'written': written, 'stopped': stopped, 'sizes': sizes, 'dev_bytes': dev.f_blocks * dev.f_frsize,
+                  'cwd': os.getcwd(), 'shm': os.path.realpath('/dev/shm')}))
+"""
+
+
+def test_every_writable_place_in_the_sandbox_shares_the_working_directory_cap():
+    """/dev/shm, /dev, /tmp or any mount a later change adds: a script that fills every place it
+    can write to gets no more than the working directory's cap in all, and each place says so."""
+    cap = 4 * 1024 * 1024
+    limits = SandboxLimits(timeout_seconds=60, workdir_bytes=cap)
+
+    run_ = run_script(
+        [BundleFile("fill.py", WRITABLE_PLACES_SCRIPT.encode(), False)], "fill.py", [str(cap)], limits=limits
+    )
+
+    assert run_.ok, run_.stderr
+    found = json.loads(run_.stdout)
+    written, stopped = found["written"], found["stopped"]
+    assert found["cwd"] in written and found["shm"] in written, found  # the search finds what it must
+    assert sum(written.values()) <= cap, f"wrote {written}, past the {cap}-byte cap in all"
+    assert set(stopped) == set(written), f"places that took more than the cap: {set(written) - set(stopped)}"
+    assert stopped[found["cwd"]] == stopped[found["shm"]] == "No space left on device", stopped
+    assert found["dev_bytes"] <= cap and all(size <= cap for size in found["sizes"].values()), found
+
+
+def test_python_multiprocessing_works_in_the_sandbox():
+    """Its locks and queues are POSIX semaphores, files in /dev/shm: /dev/shm stays writable."""
+    script = textwrap.dedent(
+        """
+        import multiprocessing
+        from multiprocessing import shared_memory
+
+        if __name__ == '__main__':
+            with multiprocessing.Pool(2) as pool:
+                print(sum(pool.map(abs, [-1, -2, 3])))
+            memory = shared_memory.SharedMemory(create=True, size=1024)
+            memory.buf[:5] = b'hello'
+            attached = shared_memory.SharedMemory(memory.name)
+            print(bytes(attached.buf[:5]).decode())
+            attached.close()
+            memory.close()
+            memory.unlink()
+        """
+    )
+
+    run_ = run_script([BundleFile("pool.py", script.encode(), False)], "pool.py", [], limits=FAST)
+
+    assert run_.ok, run_.stderr
+    assert run_.stdout == "6\nhello\n"
+
+
 def test_file_size_memory_and_process_limits_apply(store, context):
     script = textwrap.dedent(
         """
@@ -215,6 +318,194 @@ def test_file_size_memory_and_process_limits_apply(store, context):
     assert "fsize: File too large" in result.content
     assert "memory: refused" in result.content
     assert "nproc: 20" in result.content
+
+
+# --- the run's memory as a whole -----------------------------------------------------------
+
+# Four holders of a quarter of the total each, held at the same time; each way is one the
+# per-process rlimits miss: more processes, memfd files under the file size limit, SysV segments
+# their creators leave behind, inodes on the tmpfs, socket buffers (kernel memory). Pipes need no
+# test of their own: the kernel caps a user's pipe buffers (pipe-user-pages-soft, 64 MiB).
+MEMORY_HOG_SCRIPT = """\
+import ctypes
+import os
+import socket
+import sys
+
+MIB = 1024 * 1024
+mode, total = sys.argv[1], int(sys.argv[2]) * MIB
+share = total // 4
+libc = ctypes.CDLL(None, use_errno=True)
+libc.shmat.restype = ctypes.c_void_p
+
+
+def hold() -> None:
+    if mode == "processes":
+        memory = bytearray(share)
+        memory[::4096] = b"x" * len(range(0, share, 4096))
+    elif mode == "memfd":
+        fd = os.memfd_create("hog")
+        for _ in range(share // MIB):
+            os.write(fd, b"x" * MIB)
+    elif mode == "sysv":  # left behind by a process that exits: IPC_RMID is never asked for
+        segment = libc.shmget(0, share, 0o1600)
+        address = libc.shmat(segment, None, 0)
+        if segment < 0 or address in (None, ctypes.c_void_p(-1).value):
+            raise OSError(ctypes.get_errno(), "shm")
+        ctypes.memset(address, 120, share)
+    elif mode == "sockets":  # kernel buffers, queued both ways and never read
+        queued, pairs = 0, []
+        while queued < share:
+            pairs.append(socket.socketpair())
+            for end in pairs[-1]:
+                end.setblocking(False)
+                try:
+                    while queued < share:
+                        queued += end.send(b"x" * 65536)
+                except BlockingIOError:
+                    pass
+    elif mode == "inodes":  # about 1 KiB of kernel memory each, no data
+        folder = f"files-{os.getpid()}"
+        os.mkdir(folder)
+        for number in range(share // 1024):
+            os.close(os.open(f"{folder}/{number}", os.O_CREAT | os.O_WRONLY, 0o600))
+
+
+ready_r, ready_w = os.pipe()
+go_r, go_w = os.pipe()
+children = []
+for _ in range(4):
+    pid = os.fork()
+    if pid == 0:
+        os.close(ready_r)
+        os.close(go_w)
+        try:
+            hold()
+        except BaseException:
+            os._exit(1)
+        os.write(ready_w, b"r")
+        os.close(ready_w)
+        if mode != "sysv":
+            os.read(go_r, 1)  # hold it until every holder is ready
+        os._exit(0)
+    children.append(pid)
+    if mode == "sysv":
+        os.waitpid(pid, 0)  # one after another: what each left behind stays
+os.close(ready_w)
+held = b""
+while chunk := os.read(ready_r, 4):
+    held += chunk
+os.close(go_w)
+codes = [os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) for pid in children if mode != "sysv"]
+print(f"held {len(held)} of 4 shares {codes}")
+"""
+MIB = 1024 * 1024
+
+
+def run_groups() -> list[Path]:
+    """This process's run groups still on the host, in every hierarchy."""
+    places = cgroups._places()
+    assert not isinstance(places, str)
+    return [group for place in places for group in place.directory.glob(f"{cgroups.GROUP_PREFIX}{os.getpid()}-*")]
+
+
+@pytest.fixture
+def cgroup_available():
+    if problem := cgroups.cgroup_problem():
+        pytest.skip(f"no cgroup for skill runs on this machine: {problem}")
+
+
+@pytest.mark.parametrize("way", ["processes", "memfd", "sysv", "inodes", "sockets"])
+def test_a_run_cannot_hold_more_memory_than_its_cap_in_all(cgroup_available, way):
+    """120 MiB in four parts against a 64 MiB cap: the run is stopped (its holders or the script
+    killed by the cgroup's OOM killer) while a normal script with the same limits still runs, and
+    no group is left behind."""
+    limits = SandboxLimits(timeout_seconds=60, run_memory_bytes=64 * MIB)
+
+    hog = run_script([BundleFile("hog.py", MEMORY_HOG_SCRIPT.encode(), False)], "hog.py", [way, "120"], limits=limits)
+    normal = run_script([BundleFile("hello.py", b"print('hello')", False)], "hello.py", [], limits=limits)
+
+    assert "held 4 of 4" not in hog.stdout, hog
+    assert hog.stdout.startswith("held") or hog.exit_code == 128 + signal.SIGKILL, hog
+    assert hog.out_of_memory and not normal.out_of_memory
+    assert normal.ok and normal.stdout == "hello\n", normal
+    assert run_groups() == []
+
+
+def test_within_the_cap_the_same_script_holds_everything(cgroup_available):
+    """The check of the check: 4 x 10 MiB of SysV segments fit in 64 MiB, so what stops the test
+    above is the total, not the way."""
+    limits = SandboxLimits(timeout_seconds=60, run_memory_bytes=64 * MIB)
+
+    hog = run_script([BundleFile("hog.py", MEMORY_HOG_SCRIPT.encode(), False)], "hog.py", ["sysv", "40"], limits=limits)
+
+    assert hog.ok and hog.stdout == "held 4 of 4 shares []\n", hog
+    assert not hog.out_of_memory
+
+
+def test_the_model_is_told_when_the_run_reached_its_memory_cap(cgroup_available, settings, store, context):
+    """Through the tool registry a turn gets, so RUN_SKILL_MEMORY_BYTES is the cap that applies."""
+    from agents.tools import tool_registry
+
+    script = "memory = bytearray(100 * 1024 * 1024)\nmemory[::4096] = b'x' * len(memory[::4096])\nprint('held')\n"
+    store.add("demo", files={"scripts/big.py": script})
+    settings.RUN_SKILL_MEMORY_BYTES = 64 * MIB
+
+    result = run_tool(tool_registry().get("run_skill"), {"skill_name": "demo", "script": "big.py"}, context)
+
+    assert not result.ok
+    assert "exited with code 137" in result.content
+    assert "the run reached its memory limit of 64 MiB" in result.content, result.content
+
+
+def test_the_groups_of_a_worker_killed_mid_run_are_swept(cgroup_available):
+    from agents import services
+
+    marker = f"swept-{uuid.uuid4().hex}"
+    worker = start_fake_worker(marker)
+    try:
+        wait_for(lambda: processes_with(f"{marker}-child"), timeout=30, message="the sandboxed script's child")
+    finally:
+        worker.kill()
+        worker.wait()
+    assert wait_until_gone(marker)
+    places = cgroups._places()
+    assert not isinstance(places, str)
+    left = [group for place in places for group in place.directory.glob(f"{cgroups.GROUP_PREFIX}{worker.pid}-*")]
+    assert left, "the killed worker's run left no group: nothing to sweep"
+
+    services.scratch_dirs_sweep()  # the reaper's round
+
+    assert not any(group.exists() for group in left)
+
+
+WITHOUT_CGROUPS = """
+import django
+django.setup()
+from agents.checks import run_skill_sandbox_check
+from agents.runtime.sandbox import BundleFile, run_script
+print([warning.id for warning in run_skill_sandbox_check(None)], run_skill_sandbox_check(None)[0].msg)
+print(run_script([BundleFile("hello.py", b"print('hello')", False)], "hello.py", []).stdout, end="")
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("unshare"), reason="needs root and unshare(1)")
+def test_where_no_cgroup_can_be_made_runs_go_on_and_the_start_up_says_so():
+    """A worker that cannot make cgroups (here: an empty tmpfs over /sys/fs/cgroup in a mount
+    namespace of its own) still runs scripts, and the check the worker also logs at start names
+    the reason."""
+    command = f"mount -t tmpfs none /sys/fs/cgroup && exec {sys.executable} -c {shlex.quote(WITHOUT_CGROUPS)}"
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.test_settings"}
+
+    found = subprocess.run(
+        ["unshare", "--mount", "sh", "-c", command], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+    )
+
+    assert found.returncode == 0, found.stderr
+    check, hello = found.stdout.splitlines()
+    assert check.startswith("['agents.W003'] skill script runs get no memory cgroup"), check
+    assert "cannot make a memory cgroup" in check, check
+    assert hello == "hello"
 
 
 # --- the process tree ends with the run, however it ends -----------------------------------
@@ -248,6 +539,7 @@ def test_a_detached_grandchild_dies_when_the_script_exits_normally(store, contex
 # environment, so that the worker's own argv does not carry it.
 FAKE_WORKER = """
 import os, signal, sys, time
+from agents.runtime import cgroups
 from agents.runtime.sandbox import BundleFile, SandboxLimits, run_script
 
 class SoftTimeLimit(Exception):
@@ -270,6 +562,14 @@ except SoftTimeLimit:
     print('interrupted', flush=True)
 time.sleep(60)
 """
+
+
+@pytest.fixture(autouse=True)
+def sweep_killed_workers_groups():
+    """The fake workers below are killed mid-run; their run groups go when the test ends, as the
+    reaper would remove them."""
+    yield
+    cgroups.run_cgroups_sweep(process_exists=lambda pid: Path(f"/proc/{pid}").exists())
 
 
 def start_fake_worker(marker: str, *, alarm_seconds: int = 0) -> subprocess.Popen[str]:
@@ -405,7 +705,9 @@ def test_a_script_still_gets_its_bundle_its_arguments_and_a_clean_exit_code(stor
 def test_the_start_up_check_warns_when_scripts_cannot_run_or_run_unconfined(settings, monkeypatch, tmp_path):
     from agents.checks import run_skill_sandbox_check
 
-    assert run_skill_sandbox_check(None) == []
+    assert [warning.id for warning in run_skill_sandbox_check(None)] == (
+        [] if cgroups.cgroup_problem() is None else ["agents.W003"]
+    )
     settings.RUN_SKILL_SANDBOX = "none"
     assert [warning.id for warning in run_skill_sandbox_check(None)] == ["agents.W002"]
     settings.RUN_SKILL_SANDBOX = "bwrap"
