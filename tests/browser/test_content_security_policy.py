@@ -96,7 +96,7 @@ def test_an_external_image_in_a_skill_body_or_an_answer_is_never_fetched(live_se
         description="A skill whose body embeds a remote image.",
         body=f"# Tracker\n\n![pixel]({recorder.url}/editor-preview.png)\n\nTyped in the editor.\n",
     )
-    page.fill("textarea[name=skill_md]", edited)
+    page.fill("[data-skill-editor]", edited)
     preview = page.locator("#live .markdown")
     expect(preview).to_contain_text("Typed in the editor.")
     expect(preview.locator(f'img[src="{recorder.url}/editor-preview.png"]')).to_have_count(1)
@@ -163,7 +163,7 @@ def test_every_page_loads_its_styles_and_scripts_without_a_policy_violation(live
 
     # The pages' scripts do their work: the editor's live check (htmx), the search box.
     page.goto(f"{live_server.url}/skills/csp-demo/edit/")
-    page.locator("textarea[name=skill_md]").press("Control+End")
+    page.locator("[data-skill-editor]").press("Control+End")
     page.keyboard.type("\nMore text.\n")
     expect(page.locator("#live .markdown")).to_contain_text("More text.")
     page.goto(f"{live_server.url}/skills/")

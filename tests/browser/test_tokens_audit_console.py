@@ -127,7 +127,7 @@ def test_filter_the_audit_log_as_you_type(live_server, open_page):
     expect(page.locator("#audit-table")).to_contain_text("No entries match")
 
 
-def test_an_analyst_reads_tokens_and_audit_but_cannot_write(live_server, open_page):
+def test_an_analyst_reads_tokens_and_audit_and_may_only_revoke_their_own_token(live_server, open_page):
     user_with_role("alan", "analyst")
     token, _ = api_token_create(name="alans-reader", username="alan", scopes=["analytics:read"])
     publish("pdf-tools")
@@ -136,12 +136,18 @@ def test_an_analyst_reads_tokens_and_audit_but_cannot_write(live_server, open_pa
     page.goto(f"{live_server.url}/tokens/")
     expect(page.locator("#token-table")).to_contain_text("alans-reader")
     expect(page.get_by_role("button", name="Create token")).to_have_count(0)
-    expect(page.get_by_role("link", name="Revoke alans-reader")).to_have_count(0)
+    # Revoking only takes power away: an analyst may withdraw their own token, and create none.
+    expect(page.get_by_role("link", name="Revoke alans-reader")).to_have_count(1)
     expect(page.locator("main form[method=post]")).to_have_count(0)
     screenshot(page, "tokens-analyst-dark")
 
-    refused = page.goto(f"{live_server.url}/tokens/{token.pk}/revoke/")
-    assert refused.status == 403
+    other, _ = api_token_create(
+        name="ann-writer", username=user_with_role("ann", "author").username, scopes=["skills:read"]
+    )
+    assert page.goto(f"{live_server.url}/tokens/{other.pk}/revoke/").status == 404  # not theirs: not there
+    asked = page.goto(f"{live_server.url}/tokens/{token.pk}/revoke/")
+    assert asked.status == 200
+    expect(page.locator(".confirm-box")).to_contain_text("Revoke the token alans-reader?")
     status = page.evaluate(
         """async () => (await fetch('/tokens/', {method: 'POST',
             headers: {'x-csrftoken': document.cookie.match(/csrftoken=([^;]+)/)?.[1] || ''},
