@@ -117,8 +117,19 @@ TEMPLATES = [
 
 DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{VAR_DIR / 'db.sqlite3'}")}
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
-    # Several processes (web, worker, tests) share the file: wait for locks instead of failing.
-    DATABASES["default"].setdefault("OPTIONS", {})["timeout"] = 20
+    # Several processes (web, worker, CLI, tests) write the one file. WAL lets readers go on while
+    # one writer commits. A transaction that reads and then writes must take the write lock at
+    # BEGIN (IMMEDIATE): taken at its first write instead, SQLite refuses it at once with "database
+    # is locked" when another writer got there first, since waiting could deadlock; at BEGIN it
+    # waits its turn, up to `timeout` seconds. synchronous=NORMAL is WAL's durable-enough setting:
+    # a power cut may lose the last commits, never corrupt the file.
+    DATABASES["default"].setdefault("OPTIONS", {}).update(
+        {
+            "timeout": 30,
+            "transaction_mode": "IMMEDIATE",
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+        }
+    )
 # Reusing connections saves a new PostgreSQL backend per request (health checks keep them sane).
 DATABASES["default"]["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=60)
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True

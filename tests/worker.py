@@ -20,6 +20,11 @@ from django.db import connection
 
 ROOT = Path(__file__).resolve().parent.parent
 
+# How long a test waits for a worker to start or a turn to end before it fails. A turn that takes
+# a second on an idle machine can wait minutes for a CPU on a busy CI runner or beside other test
+# runs; the waits end as soon as the condition holds, so a generous bound costs a passing run nothing.
+WORKER_WAIT_SECONDS = 240
+
 
 def _database_url_for_tests() -> str:
     db = connection.settings_dict
@@ -38,7 +43,7 @@ class WorkerProcess:
         self.lines: deque[str] = deque(maxlen=2000)
         self._ready = threading.Event()
 
-    def start(self, timeout: float = 60) -> WorkerProcess:
+    def start(self, timeout: float = WORKER_WAIT_SECONDS) -> WorkerProcess:
         self.lines.clear()
         self._ready = threading.Event()
         env = {
@@ -126,7 +131,7 @@ class WorkerProcess:
                 self.kill()
 
 
-def wait_for(predicate, *, timeout: float = 60, interval: float = 0.1, message: str = "condition"):
+def wait_for(predicate, *, timeout: float = WORKER_WAIT_SECONDS, interval: float = 0.1, message: str = "condition"):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         value = predicate()

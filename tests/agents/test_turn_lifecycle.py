@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from datetime import timedelta
 
 import pytest
@@ -20,6 +19,7 @@ from agents.runtime.types import TurnResult
 from agents.trace import DatabaseTraceSink
 from registry.models import UsageEvent
 from tests.factories import UserFactory
+from tests.worker import wait_for
 
 pytestmark = pytest.mark.django_db
 
@@ -154,11 +154,7 @@ def test_the_lease_keeper_notices_when_its_attempt_lost_the_turn(settings, trans
     claimed = running_turn(lapsed=False)
     with LeaseKeeper(turn_id=claimed.turn.pk, attempt=claimed.attempt, max_seconds=30) as lease:
         AgentTurn.objects.filter(pk=claimed.turn.pk).update(status=TurnStatus.CANCELLED)
-        for _ in range(50):
-            if lease.lost:
-                break
-            time.sleep(0.05)
-    assert lease.lost
+        wait_for(lambda: lease.lost, message="the lease keeper to notice")
     with pytest.raises(TurnLost):
         DatabaseTraceSink(claimed.turn, lease=lease).should_cancel()
 

@@ -42,13 +42,13 @@ def submit(client, **body) -> str:
     return response.json()["id"]
 
 
-def finished(client, turn_id: str, worker: WorkerProcess, timeout: float = 60) -> dict:
+def finished(client, turn_id: str, worker: WorkerProcess) -> dict:
     def done():
         body = client.get(f"/api/v1/agent/turns/{turn_id}").json()
         return body if body["status"] in ("succeeded", "failed", "cancelled") else None
 
     try:
-        return wait_for(done, timeout=timeout, message=f"turn {turn_id} to finish")
+        return wait_for(done, message=f"turn {turn_id} to finish")
     except AssertionError:
         raise AssertionError("turn did not finish; worker output:\n" + worker.output()[-5000:]) from None
 
@@ -236,11 +236,7 @@ def test_a_running_turn_is_cancelled_at_its_next_step(client, worker):
     )
     nap = {"name": "run_skill", "arguments": {"skill_name": "sleepy", "script": "nap.py", "args": []}}
     turn_id = submit(client, message="nap", model="scripted", script=[{"content": None, "tool_calls": [nap]}] * 5)
-    wait_for(
-        lambda: TraceEvent.objects.filter(turn_id=turn_id, type="llm_call").exists(),
-        timeout=60,
-        message="the turn to start",
-    )
+    wait_for(lambda: TraceEvent.objects.filter(turn_id=turn_id, type="llm_call").exists(), message="the turn to start")
 
     response = client.post(f"/api/v1/agent/turns/{turn_id}/cancel")
     body = finished(client, turn_id, worker)
@@ -321,7 +317,7 @@ def flaky_model_worker(flaky_model_server_worker, settings):
 def test_a_transient_model_error_is_retried_by_the_task_and_the_turn_succeeds(client, flaky_model_worker):
     FlakyModelServer.failures, FlakyModelServer.failure_status = 3, 503
 
-    body = finished(client, submit(client, message="hello", model="openai/gpt-test"), flaky_model_worker, timeout=90)
+    body = finished(client, submit(client, message="hello", model="openai/gpt-test"), flaky_model_worker)
 
     assert body["status"] == "succeeded", body["error"]
     assert body["answer"] == "recovered"

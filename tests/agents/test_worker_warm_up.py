@@ -35,9 +35,7 @@ def test_a_prefork_worker_warms_up_before_ready_and_its_first_turn_succeeds(clie
         assert output.index(WARM_UP_LINE) < output.index(" ready."), "the warm-up must finish before it takes work"
         # and each pool process, once forked, builds what its first turn would (worker_process_init).
         wait_for(
-            lambda: worker.output().count(PROCESS_WARM_UP_LINE) >= 2 or None,
-            timeout=60,
-            message="both pool processes to warm up",
+            lambda: worker.output().count(PROCESS_WARM_UP_LINE) >= 2 or None, message="both pool processes to warm up"
         )
 
         # When the first turns arrive through the API, one for each fresh pool process,
@@ -51,9 +49,7 @@ def test_a_prefork_worker_warms_up_before_ready_and_its_first_turn_succeeds(clie
 
         # then each one ends with an answer and the model's token counts (the warmed tokenizers).
         for turn_id in response_ids:
-            body = wait_for(
-                lambda turn_id=turn_id: _finished(client, turn_id), timeout=60, message=f"turn {turn_id} to end"
-            )
+            body = wait_for(lambda turn_id=turn_id: _finished(client, turn_id), message=f"turn {turn_id} to end")
             assert body["status"] == "succeeded", body["error"] + worker.output()[-3000:]
             assert body["answer"] and body["prompt_tokens"] > 0
     finally:

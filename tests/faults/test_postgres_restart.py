@@ -23,6 +23,7 @@ from bench._services import ROOT, Gunicorn, PrivatePostgres
 from bench._turns import WorkerProcess
 from config import local_state
 from tests.faults.support import Http, need_postgres_server
+from tests.worker import WORKER_WAIT_SECONDS
 
 pytestmark = pytest.mark.integration
 
@@ -159,7 +160,7 @@ def test_a_workers_turns_go_on_after_a_postgres_restart_without_restarting_it(po
         assert [run_turn(api) for _ in range(4)] == ["succeeded"] * 4
         # when PostgreSQL restarts (every one of those connections is cut),
         postgres.restart()
-        assert _wait(lambda: api.call("GET", "/healthz")[0] == 200, timeout=30)
+        assert _wait(lambda: api.call("GET", "/healthz")[0] == 200, timeout=WORKER_WAIT_SECONDS)
         # then the next turns succeed on the same worker: each connection is checked before use
         # and replaced.
         assert [run_turn(api) for _ in range(6)] == ["succeeded"] * 6, "".join(worker.lines)[-5000:]
@@ -182,5 +183,5 @@ def run_turn(api: Http) -> str:
         body = json.loads(content) if status == 200 else {}
         return body.get("status") in ("succeeded", "failed", "cancelled")
 
-    assert _wait(ended, timeout=60), body
+    assert _wait(ended, timeout=WORKER_WAIT_SECONDS), body
     return body["status"] if body["status"] == "succeeded" else f"{body['status']}: {body.get('error')}"

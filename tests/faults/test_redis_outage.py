@@ -94,24 +94,16 @@ def test_reads_are_served_from_the_database_while_redis_is_down_and_queued_work_
     redis_server.start()
     worker = WorkerProcess(extra_env={"REDIS_URL": redis_server.url}).start()
     try:
-        wait_for(lambda: turn_status(queued["id"]) == TurnStatus.SUCCEEDED, timeout=90, message="the queued turn")
+        wait_for(lambda: turn_status(queued["id"]) == TurnStatus.SUCCEEDED, message="the queued turn")
         status, _, after = submit(api)
         assert status == 202, after
-        wait_for(
-            lambda: turn_status(after["id"]) == TurnStatus.SUCCEEDED, timeout=90, message="a turn after the outage"
-        )
+        wait_for(lambda: turn_status(after["id"]) == TurnStatus.SUCCEEDED, message="a turn after the outage")
 
         # A worker that lives through an outage reconnects by itself.
         redis_server.kill()
         assert api.call("GET", "/api/v1/skills/outage-skill/SKILL.md")[0] == 200
         redis_server.start()
-        status, _, later = wait_for(
-            lambda: (reply := submit(api))[0] == 202 and reply, timeout=30, message="submission"
-        )
-        wait_for(
-            lambda: turn_status(later["id"]) == TurnStatus.SUCCEEDED,
-            timeout=120,
-            message="a turn after a second outage",
-        )
+        status, _, later = wait_for(lambda: (reply := submit(api))[0] == 202 and reply, message="submission")
+        wait_for(lambda: turn_status(later["id"]) == TurnStatus.SUCCEEDED, message="a turn after a second outage")
     finally:
         worker.stop()

@@ -158,7 +158,7 @@ def _():
     if os.fork() == 0:  # double fork + setsid: the grandchild belongs to no one we know of
         os.setsid()
         if os.fork() == 0:
-            os.execv(sys.executable, [sys.executable, "-c", "import time; time.sleep(30)", config["marker"]])
+            os.execv(sys.executable, [sys.executable, "-c", "import time; time.sleep(600)", config["marker"]])
         os._exit(0)
     os.wait()
     return None, "grandchild started; the host checks whether it outlives the run"
