@@ -160,9 +160,11 @@ def _body_html(body: str) -> str:
 
 @console_view(scope=READ)
 def skill_detail(request, name: str):
+    """By default the version agents and API readers get when they name no label (what
+    `GET /api/v1/skills/{name}` serves), with the latest beside it when that is newer."""
     skill = _skill(request, name)
-    version = _version(skill, request.GET["version"]) if "version" in request.GET else None
-    version = version or selectors.skill_version_for(skill=skill, label="latest")
+    served = selectors.skill_version_for(skill=skill)
+    version = _version(skill, request.GET["version"]) if "version" in request.GET else served
     labels = selectors.skill_labels(skill)
     usage = next(iter(skill_analytics(filters=AnalyticsFilter(skill=skill.name))), None)
     api_url = request.build_absolute_uri(reverse("api-skill-md", args=[skill.name]))
@@ -171,12 +173,16 @@ def skill_detail(request, name: str):
         "version": version,
         "labels": labels,
         "version_labels": sorted(name for name, number in labels.items() if number == version.number),
+        "served": served,
+        "served_by": "production" if labels.get("production") == served.number else "latest",
+        "latest_labels": sorted(name for name, number in labels.items() if number == skill.latest_version),
         "files": selectors.version_files(version),
         "body_html": _body_html(version.body),
         "frontmatter": _frontmatter_rows(version.frontmatter),
         "usage": usage,
         "curl": f'curl -H "Authorization: Bearer $SKILL_REGISTRY_TOKEN" {api_url}',
         "is_latest": version.number == skill.latest_version,
+        "is_served": version.number == served.number,
     }
     return render(request, "registry/skills/detail.html", context)
 
@@ -557,6 +563,7 @@ def skill_versions(request, name: str):
         "versions": [(version, by_version.get(version.number, [])) for version in versions],
         "labels": sorted(labels.items(), key=lambda item: (item[0] != "production", item[0] != "staging", item[0])),
         "production": labels.get("production"),
+        "served": selectors.skill_version_for(skill=skill).number,  # what a reader naming no label gets
         "history": selectors.skill_label_history(skill, limit=50),
     }
     return render(request, "registry/skills/versions.html", context)

@@ -70,7 +70,7 @@ def test_an_analyst_reads_skills_but_sees_no_write_controls(analyst_client):
 
     assert "demo-skill" in listing and "New skill" not in listing
     assert "Edit SKILL.md" not in page and "Upload" not in page and "Disable this skill" not in page
-    assert "Roll back to" not in versions and "Move label" not in versions
+    assert "production to v" not in versions and "Move label" not in versions
 
 
 @pytest.mark.parametrize(
@@ -320,7 +320,7 @@ def test_rollback_asks_for_confirmation_then_moves_production(author_client, aut
     label_move(skill=skill_get(name="demo-skill"), label="production", version_number=2)
 
     versions = author_client.get("/skills/demo-skill/versions/").content.decode()
-    assert "Roll back to v1" in versions and "Roll back to v2" not in versions
+    assert "Move production back to v1" in versions and "production to v2" not in versions
 
     asked = author_client.post("/skills/demo-skill/labels/", {"label": "production", "version": "1"})
     assert asked.status_code == 200 and ">Confirm<" in asked.content.decode()
