@@ -87,7 +87,9 @@ def test_rollback_is_offered_only_below_production_and_moves_the_label(author_cl
     assert "Move production back to v1" in text
     assert "back to v2" not in text and "back to v3" not in text and "Roll back" not in text
     assert "Promote v3 to production" in text
-    asked = _text(author_client.post("/skills/demo-skill/labels/", {"label": "production", "version": "1"}).content.decode())
+    asked = _text(
+        author_client.post("/skills/demo-skill/labels/", {"label": "production", "version": "1"}).content.decode()
+    )
     assert "Move production back to v1?" in asked
     assert Label.objects.get(name="production").version.number == 2  # the confirmation moves it, not this
 
