@@ -3,9 +3,7 @@ the conflict screen, labels and rollback, bundle files, and bounded query counts
 
 from __future__ import annotations
 
-import io
 import re
-import zipfile
 
 import pytest
 from django.contrib.auth.models import Group
@@ -263,28 +261,6 @@ def test_uploading_deleting_and_chmod_of_files_each_publish_a_version(author_cli
     assert files(3) == [("references/a.md", False), ("references/b.txt", False), ("scripts/run.sh", False)]
     assert files(4) == [("references/a.md", False), ("scripts/run.sh", False)]
     assert "Published demo-skill v4." in response.content.decode()
-
-
-def test_a_zip_upload_replaces_the_folder(author_client):
-    publish("demo-skill", files=[("scripts/run.sh", b"echo hi\n", True)])
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w") as archive:
-        archive.writestr("demo-skill/SKILL.md", make_skill_md(body="# From the zip\n"))
-        archive.writestr("demo-skill/references/guide.md", "# Guide\n")
-
-    author_client.post(
-        "/skills/demo-skill/files/",
-        {
-            "action": "upload",
-            "unpack": "1",
-            "base_version": "1",
-            "files": SimpleUploadedFile("b.zip", buffer.getvalue()),
-        },
-    )
-
-    version = SkillVersion.objects.get(number=2)
-    assert "From the zip" in version.skill_md
-    assert [f.path for f in version.files.all()] == ["references/guide.md"]
 
 
 @pytest.mark.parametrize("path", ["../evil.sh", "/abs.sh"])
