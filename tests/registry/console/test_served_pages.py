@@ -65,7 +65,7 @@ def test_without_production_the_latest_is_served_and_said_once(author_client):
 
     assert "Version three." in text
     assert "not served" not in text and 'id="served"' not in text
-    assert "v3 · served (latest) · latest" in text
+    assert "v3 · served · latest" in text
     assert "Download v3 (latest) as zip" in text
 
 
