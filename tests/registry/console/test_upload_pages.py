@@ -274,3 +274,12 @@ def test_an_analyst_cannot_upload(analyst_client):
     assert analyst_client.get("/skills/demo-skill/upload/").status_code == 403
     assert "Upload a zip or folder" not in analyst_client.get("/skills/").content.decode()
     assert not Skill.objects.exclude(name="demo-skill").exists()
+
+
+def test_a_folder_of_more_files_than_djangos_default_upload_count_publishes(author_client):
+    files = {"many/SKILL.md": make_skill_md("many"), **{f"many/references/{n:03}.md": "x" for n in range(150)}}
+
+    response = author_client.post("/skills/new/upload/", _folder(files))
+
+    assert response.status_code == 302
+    assert SkillVersion.objects.get(skill__name="many").files.count() == 150
