@@ -594,7 +594,8 @@ def skill_upload(request, name: str | None = None):
     try:
         if not form.is_valid():
             field, problems = next(iter(form.errors.items()))
-            raise ApplicationError(f"{field}: {' '.join(problems)}", fields={field: problems})
+            said = " ".join(str(problem) for problem in problems)
+            raise ApplicationError(f"{field}: {said}", fields={field: said})
         bundle, what = _uploaded_bundle(request, form)
         result = skill_version_publish(
             bundle=bundle,
