@@ -302,6 +302,9 @@ SKILL_FILE_MAX_BYTES = env.int("SKILL_FILE_MAX_BYTES", default=10 * 1024 * 1024)
 SKILL_BUNDLE_MAX_BYTES = env.int("SKILL_BUNDLE_MAX_BYTES", default=50 * 1024 * 1024)
 SKILL_BUNDLE_MAX_FILES = env.int("SKILL_BUNDLE_MAX_FILES", default=500)
 DATA_UPLOAD_MAX_MEMORY_SIZE = SKILL_BUNDLE_MAX_BYTES + 1024 * 1024
+# A folder picked in the console arrives as one upload per file, debris (.git) included and
+# dropped only after: allow as many as a zip of the skill may hold entries.
+DATA_UPLOAD_MAX_NUMBER_FILES = 4 * SKILL_BUNDLE_MAX_FILES + 100
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 MAX_SKILLS_IN_PROMPT = env.int("MAX_SKILLS_IN_PROMPT", default=150)
 MAX_PROMPT_CHARS = env.int("MAX_PROMPT_CHARS", default=18000)

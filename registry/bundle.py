@@ -442,6 +442,41 @@ def bundle_from_parts(
     return _assemble(bytes(skill_md), loaded, where="the upload")
 
 
+# --- a folder picked in a browser ---------------------------------------------------------
+
+
+def read_picked_folder(files: Iterable[tuple[str, BinaryIO]], *, limits: Limits = DEFAULT_LIMITS) -> Bundle:
+    """Read a folder picked in a browser (`<input type=file webkitdirectory>`): (relative path,
+    file) pairs whose paths all start with the picked folder's name, which is dropped as a zip's
+    one top folder is. Each file is read with a cap, as a zip entry is.
+
+    A browser sends no file modes: files under scripts/ are executable (run_skill runs those),
+    as a file uploaded in the console starts.
+    """
+    picked = list(files)
+    tops = {path.split("/", 1)[0] for path, _ in picked}
+    if len(tops) != 1 or any("/" not in path for path, _ in picked):
+        raise InvalidBundle(
+            "The files are not all in one picked folder; pick the skill's folder (the one holding SKILL.md).",
+            fields={"folder": "one folder"},
+        )
+    prefix = f"{tops.pop()}/"
+    relatives = [(check_path(path[len(prefix) :]), handle) for path, handle in picked]
+    kept = [(relative, handle) for relative, handle in relatives if not _is_skipped(relative)]
+    _check_layout([relative for relative, _ in kept])
+    budget = _Budget(limits)
+    skill_md: bytes | None = None
+    loaded: list[BundleFile] = []
+    for relative, handle in kept:
+        content = handle.read(budget.cap_for(relative) + 1)
+        budget.add(relative, len(content))
+        if relative == SKILL_MD:
+            skill_md = content
+        else:
+            loaded.append(BundleFile(path=relative, content=content, executable=relative.startswith("scripts/")))
+    return _assemble(skill_md, loaded, where=f"the folder '{prefix[:-1]}'")
+
+
 # --- folders -----------------------------------------------------------------------------
 
 

@@ -22,9 +22,11 @@ from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import path, reverse
 from django.utils.http import urlencode
+from django_htmx.http import HttpResponseClientRedirect
 
 from registry import selectors
-from registry.bundle import SKILL_MD, bundle_from_parts, read_zip
+from registry.api.serializers import PUBLISH_SOURCES, PublishSourceField
+from registry.bundle import SKILL_MD, Bundle, bundle_from_parts, read_picked_folder, read_zip
 from registry.console.access import console_view
 from registry.errors import ApplicationError, LenientReadingRefused, NotFound, VersionConflict
 from registry.models import Skill, SkillSource, SkillVersion
@@ -160,9 +162,11 @@ def _body_html(body: str) -> str:
 
 @console_view(scope=READ)
 def skill_detail(request, name: str):
+    """By default the version agents and API readers get when they name no label (what
+    `GET /api/v1/skills/{name}` serves), with the latest beside it when that is newer."""
     skill = _skill(request, name)
-    version = _version(skill, request.GET["version"]) if "version" in request.GET else None
-    version = version or selectors.skill_version_for(skill=skill, label="latest")
+    served = selectors.skill_version_for(skill=skill)
+    version = _version(skill, request.GET["version"]) if "version" in request.GET else served
     labels = selectors.skill_labels(skill)
     usage = next(iter(skill_analytics(filters=AnalyticsFilter(skill=skill.name))), None)
     api_url = request.build_absolute_uri(reverse("api-skill-md", args=[skill.name]))
@@ -171,12 +175,16 @@ def skill_detail(request, name: str):
         "version": version,
         "labels": labels,
         "version_labels": sorted(name for name, number in labels.items() if number == version.number),
+        "served": served,
+        "served_by": "production" if labels.get("production") == served.number else "latest",
+        "latest_labels": sorted(name for name, number in labels.items() if number == skill.latest_version),
         "files": selectors.version_files(version),
         "body_html": _body_html(version.body),
         "frontmatter": _frontmatter_rows(version.frontmatter),
         "usage": usage,
         "curl": f'curl -H "Authorization: Bearer $SKILL_REGISTRY_TOKEN" {api_url}',
         "is_latest": version.number == skill.latest_version,
+        "is_served": version.number == served.number,
     }
     return render(request, "registry/skills/detail.html", context)
 
@@ -350,7 +358,8 @@ def _editor(request, *, skill: Skill | None, initial_text: str, base_version: in
         context.update(
             text=initial_text, base_version=base_version, check=live_check(initial_text, expected_name=expected_name)
         )
-        return render(request, "registry/skills/edit.html", context)
+        page = "registry/skills/edit.html" if skill else "registry/skills/new.html"  # new.html adds the upload
+        return render(request, page, context)
 
     form = PublishForm(request.POST)
     text = _from_textarea(request.POST.get("skill_md", ""), like=initial_text)
@@ -505,17 +514,6 @@ def _change_files(request, *, skill: Skill, action: str, base_version: int) -> P
         for upload in uploads:
             if upload.size > settings.SKILL_BUNDLE_MAX_BYTES:
                 raise ApplicationError(f"'{upload.name}' is larger than the bundle limit.")
-        zips = [u for u in uploads if u.name.lower().endswith(".zip")]
-        if len(zips) == 1 and len(uploads) == 1 and request.POST.get("unpack") == "1":
-            bundle = read_zip(zips[0], limits=registry_limits())
-            return skill_version_publish(
-                bundle=bundle,
-                source=skill.source,
-                message=request.POST.get("message") or f"Upload {zips[0].name}",
-                base_version=base_version,
-                expected_name=skill.name,
-                actor=actor,
-            )
         folder = request.POST.get("folder", "").strip().strip("/")
         added = [(f"{folder}/{u.name}" if folder else u.name, u.read()) for u in uploads]
         if any(added_path == SKILL_MD for added_path, _ in added):
@@ -525,6 +523,107 @@ def _change_files(request, *, skill: Skill, action: str, base_version: int) -> P
             skill=skill, base_version=base_version, add_files=added, message=message, actor=actor
         )
     raise ApplicationError(f"Unknown file action '{action[:40]}'.")
+
+
+# --- a whole skill from a zip or a picked folder --------------------------------------------
+
+
+class BundleUploadForm(forms.Form):
+    """A zip (`bundle`) or a picked folder (`folder` files, `folder_paths`) and the API's options."""
+
+    source = forms.ChoiceField(
+        required=False,
+        choices=PUBLISH_SOURCES,
+        error_messages={"invalid_choice": PublishSourceField.default_error_messages["invalid_choice"]},
+    )
+    message = forms.CharField(required=False, max_length=500)
+    base_version = forms.IntegerField(required=False, min_value=0)  # replacing: the version the page showed
+    accept_lenient = forms.BooleanField(required=False)  # the "Publish as read" button
+    read_sha256 = forms.CharField(required=False, max_length=64)  # the SKILL.md that step showed
+    # Django keeps only the last part of an uploaded file's name, so console.js sends each picked
+    # file's relative path here, in upload order (JSON list).
+    folder_paths = forms.CharField(required=False)
+
+
+def _folder_paths(text: str, *, count: int) -> list[str]:
+    try:
+        paths = json.loads(text) if text else None
+    except ValueError:
+        paths = None
+    if not isinstance(paths, list) or len(paths) != count or not all(isinstance(p, str) for p in paths):
+        raise ApplicationError(
+            "The folder's file paths did not arrive with its files (picking a folder needs JavaScript); "
+            "upload a zip of the folder instead.",
+            fields={"folder_paths": "one path per file"},
+        )
+    return paths
+
+
+def _uploaded_bundle(request, form: BundleUploadForm) -> tuple[Bundle, str]:
+    """The bundle of an upload form, read by the API's readers, and what it was (for the message)."""
+    archive, folder = request.FILES.get("bundle"), request.FILES.getlist("folder")
+    if archive is not None and folder:
+        raise ApplicationError("Upload a zip or a folder, not both.", fields={"bundle": "a zip or a folder"})
+    if archive is not None:
+        return read_zip(archive, limits=registry_limits()), archive.name
+    if folder:
+        paths = _folder_paths(form.cleaned_data["folder_paths"], count=len(folder))
+        bundle = read_picked_folder(zip(paths, folder, strict=True), limits=registry_limits())
+        return bundle, f"folder {paths[0].split('/')[0]}"
+    raise ApplicationError(
+        "Choose a zip of the skill folder, or the folder itself.", fields={"bundle": "a zip or a folder"}
+    )
+
+
+@console_view(scope=WRITE)
+def skill_upload(request, name: str | None = None):
+    """Create a skill from a zip or a picked folder (`POST /api/v1/skills` with a zip), or with
+    `name` replace every file of that skill (a new version). A SKILL.md that needs a fallback
+    reading is refused with its line and the "Publish as read" step, as in the editor.
+
+    The form is htmx-enhanced: a refusal is swapped into the form, so the chosen files stay
+    chosen for "Publish as read"; without JavaScript the page comes back and asks for them again."""
+    skill = _skill(request, name) if name is not None else None
+    form = BundleUploadForm(request.POST if request.method == "POST" else None)
+    context: dict = {"skill": skill, "form": form}
+    if skill is not None:
+        context.update(_page_context(skill), base_version=skill.latest_version)
+    if request.method != "POST":
+        return render(request, "registry/skills/upload.html", context)
+    bundle = None
+    try:
+        if not form.is_valid():
+            field, problems = next(iter(form.errors.items()))
+            said = " ".join(str(problem) for problem in problems)
+            raise ApplicationError(f"{field}: {said}", fields={field: said})
+        bundle, what = _uploaded_bundle(request, form)
+        result = skill_version_publish(
+            bundle=bundle,
+            source=skill.source if skill else form.cleaned_data["source"] or SkillSource.USER,
+            message=form.cleaned_data["message"] or f"Upload {what}"[:500],
+            # Creating: a skill of that name in that source is a conflict, never a silent new version.
+            base_version=form.cleaned_data["base_version"] if skill else 0,
+            expected_name=skill.name if skill else None,
+            accept_lenient=bool(form.cleaned_data["accept_lenient"])
+            and form.cleaned_data["read_sha256"] == _text_sha256(_skill_md_text(bundle)),
+            actor=_actor(request),
+        )
+    except ApplicationError as exc:
+        context["publish_errors"] = _error_issues(exc)
+        if isinstance(exc, VersionConflict):
+            context["conflict"] = exc.detail
+        if isinstance(exc, LenientReadingRefused) and bundle is not None:
+            context["as_read"] = _as_read(_skill_md_text(bundle), expected_name=skill.name if skill else None)
+        page = "registry/skills/_upload_form.html#upload-result" if request.htmx else "registry/skills/upload.html"
+        return render(request, page, context, status=exc.status)
+    _flash_publish(request, result)
+    url = _skill_url(result.skill)
+    return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
+
+
+def _skill_md_text(bundle: Bundle) -> str:
+    # A SKILL.md that is not UTF-8 is refused before any reading is offered to accept.
+    return bundle.skill_md.decode("utf-8", "replace")
 
 
 # --- enable / disable ----------------------------------------------------------------------
@@ -557,6 +656,7 @@ def skill_versions(request, name: str):
         "versions": [(version, by_version.get(version.number, [])) for version in versions],
         "labels": sorted(labels.items(), key=lambda item: (item[0] != "production", item[0] != "staging", item[0])),
         "production": labels.get("production"),
+        "served": selectors.skill_version_for(skill=skill).number,  # what a reader naming no label gets
         "history": selectors.skill_label_history(skill, limit=50),
     }
     return render(request, "registry/skills/versions.html", context)
@@ -617,6 +717,7 @@ def skill_labels(request, name: str):
 urlpatterns = [
     path("skills/", skill_list, name="skill-list"),
     path("skills/new/", skill_new, name="skill-new"),
+    path("skills/new/upload/", skill_upload, name="skill-upload"),
     path("skills/<str:name>/", skill_detail, name="skill-detail"),
     path("skills/<str:name>/edit/", skill_edit, name="skill-edit"),
     path("skills/<str:name>/versions/", skill_versions, name="skill-versions"),
@@ -624,5 +725,6 @@ urlpatterns = [
     path("skills/<str:name>/labels/", skill_labels, name="skill-labels"),
     path("skills/<str:name>/enabled/", skill_enabled, name="skill-enabled"),
     path("skills/<str:name>/files/", skill_files, name="skill-files"),
+    path("skills/<str:name>/upload/", skill_upload, name="skill-replace"),
     path("skills/<str:name>/files/<path:file_path>", skill_file, name="skill-file"),
 ]

@@ -221,6 +221,12 @@ class CatalogRow:
     shadowed_by: str | None
     labels: dict[str, int]
 
+    @property
+    def served(self) -> int:
+        """The version number `skill_version_for` gives a reader who names no label or version:
+        production where it is set, else the newest (property-tested against it)."""
+        return self.labels.get("production", self.skill.latest_version)
+
 
 @dataclass(frozen=True)
 class _CatalogEntry:

@@ -48,6 +48,22 @@
     var counter = list && document.querySelector('[data-picked-count="' + list.id + '"]');
     if (counter) { counter.textContent = list.querySelectorAll("input:checked").length + " picked"; }
   });
+  // A picked folder (<input webkitdirectory>): Django keeps only each file's last name part, so
+  // the relative paths go along in a hidden field, in upload order. Without this script the
+  // folder picker stays hidden and a zip is the way to upload.
+  document.querySelectorAll("[data-folder-upload]").forEach(function (field) { field.hidden = false; });
+  document.addEventListener("change", function (event) {
+    var picker = event.target.closest && event.target.closest("[data-folder-upload]");
+    if (!picker || !event.target.matches("input[type=file]")) { return; }
+    var files = Array.prototype.slice.call(event.target.files);
+    picker.querySelector("input[name=folder_paths]").value =
+      JSON.stringify(files.map(function (file) { return file.webkitRelativePath || file.name; }));
+    var summary = picker.querySelector("[data-folder-summary]");
+    if (summary && files.length) {
+      var top = (files[0].webkitRelativePath || "").split("/")[0];
+      summary.textContent = files.length + " file" + (files.length === 1 ? "" : "s") + " from the folder " + top + ".";
+    }
+  });
   // A list filtered as you type (the rule editor's skill picker): hides the items whose
   // data-name does not contain the text; checked items stay visible so a choice is never hidden.
   document.addEventListener("input", function (event) {

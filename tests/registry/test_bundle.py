@@ -25,6 +25,7 @@ from registry.bundle import (
     check_path,
     find_skill_folders,
     read_folder,
+    read_picked_folder,
     read_zip,
     write_folder,
     write_zip,
@@ -629,3 +630,57 @@ def test_find_skill_folders_returns_the_root_when_it_is_a_skill(tmp_path):
 
 def test_find_skill_folders_of_a_missing_root_is_empty(tmp_path):
     assert find_skill_folders(tmp_path / "nope") == []
+
+
+# --- a folder picked in a browser ----------------------------------------------------------
+
+
+class _Upload(io.BytesIO):
+    """An uploaded file: read with a cap, like Django's UploadedFile."""
+
+
+def _picked(files: dict[str, bytes]) -> list[tuple[str, io.BytesIO]]:
+    return [(path, _Upload(content)) for path, content in files.items()]
+
+
+def test_a_picked_folder_drops_its_own_name_and_debris_and_scripts_are_executable():
+    bundle = read_picked_folder(
+        _picked(
+            {
+                "demo/SKILL.md": SKILL_MD,
+                "demo/scripts/run.sh": b"echo\n",
+                "demo/references/a.md": b"# A\n",
+                "demo/.git/HEAD": b"ref\n",
+                "demo/scripts/__pycache__/x.pyc": b"\0",
+            }
+        )
+    )
+
+    assert bundle.skill_md == SKILL_MD
+    assert [(f.path, f.executable) for f in bundle.files] == [("references/a.md", False), ("scripts/run.sh", True)]
+
+
+@pytest.mark.parametrize(
+    ("files", "message"),
+    [
+        ({"demo/SKILL.md": SKILL_MD, "other/x.md": b"x"}, "not all in one picked folder"),
+        ({"SKILL.md": SKILL_MD}, "not all in one picked folder"),
+        ({"demo/notes.md": b"x"}, "There is no SKILL.md at the top of the folder 'demo'"),
+        ({"demo/SKILL.md": SKILL_MD, "demo/../../etc/passwd": b"x"}, "'..'"),
+        ({"demo/SKILL.md": SKILL_MD, "demo/Read.md": b"x", "demo/read.md": b"y"}, "upper- and lowercase"),
+    ],
+)
+def test_a_picked_folder_is_checked_like_any_bundle(files, message):
+    with pytest.raises(InvalidBundle, match=message.replace("(", r"\(")):
+        read_picked_folder(_picked(files))
+
+
+def test_a_picked_folder_reads_each_file_with_a_cap_and_names_the_limit():
+    with pytest.raises(BundleTooLarge, match="SKILL_FILE_MAX_BYTES"):
+        read_picked_folder(
+            _picked({"demo/SKILL.md": SKILL_MD, "demo/big.bin": b"x" * 101}), limits=Limits(file_bytes=100)
+        )
+    with pytest.raises(BundleTooLarge, match="SKILL_BUNDLE_MAX_FILES"):
+        read_picked_folder(
+            _picked({"demo/SKILL.md": SKILL_MD, "demo/a": b"", "demo/b": b""}), limits=Limits(bundle_files=2)
+        )
