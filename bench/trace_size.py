@@ -132,14 +132,20 @@ def main() -> None:
         events = AgentTurn.objects.get(pk=turn_id).trace_events.count()
         event_bytes, prompts = _stored(turn_id)
         added = event_bytes + sum(size for key, size in prompts.items() if key not in known)
-        row = (events, inline_bytes(turn_id), stored_bytes(turn_id), added, disk_bytes(turn_id), len(prompts))
-        rows.append(row)
+        rows.append((events, inline_bytes(turn_id), stored_bytes(turn_id), added, disk_bytes(turn_id), prompts))
     for n, (events, inline, stored, added, disk, prompts) in enumerate(rows, 1):
         on_disk = f", {disk / 1000:.1f} KB on disk" if disk is not None else ""
+        texts = " + ".join(f"{size / 1000:.1f}" for size in prompts.values())
         print(
-            f"  turn {n}: {events} events; inline {inline / 1000:.1f} KB, stored {stored / 1000:.1f} KB "
-            f"({prompts} prompt text{'s' if prompts != 1 else ''}){on_disk}; added {added / 1000:.1f} KB"
+            f"  turn {n}: {events} events; inline {inline / 1000:.1f} KB, stored {stored / 1000:.1f} KB (events "
+            f"{(stored - sum(prompts.values())) / 1000:.1f} KB, prompt texts {texts} KB){on_disk}; "
+            f"added {added / 1000:.1f} KB"
         )
+    by_type: dict[str, int] = {}
+    for kind, data in AgentTurn.objects.get(pk=turn_id).trace_events.values_list("type", "data"):
+        by_type[kind] = by_type.get(kind, 0) + len(json.dumps(data))
+    shares = ", ".join(f"{kind} {size / 1000:.1f} KB" for kind, size in sorted(by_type.items(), key=lambda i: -i[1]))
+    print(f"  the last turn's event data by type (prompts apart): {shares}")
     stored_p50 = statistics.median(row[2] for row in rows)
     inline_p50 = statistics.median(row[1] for row in rows)
     print(
