@@ -4,6 +4,7 @@ attempt; units without side effects wait for the next write or the turn's outcom
 from __future__ import annotations
 
 import hashlib
+import threading
 
 import pytest
 from django.db import IntegrityError, connection, transaction
@@ -218,6 +219,31 @@ def test_a_lost_attempt_stores_no_prompt():
         a_prompted_step(sink, step=1, first_index=0)
 
     assert not PromptText.objects.exists()
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="the writer thread is PostgreSQL's path")
+def test_two_turns_storing_the_same_prompt_at_once_store_it_once(transactional_db):
+    first = DatabaseTraceSink(running_turn(lapsed=False).turn)
+    second = DatabaseTraceSink(running_turn(lapsed=False).turn)
+
+    def second_step() -> None:
+        a_prompted_step(second, step=1, first_index=0)  # from the writer thread, on its own connection
+        second.settle()
+        connection.close()
+
+    with transaction.atomic():
+        a_prompted_step(first, step=1, first_index=0)  # stored, not yet committed
+        writing = threading.Thread(target=second_step)
+        writing.start()
+        writing.join(0.5)
+        assert writing.is_alive(), "the second write waits for the first one's prompt to commit or roll back"
+    writing.join(30)
+
+    [prompt] = PromptText.objects.all()
+    calls = TraceEvent.objects.filter(type="llm_call")
+    assert sorted(calls.values_list("turn_id", "prompt_id")) == sorted(
+        [(first.turn.pk, prompt.sha256), (second.turn.pk, prompt.sha256)]
+    )
 
 
 def test_a_nul_in_a_prompt_is_stored_as_a_replacement_character():
