@@ -7,6 +7,7 @@ from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.response import Response
 
+from agents import selectors as turn_selectors
 from agents import services
 from agents.models import AgentTurn
 from registry.api.base import ApiView
@@ -122,7 +123,7 @@ class AgentTurnDetailApi(TurnApi):
 
         def get_trace(self, turn) -> list[dict]:
             after = self.context.get("after", 0)
-            return TraceEventSerializer(turn.trace_events.filter(seq__gt=after).order_by("seq"), many=True).data
+            return TraceEventSerializer(turn_selectors.turn_trace_events(turn=turn, after=after), many=True).data
 
         def get_is_demo_model(self, turn) -> bool:
             return turn.model == "offline"

@@ -82,12 +82,30 @@ class AgentTurn(models.Model):
         return self.status in FINISHED_STATUSES
 
 
+class PromptText(models.Model):
+    """A system prompt's text, stored once however many model calls sent it (content-addressed):
+    each `llm_call` event of a 20-step turn sends the same ~20 KB prompt, and the turns of a
+    conversation with the same skills send it again."""
+
+    sha256 = models.CharField(max_length=64, primary_key=True)  # of the text's UTF-8 bytes
+    text = models.TextField()
+
+    def __str__(self) -> str:
+        return self.sha256[:12]
+
+
 class TraceEvent(models.Model):
     turn = models.ForeignKey(AgentTurn, on_delete=models.CASCADE, related_name="trace_events")
     seq = models.PositiveIntegerField()
     type = models.CharField(max_length=32)
     at = models.DateTimeField()
     data = models.JSONField(default=dict)
+    # The event's `system_prompt`, kept out of `data` (agents/selectors.py puts it back); events
+    # written before prompts were shared hold it in `data`. Not indexed: prompts are looked up by
+    # their key, never events by their prompt, and an index would cost every event's insert.
+    prompt = models.ForeignKey(
+        PromptText, null=True, blank=True, on_delete=models.PROTECT, db_index=False, related_name="+"
+    )
 
     class Meta:
         ordering = ["turn", "seq"]

@@ -6,11 +6,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from agents.models import AgentTurn, Conversation, TraceEvent
+from agents.models import AgentTurn, Conversation, PromptText, TraceEvent
 
 
 def turn_trace_events(*, turn: AgentTurn, after: int = 0) -> list[TraceEvent]:
-    return list(turn.trace_events.filter(seq__gt=after).order_by("seq"))
+    """The turn's events after `after`, each with its full data (SPEC §6.10): a prompt stored
+    apart (PromptText) is put back as `system_prompt`; events from before prompts were stored
+    apart hold it in their data already. Each distinct prompt is read once, not once per event."""
+    events = list(turn.trace_events.filter(seq__gt=after).order_by("seq"))
+    keys = {event.prompt_id for event in events if event.prompt_id}
+    texts = dict(PromptText.objects.filter(sha256__in=keys).values_list("sha256", "text")) if keys else {}
+    for event in events:
+        if event.prompt_id:
+            event.data = {**event.data, "system_prompt": texts[event.prompt_id]}
+    return events
 
 
 @dataclass(frozen=True)

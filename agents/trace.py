@@ -1,11 +1,13 @@
 """Persisting the runtime's trace events as TraceEvent rows, step by step.
 
 Each step is written as soon as its tool call completes, so the playground shows a turn live.
-The sink also tells the runtime when a cancel was asked for.
+The sink also tells the runtime when a cancel was asked for. A `system_prompt` is stored once per
+distinct text (PromptText) and referenced from its event, in the same write as the event.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import threading
@@ -20,7 +22,7 @@ from django.db.models import Max
 from django.utils import timezone
 
 from agents.lease import LeaseKeeper, TurnLost, lease_expiry, lease_renew
-from agents.models import AgentTurn, TraceEvent, TurnCheckpoint, TurnStatus
+from agents.models import AgentTurn, PromptText, TraceEvent, TurnCheckpoint, TurnStatus
 
 MAX_STRING = 20_000  # one event never stores more than this per string value
 CANCEL_CHECK_SECONDS = 1.0
@@ -38,6 +40,17 @@ def _json_safe(value: Any) -> Any:
     if value is None or isinstance(value, bool | int | float):
         return value
     return _json_safe(json.loads(json.dumps(value, cls=DjangoJSONEncoder, default=str)))
+
+
+def _prompt_apart(data: dict[str, Any]) -> tuple[dict[str, Any], PromptText | None]:
+    """An event's data without its `system_prompt`, and that prompt as a PromptText. The prompt is
+    kept whole (MAX_STRING bounds what an event repeats; a prompt is stored once)."""
+    text = data.get("system_prompt")
+    if not isinstance(text, str):
+        return data, None
+    text = text.replace("\x00", "\ufffd")  # PostgreSQL's text cannot store a NUL either
+    sha256 = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    return {key: value for key, value in data.items() if key != "system_prompt"}, PromptText(sha256=sha256, text=text)
 
 
 class DatabaseTraceSink:
@@ -67,6 +80,10 @@ class DatabaseTraceSink:
         self.attempt = turn.attempts
         self.lease = lease
         self.pending: list[TraceEvent] = []
+        # Prompts the pending events reference that this sink has not written before: a turn
+        # sends its prompt's text once, then only its key.
+        self.prompts: list[PromptText] = []
+        self._prompts_sent: set[str] = set()
         self.held: list[TurnCheckpoint] = []
         if self.attempt <= 1:
             # A first attempt finds nothing stored: events and checkpoints of earlier attempts,
@@ -90,8 +107,19 @@ class DatabaseTraceSink:
 
     def emit(self, type: str, data: dict[str, Any]) -> None:
         self.seq += 1
+        data, prompt = _prompt_apart(data)
+        if prompt is not None and prompt.sha256 not in self._prompts_sent:
+            self._prompts_sent.add(prompt.sha256)
+            self.prompts.append(prompt)
         self.pending.append(
-            TraceEvent(turn=self.turn, seq=self.seq, type=type, at=timezone.now(), data=_json_safe(data))
+            TraceEvent(
+                turn=self.turn,
+                seq=self.seq,
+                type=type,
+                at=timezone.now(),
+                data=_json_safe(data),
+                prompt_id=prompt.sha256 if prompt else None,
+            )
         )
 
     def checkpoint(self, index: int, record: dict[str, Any]) -> None:
@@ -127,17 +155,22 @@ class DatabaseTraceSink:
     def _store_in_one_statement(self) -> None:
         """The same write as one statement (atomic on its own): one round trip and one commit per
         step instead of five round trips, which made up most of a step's cost."""
-        events = [{"seq": e.seq, "type": e.type, "at": e.at.isoformat(), "data": e.data} for e in self.pending]
+        events = [
+            {"seq": e.seq, "type": e.type, "at": e.at.isoformat(), "data": e.data, "prompt": e.prompt_id}
+            for e in self.pending
+        ]
+        prompts = [{"sha256": p.sha256, "text": p.text} for p in self.prompts]
         checkpoints = [{"index": c.index, "record": c.record} for c in self.held]
         params = {
             "expires": lease_expiry(),
             "turn": self.turn.pk,
             "running": TurnStatus.RUNNING,
             "attempt": self.attempt,
+            "prompts": json.dumps(prompts),
             "events": json.dumps(events),
             "checkpoints": json.dumps(checkpoints),
         }
-        self.pending, self.held = [], []
+        self.pending, self.prompts, self.held = [], [], []
         if connection.in_atomic_block:
             # The caller's open transaction (a test's, say) holds rows another connection
             # cannot see yet: write through it.
@@ -153,9 +186,11 @@ class DatabaseTraceSink:
             raise self._lost()
 
     def flush(self) -> None:
-        """Write the pending events (inside the caller's transaction, which holds the turn's row)."""
+        """Write the pending events and the prompts they reference (inside the caller's
+        transaction, which holds the turn's row)."""
+        PromptText.objects.bulk_create(self.prompts, ignore_conflicts=True)
         TraceEvent.objects.bulk_create(self.pending)
-        self.pending = []
+        self.pending, self.prompts = [], []
 
     def should_cancel(self) -> bool:
         # Asked before every model call and tool call; looking at most once a second keeps a
@@ -219,17 +254,26 @@ def step_writer_shutdown() -> None:
         _writer = None
 
 
-# The lease renewal, fenced by the attempt as lease_renew's, locks the turn's row; the events and
-# checkpoints are inserted only when it matched, so a lost attempt writes nothing.
+# The lease renewal, fenced by the attempt as lease_renew's, locks the turn's row; the prompts,
+# events and checkpoints are inserted only when it matched, so a lost attempt writes nothing. A
+# prompt another turn stored already is left as it is (its key is its text's hash); one that
+# another transaction is inserting makes this statement wait for it, and the events' foreign key
+# is checked when the statement commits, so no event ever references a prompt that is not stored.
 _STEP_SQL = f"""
 WITH lease AS (
     UPDATE {AgentTurn._meta.db_table} SET lease_expires_at = %(expires)s
     WHERE id = %(turn)s AND status = %(running)s AND attempts = %(attempt)s
     RETURNING id
+), prompts AS (
+    INSERT INTO {PromptText._meta.db_table} (sha256, text)
+    SELECT p.sha256, p.text
+    FROM lease, jsonb_to_recordset(%(prompts)s::jsonb) AS p(sha256 text, text text)
+    ON CONFLICT (sha256) DO NOTHING
 ), events AS (
-    INSERT INTO {TraceEvent._meta.db_table} (turn_id, seq, type, at, data)
-    SELECT lease.id, e.seq, e.type, e.at, e.data
-    FROM lease, jsonb_to_recordset(%(events)s::jsonb) AS e(seq integer, type text, at timestamptz, data jsonb)
+    INSERT INTO {TraceEvent._meta.db_table} (turn_id, seq, type, at, data, prompt_id)
+    SELECT lease.id, e.seq, e.type, e.at, e.data, e.prompt
+    FROM lease, jsonb_to_recordset(%(events)s::jsonb)
+        AS e(seq integer, type text, at timestamptz, data jsonb, prompt text)
 ), checkpoints AS (
     INSERT INTO {TurnCheckpoint._meta.db_table} (turn_id, index, record, created_at)
     SELECT lease.id, c.index, c.record, now()

@@ -13,6 +13,7 @@ SCRIPTS = (
     "resolve.py",
     "skill_md_throughput.py",
     "runtime_step.py",
+    "trace_size.py",
     "enqueue_latency.py",
     "prompt_tokens.py",
     "invalidation.py",

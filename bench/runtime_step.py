@@ -26,7 +26,6 @@ Uses DATABASE_URL when set (give it a database of its own), else a fresh SQLite 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import random
 import shutil
@@ -132,6 +131,7 @@ def run_one(*, message: str, steps: int, database_trace: bool, counter: TimedTok
     from agents.store import RegistrySkillStore, resolution_for_turn
     from agents.tools import tool_registry
     from agents.trace import DatabaseTraceSink
+    from bench.trace_size import stored_bytes
 
     script = script_for(steps)
     turn = AgentTurn.objects.create(message=message, model="scripted", script=script, status=TurnStatus.RUNNING)
@@ -173,7 +173,6 @@ def run_one(*, message: str, steps: int, database_trace: bool, counter: TimedTok
         raise SystemExit(
             f"the bench turn did not run as scripted: {result.status} after {result.steps} steps: {result.error}"
         )
-    stored = [len(json.dumps(data)) for data in TraceEvent.objects.filter(turn=turn).values_list("data", flat=True)]
     return {
         "resolved": resolved - started,
         "started": resolved,
@@ -183,8 +182,8 @@ def run_one(*, message: str, steps: int, database_trace: bool, counter: TimedTok
         "calls": complete.calls,
         "steps": result.steps,
         "counting": counter.seconds - counted_before,
-        "events": len(stored),
-        "trace_bytes": sum(stored),
+        "events": TraceEvent.objects.filter(turn=turn).count(),
+        "trace_bytes": stored_bytes(turn.pk),
     }
 
 
@@ -227,8 +226,8 @@ def report(label: str, turns: list[dict[str, Any]]) -> tuple[float, float]:
         events = statistics.median(turn["events"] for turn in turns)
         kilobytes = statistics.median(turn["trace_bytes"] for turn in turns) / 1000
         print(
-            f"    trace stored per turn: {events:.0f} TraceEvent rows, {kilobytes:.0f} KB of JSON (each llm_call "
-            "event carries the full system prompt, SPEC §6.10)"
+            f"    trace stored per turn: {events:.0f} TraceEvent rows, {kilobytes:.0f} KB (their JSON and the "
+            "prompt texts they reference: bench/trace_size.py)"
         )
     return percentile(gaps, 50), percentile([a + b for a, b in zip(setup, finish_ms, strict=True)], 50)
 
