@@ -1,12 +1,267 @@
-"""Reads for the playground: a turn's trace after a sequence number, its running totals, and the
-user's recent conversations. Who may see a turn is `services.agent_turn_get_for_user`."""
+"""Reads of turns: the turn list with its filters, counts and failure causes (API and console
+alike), a turn's trace after a sequence number, its running totals, and the user's recent
+conversations. Who may read which turns is `turn_reader` (lists) and
+`services.agent_turn_get_for_user` (one turn)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import datetime as dt
+from dataclasses import dataclass, field
 from typing import Any
 
-from agents.models import AgentTurn, Conversation, TraceEvent
+from django.db.models import Count, Exists, OuterRef, Prefetch, Q, QuerySet
+
+from agents.models import AgentTurn, Conversation, FailureCause, TraceEvent, TurnOrigin, TurnStatus
+from registry.errors import NotFound
+from registry.models import UsageEvent, UsageKind, UsageSource
+from registry.roles import ADMIN, ANALYST, user_roles
+
+RUN, ANALYTICS = "agent:run", "analytics:read"
+
+
+# --- who reads which turns -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TurnReader:
+    """Whose turns a request may read: every turn, or only its user's."""
+
+    user_id: int | None
+    sees_all: bool
+
+
+def turn_reader(*, user: Any, scopes: set[str]) -> TurnReader | None:
+    """Admins (with either scope) and analysts (with `analytics:read`) read every turn; anyone
+    with `agent:run` reads their own; None for a request that may read no turn. `scopes` are the
+    request's: a console user's role's, or an API token's (cut to its owner's role)."""
+    roles = user_roles(user)
+    if (ADMIN in roles and scopes & {RUN, ANALYTICS}) or (ANALYST in roles and ANALYTICS in scopes):
+        return TurnReader(user_id=user.pk, sees_all=True)
+    if RUN in scopes:
+        return TurnReader(user_id=user.pk, sees_all=False)
+    return None
+
+
+def turn_get_for_reader(*, reader: TurnReader, turn_id: Any) -> AgentTurn:
+    """One turn, when `reader` may read it (else NotFound: a turn one may not read does not exist)."""
+    turn = _turns_visible(reader).filter(pk=turn_id).first()
+    if turn is None:
+        raise NotFound(f"No turn {turn_id}.")
+    return turn
+
+
+# --- the turn list ---------------------------------------------------------------------------
+
+# The usage events a list filtered by skill, version or trigger can be matched against: the
+# events the analytics pages count, so a count there and the list it links to agree. `outcome`
+# is either outcome (a success rate's n).
+OUTCOME = "outcome"
+EVENT_KINDS = (
+    UsageKind.LOADED,
+    UsageKind.EXECUTED,
+    UsageKind.SUCCEEDED,
+    UsageKind.FAILED,
+    OUTCOME,
+    UsageKind.FEEDBACK,
+)
+
+
+@dataclass(frozen=True)
+class TurnFilter:
+    """What the turn list is narrowed by. `skill`, `version` and `trigger` match the runtime
+    usage events of the turn: its loads, or with `event` the events of that kind (a skill's
+    outcomes, its feedback). Dates are whole UTC days, inclusive: of the turn's creation, or with
+    `event` of the event, as the analytics pages count them."""
+
+    skill: str | None = None
+    version: int | None = None
+    trigger: str | None = None
+    event: str | None = None
+    status: str | None = None
+    model: str | None = None
+    origin: str | None = None
+    feedback: str | None = None  # "up" | "down"
+    cause: str | None = None
+    detail: str | None = None  # the cause's detail: the tool, the budget, the abort's reason
+    q: str | None = None
+    date_from: dt.date | None = None
+    date_to: dt.date | None = None
+
+    @property
+    def by_event(self) -> bool:
+        return any(value is not None for value in (self.skill, self.version, self.trigger, self.event))
+
+
+def _day_start(day: dt.date) -> dt.datetime:
+    return dt.datetime.combine(day, dt.time.min, tzinfo=dt.UTC)
+
+
+def _event_filter(filters: TurnFilter) -> Q:
+    """The usage events a turn must have (runtime events only: they are the ones with a turn)."""
+    kind = filters.event or UsageKind.LOADED
+    events = Q(kind__in=(UsageKind.SUCCEEDED, UsageKind.FAILED)) if kind == OUTCOME else Q(kind=kind)
+    if filters.skill is not None:
+        events &= Q(skill_name=filters.skill)
+    if filters.version is not None:
+        events &= Q(version=filters.version)
+    if filters.trigger is not None:
+        events &= Q(trigger=filters.trigger)
+    if kind == UsageKind.FEEDBACK and filters.feedback:
+        events &= Q(rating=1 if filters.feedback == "up" else -1)
+    if filters.event and filters.model:
+        events &= Q(model=filters.model)
+    if filters.event and filters.date_from:
+        events &= Q(at__gte=_day_start(filters.date_from))
+    if filters.event and filters.date_to:
+        events &= Q(at__lt=_day_start(filters.date_to) + dt.timedelta(days=1))
+    return events
+
+
+def _turns_visible(reader: TurnReader) -> QuerySet[AgentTurn]:
+    turns = AgentTurn.objects.order_by("-created_at")
+    return turns if reader.sees_all else turns.filter(user_id=reader.user_id)
+
+
+def _narrowed(turns: QuerySet[AgentTurn], filters: TurnFilter, *, status: bool = True) -> QuerySet[AgentTurn]:
+    if status and filters.status:
+        turns = turns.filter(status=filters.status)
+    if filters.model:
+        turns = turns.filter(model=filters.model)
+    if filters.origin:
+        turns = turns.filter(origin=filters.origin)
+    if filters.feedback:
+        turns = turns.filter(feedback_rating=1 if filters.feedback == "up" else -1)
+    if filters.cause:
+        turns = turns.filter(failure_cause=filters.cause)
+    if filters.detail is not None:
+        turns = turns.filter(failure_detail=filters.detail)
+    if filters.q:
+        turns = turns.filter(message__icontains=filters.q)
+    if not filters.event:
+        if filters.date_from:
+            turns = turns.filter(created_at__gte=_day_start(filters.date_from))
+        if filters.date_to:
+            turns = turns.filter(created_at__lt=_day_start(filters.date_to) + dt.timedelta(days=1))
+    if filters.by_event:
+        events = UsageEvent.objects.filter(_event_filter(filters), turn=OuterRef("pk"))
+        turns = turns.filter(Exists(events))
+    return turns
+
+
+def turns_filtered(*, reader: TurnReader, filters: TurnFilter) -> QuerySet[AgentTurn]:
+    """The turns `reader` may read that match `filters`, newest first, each with `loaded_events`
+    (the skill versions it loaded, with their triggers) once evaluated."""
+    loaded = (
+        UsageEvent.objects.filter(kind=UsageKind.LOADED)
+        .order_by("id")
+        .only("turn_id", "skill_name", "version", "trigger")
+    )
+    return _narrowed(_turns_visible(reader), filters).prefetch_related(
+        Prefetch("usage_events", queryset=loaded, to_attr="loaded_events")
+    )
+
+
+@dataclass
+class TurnCounts:
+    """The list's total and the counts beside its filters: per status (whatever status is
+    chosen, so each can be switched to), and per origin and feedback within the list."""
+
+    total: int = 0
+    by_status: dict[str, int] = field(default_factory=dict)
+    by_origin: dict[str, int] = field(default_factory=dict)
+    feedback_up: int = 0
+    feedback_down: int = 0
+
+
+def turn_counts(*, reader: TurnReader, filters: TurnFilter) -> TurnCounts:
+    """Every count in one pass over the turns the filters select, bar the status filter."""
+    turns = _narrowed(_turns_visible(reader), filters, status=False).order_by()
+    chosen = Q(status=filters.status) if filters.status else Q()
+    aggregates = {"total": Count("pk", filter=chosen)}
+    aggregates |= {f"status_{value}": Count("pk", filter=Q(status=value)) for value in TurnStatus.values}
+    aggregates |= {f"origin_{value}": Count("pk", filter=chosen & Q(origin=value)) for value in TurnOrigin.values}
+    aggregates["feedback_up"] = Count("pk", filter=chosen & Q(feedback_rating=1))
+    aggregates["feedback_down"] = Count("pk", filter=chosen & Q(feedback_rating=-1))
+    row = turns.aggregate(**aggregates)
+    return TurnCounts(
+        total=row["total"],
+        by_status={value: row[f"status_{value}"] for value in TurnStatus.values},
+        by_origin={value: row[f"origin_{value}"] for value in TurnOrigin.values},
+        feedback_up=row["feedback_up"],
+        feedback_down=row["feedback_down"],
+    )
+
+
+@dataclass(frozen=True)
+class CauseCount:
+    cause: str
+    detail: str
+    count: int
+
+    @property
+    def title(self) -> str:
+        return FailureCause(self.cause).label if self.cause in FailureCause.values else self.cause
+
+
+@dataclass(frozen=True)
+class TurnCauses:
+    """Failed and cancelled turns of the list, grouped by cause and detail, most first."""
+
+    failed: int
+    cancelled: int
+    causes: list[CauseCount]
+
+
+def turn_causes(*, reader: TurnReader, filters: TurnFilter) -> TurnCauses:
+    turns = _narrowed(_turns_visible(reader), filters).order_by()
+    rows = (
+        turns.filter(status__in=(TurnStatus.FAILED, TurnStatus.CANCELLED))
+        .values("status", "failure_cause", "failure_detail")
+        .annotate(count=Count("pk"))
+    )
+    failed = cancelled = 0
+    groups: dict[tuple[str, str], int] = {}
+    for row in rows:
+        if row["status"] == TurnStatus.FAILED:
+            failed += row["count"]
+        else:
+            cancelled += row["count"]
+        # A turn that ended before causes were kept, or one the reaper ended, has none stored.
+        cause = row["failure_cause"] or (FailureCause.CANCELLED if row["status"] == TurnStatus.CANCELLED else "other")
+        key = (cause, row["failure_detail"])
+        groups[key] = groups.get(key, 0) + row["count"]
+    causes = [CauseCount(cause, detail, count) for (cause, detail), count in groups.items()]
+    causes.sort(key=lambda c: (-c.count, c.cause, c.detail))
+    return TurnCauses(failed=failed, cancelled=cancelled, causes=causes)
+
+
+@dataclass(frozen=True)
+class EventCount:
+    """The events behind an analytics count that a list of turns drills into: those of the
+    listed turns (a turn may hold several, e.g. a skill loaded through two triggers) and those
+    outside agents reported through `POST /usage`, which have no turn."""
+
+    of_turns: int
+    outside: int
+
+    @property
+    def total(self) -> int:
+        return self.of_turns + self.outside
+
+
+def turn_event_count(*, reader: TurnReader, filters: TurnFilter) -> EventCount | None:
+    """None when the list is not one of a skill's event counts (`event` and `skill` given)."""
+    if not filters.event or filters.skill is None:
+        return None
+    events = UsageEvent.objects.filter(_event_filter(filters))
+    listed = _narrowed(_turns_visible(reader), filters).order_by().values("pk")
+    return EventCount(
+        of_turns=events.filter(turn__in=listed).count(),
+        outside=events.filter(source=UsageSource.API).count(),
+    )
+
+
+# --- one turn: its trace, totals and conversation ------------------------------------------
 
 
 def turn_trace_events(*, turn: AgentTurn, after: int = 0) -> list[TraceEvent]:
