@@ -29,6 +29,11 @@ class TurnApi(ApiView):
 
     required_scopes: dict[str, str | tuple[str, ...]] = {"GET": READ_SCOPES, "POST": RUN}
 
+    @property
+    def max_body_bytes(self) -> int:  # type: ignore[override]
+        # A full-length message of non-ASCII text arrives as \uXXXX escapes: 6 bytes a character.
+        return max(ApiView.max_body_bytes, settings.AGENT_MAX_MESSAGE_CHARS * 6 + 64 * 1024)
+
     def reader(self) -> TurnReader:
         reader = selectors.turn_reader(
             user=self.request.user, scopes={scope for scope in READ_SCOPES if has_scope(self.request, scope)}
@@ -99,11 +104,6 @@ def turn_filter_from(params) -> TurnFilter:
     parsed = TurnFilterSerializer(data=turn_filter_params(params))
     parsed.is_valid(raise_exception=True)
     return parsed.turn_filter()
-
-    @property
-    def max_body_bytes(self) -> int:  # type: ignore[override]
-        # A full-length message of non-ASCII text arrives as \uXXXX escapes: 6 bytes a character.
-        return max(ApiView.max_body_bytes, settings.AGENT_MAX_MESSAGE_CHARS * 6 + 64 * 1024)
 
 
 class TurnSkillSerializer(serializers.Serializer):
@@ -239,8 +239,8 @@ class AgentTurnCausesApi(TurnApi):
     )
     def get(self, request):
         filters = turn_filter_from(request.query_params)
-        causes = selectors.turn_causes(reader=self.reader(), filters=filters)
-        return Response(self.CausesSerializer(causes).data)
+        counts = selectors.turn_counts(reader=self.reader(), filters=filters)
+        return Response(self.CausesSerializer(counts).data)
 
 
 class TraceEventSerializer(serializers.Serializer):
