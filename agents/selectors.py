@@ -9,11 +9,11 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db.models import Count, Exists, OuterRef, Prefetch, Q, QuerySet
+from django.db.models import Count, Exists, OuterRef, Prefetch, Q, QuerySet, Sum
 
 from agents.models import AgentTurn, Conversation, FailureCause, TraceEvent, TurnOrigin, TurnStatus
 from registry.errors import NotFound
-from registry.models import UsageEvent, UsageKind, UsageSource
+from registry.models import HourlyRollup, UsageEvent, UsageKind, UsageSource
 from registry.roles import ADMIN, ANALYST, user_roles
 
 RUN, ANALYTICS = "agent:run", "analytics:read"
@@ -26,7 +26,7 @@ RUN, ANALYTICS = "agent:run", "analytics:read"
 class TurnReader:
     """Whose turns a request may read: every turn, or only its user's."""
 
-    user_id: int | None
+    user_id: int
     sees_all: bool
 
 
@@ -161,37 +161,6 @@ def turns_filtered(*, reader: TurnReader, filters: TurnFilter) -> QuerySet[Agent
     )
 
 
-@dataclass
-class TurnCounts:
-    """The list's total and the counts beside its filters: per status (whatever status is
-    chosen, so each can be switched to), and per origin and feedback within the list."""
-
-    total: int = 0
-    by_status: dict[str, int] = field(default_factory=dict)
-    by_origin: dict[str, int] = field(default_factory=dict)
-    feedback_up: int = 0
-    feedback_down: int = 0
-
-
-def turn_counts(*, reader: TurnReader, filters: TurnFilter) -> TurnCounts:
-    """Every count in one pass over the turns the filters select, bar the status filter."""
-    turns = _narrowed(_turns_visible(reader), filters, status=False).order_by()
-    chosen = Q(status=filters.status) if filters.status else Q()
-    aggregates = {"total": Count("pk", filter=chosen)}
-    aggregates |= {f"status_{value}": Count("pk", filter=Q(status=value)) for value in TurnStatus.values}
-    aggregates |= {f"origin_{value}": Count("pk", filter=chosen & Q(origin=value)) for value in TurnOrigin.values}
-    aggregates["feedback_up"] = Count("pk", filter=chosen & Q(feedback_rating=1))
-    aggregates["feedback_down"] = Count("pk", filter=chosen & Q(feedback_rating=-1))
-    row = turns.aggregate(**aggregates)
-    return TurnCounts(
-        total=row["total"],
-        by_status={value: row[f"status_{value}"] for value in TurnStatus.values},
-        by_origin={value: row[f"origin_{value}"] for value in TurnOrigin.values},
-        feedback_up=row["feedback_up"],
-        feedback_down=row["feedback_down"],
-    )
-
-
 @dataclass(frozen=True)
 class CauseCount:
     cause: str
@@ -203,36 +172,54 @@ class CauseCount:
         return FailureCause(self.cause).label if self.cause in FailureCause.values else self.cause
 
 
-@dataclass(frozen=True)
-class TurnCauses:
-    """Failed and cancelled turns of the list, grouped by cause and detail, most first."""
+@dataclass
+class TurnCounts:
+    """The list's total and the counts beside its filters: per status (whatever status is
+    chosen, so each can be switched to), per origin and feedback within the list, and its failed
+    and cancelled turns by cause and detail (most first)."""
 
-    failed: int
-    cancelled: int
-    causes: list[CauseCount]
+    total: int = 0
+    by_status: dict[str, int] = field(default_factory=dict)
+    by_origin: dict[str, int] = field(default_factory=dict)
+    feedback_up: int = 0
+    feedback_down: int = 0
+    failed: int = 0
+    cancelled: int = 0
+    causes: list[CauseCount] = field(default_factory=list)
 
 
-def turn_causes(*, reader: TurnReader, filters: TurnFilter) -> TurnCauses:
-    turns = _narrowed(_turns_visible(reader), filters).order_by()
-    rows = (
-        turns.filter(status__in=(TurnStatus.FAILED, TurnStatus.CANCELLED))
-        .values("status", "failure_cause", "failure_detail")
+def turn_counts(*, reader: TurnReader, filters: TurnFilter) -> TurnCounts:
+    """Every count from one grouped pass over the turns the filters select bar the status filter
+    (at most a few hundred groups: statuses x origins x ratings x causes), added up here."""
+    groups = (
+        _narrowed(_turns_visible(reader), filters, status=False)
+        .order_by()
+        .values_list("status", "origin", "feedback_rating", "failure_cause", "failure_detail")
         .annotate(count=Count("pk"))
     )
-    failed = cancelled = 0
-    groups: dict[tuple[str, str], int] = {}
-    for row in rows:
-        if row["status"] == TurnStatus.FAILED:
-            failed += row["count"]
-        else:
-            cancelled += row["count"]
-        # A turn that ended before causes were kept, or one the reaper ended, has none stored.
-        cause = row["failure_cause"] or (FailureCause.CANCELLED if row["status"] == TurnStatus.CANCELLED else "other")
-        key = (cause, row["failure_detail"])
-        groups[key] = groups.get(key, 0) + row["count"]
-    causes = [CauseCount(cause, detail, count) for (cause, detail), count in groups.items()]
-    causes.sort(key=lambda c: (-c.count, c.cause, c.detail))
-    return TurnCauses(failed=failed, cancelled=cancelled, causes=causes)
+    counts = TurnCounts(by_status=dict.fromkeys(TurnStatus.values, 0), by_origin=dict.fromkeys(TurnOrigin.values, 0))
+    causes: dict[tuple[str, str], int] = {}
+    for status, origin, rating, cause, detail, count in groups:
+        counts.by_status[status] = counts.by_status.get(status, 0) + count
+        if filters.status and status != filters.status:
+            continue
+        counts.total += count
+        counts.by_origin[origin] = counts.by_origin.get(origin, 0) + count
+        counts.feedback_up += count if rating == 1 else 0
+        counts.feedback_down += count if rating == -1 else 0
+        if status in (TurnStatus.FAILED, TurnStatus.CANCELLED):
+            if status == TurnStatus.FAILED:
+                counts.failed += count
+            else:
+                counts.cancelled += count
+            # A turn that ended before causes were kept has none stored.
+            key = (cause or (FailureCause.CANCELLED if status == TurnStatus.CANCELLED else FailureCause.OTHER), detail)
+            causes[key] = causes.get(key, 0) + count
+    counts.causes = sorted(
+        (CauseCount(cause, detail, count) for (cause, detail), count in causes.items()),
+        key=lambda c: (-c.count, c.cause, c.detail),
+    )
+    return counts
 
 
 @dataclass(frozen=True)
@@ -249,16 +236,44 @@ class EventCount:
         return self.of_turns + self.outside
 
 
+# The rollup counters an event kind adds to (feedback by its rating).
+_ROLLUP_COUNTERS = {
+    UsageKind.LOADED: ("loaded",),
+    UsageKind.EXECUTED: ("executed",),
+    UsageKind.SUCCEEDED: ("succeeded",),
+    UsageKind.FAILED: ("failed",),
+    OUTCOME: ("succeeded", "failed"),
+    UsageKind.FEEDBACK: ("feedback_up", "feedback_down"),
+}
+
+
 def turn_event_count(*, reader: TurnReader, filters: TurnFilter) -> EventCount | None:
-    """None when the list is not one of a skill's event counts (`event` and `skill` given)."""
+    """None when the list is not one of a skill's event counts (`event` and `skill` given).
+
+    The listed turns' events are found through the turn index; the outside agents' in the hourly
+    rollups the analytics pages read (their events have no index of their own: `POST /usage`
+    ingest pays for every index on its hot path). Whole UTC days are whole hours, so the rollup
+    rows of the range are exactly its events."""
     if not filters.event or filters.skill is None:
         return None
-    events = UsageEvent.objects.filter(_event_filter(filters))
     listed = _narrowed(_turns_visible(reader), filters).order_by().values("pk")
-    return EventCount(
-        of_turns=events.filter(turn__in=listed).count(),
-        outside=events.filter(source=UsageSource.API).count(),
-    )
+    of_turns = UsageEvent.objects.filter(_event_filter(filters), turn__in=listed).count()
+    counters = _ROLLUP_COUNTERS[filters.event]
+    if filters.event == UsageKind.FEEDBACK and filters.feedback:
+        counters = ("feedback_up",) if filters.feedback == "up" else ("feedback_down",)
+    rows = HourlyRollup.objects.filter(source=UsageSource.API, skill_name=filters.skill)
+    if filters.version is not None:
+        rows = rows.filter(version=filters.version)
+    if filters.trigger is not None:
+        rows = rows.filter(trigger=filters.trigger)
+    if filters.model:
+        rows = rows.filter(model=filters.model)
+    if filters.date_from:
+        rows = rows.filter(bucket__gte=_day_start(filters.date_from))
+    if filters.date_to:
+        rows = rows.filter(bucket__lt=_day_start(filters.date_to) + dt.timedelta(days=1))
+    sums = rows.aggregate(**{counter: Sum(counter) for counter in counters})
+    return EventCount(of_turns=of_turns, outside=sum(value or 0 for value in sums.values()))
 
 
 # --- one turn: its trace, totals and conversation ------------------------------------------

@@ -10,6 +10,7 @@ registry knows nothing of turns) and reads through `agents.selectors`, as the AP
 
 from __future__ import annotations
 
+import datetime as dt
 import uuid
 from dataclasses import dataclass
 from typing import Any
@@ -18,6 +19,7 @@ from django.core.exceptions import PermissionDenied
 from django.http import Http404
 from django.shortcuts import render
 from django.urls import path
+from django.utils import timezone
 from django.utils.http import urlencode
 
 from agents import selectors as turn_selectors
@@ -30,6 +32,7 @@ from registry.errors import NotFound
 from registry.rendering import render_markdown
 
 PAGE_SIZE = 50
+DEFAULT_DAYS = 30
 # The filters the list keeps in its links, in the order the query string shows them.
 FILTER_KEYS = (
     "skill",
@@ -65,14 +68,20 @@ def _reader(request) -> TurnReader:
 
 def _filters(params) -> tuple[TurnFilter, dict[str, str], dict[str, str]]:
     """The filters, the values as given (for the form and links) and the problems: a bad filter
-    is named and left out, the others still apply."""
+    is named and left out, the others still apply. As on the analytics pages, a first visit
+    shows the last 30 days and an emptied date field means "no bound"."""
+    if "from" not in params and "to" not in params:
+        today = timezone.now().date()
+        params = params.copy()
+        params["from"], params["to"] = (today - dt.timedelta(days=DEFAULT_DAYS - 1)).isoformat(), today.isoformat()
     given = turn_filter_params(params)
+    values = {key: str(given[key]) for key in given}
     parsed = TurnFilterSerializer(data=given)
     if parsed.is_valid():
-        return parsed.turn_filter(), given.dict(), {}
+        return parsed.turn_filter(), values, {}
     problems = {key: " ".join(str(m) for m in messages) for key, messages in parsed.errors.items()}
     parsed = TurnFilterSerializer(data=turn_filter_params(params, leave_out=problems))
-    return (parsed.turn_filter() if parsed.is_valid() else TurnFilter()), given.dict(), problems
+    return (parsed.turn_filter() if parsed.is_valid() else TurnFilter()), values, problems
 
 
 def _query(given: dict[str, str], **changes: Any) -> str:
@@ -97,7 +106,6 @@ def turn_list(request):
     reader = _reader(request)
     filters, given, problems = _filters(request.GET)
     counts = turn_selectors.turn_counts(reader=reader, filters=filters)
-    causes = turn_selectors.turn_causes(reader=reader, filters=filters)
     try:
         page = max(1, int(request.GET.get("page", "1")))
     except ValueError:
@@ -119,10 +127,8 @@ def turn_list(request):
         "origins": [(value, TurnOrigin(value).label, counts.by_origin[value]) for value in TurnOrigin.values],
         "causes": [
             (cause, "?" + _query(given, cause=cause.cause, detail=cause.detail if cause.detail else None))
-            for cause in causes.causes
+            for cause in counts.causes
         ],
-        "failed": causes.failed,
-        "cancelled": causes.cancelled,
         "turns": turns,
         "page": page,
         "previous": "?" + _query(given) + f"&page={page - 1}" if page > 1 else "",

@@ -44,6 +44,15 @@ class Migration(migrations.Migration):
             name='origin',
             field=models.CharField(choices=[('playground', 'playground'), ('api', 'API'), ('eval', 'eval')], default='api', max_length=16),
         ),
+        migrations.AlterField(
+            model_name='agentturn',
+            name='created_at',
+            field=models.DateTimeField(auto_now_add=True),
+        ),
+        migrations.AddIndex(
+            model_name='agentturn',
+            index=models.Index(fields=['-created_at'], include=('status', 'origin', 'feedback_rating', 'failure_cause', 'failure_detail', 'user', 'model'), name='turn_newest'),
+        ),
         migrations.AddIndex(
             model_name='agentturn',
             index=models.Index(fields=['status', '-created_at'], name='turn_status_newest'),
