@@ -178,7 +178,7 @@ def test_failed_turns_are_grouped_by_cause(make_token, people):
     assert client(make_token, people["other"], ["agent:run"]).get("/api/v1/agent/turns/causes").json()["failed"] == 0
 
 
-def test_the_schema_describes_the_list(client_schema=None):
+def test_the_schema_describes_the_list():
     from drf_spectacular.generators import SchemaGenerator
 
     schema = SchemaGenerator().get_schema(request=None, public=True)
