@@ -1,33 +1,154 @@
-"""REST endpoints for turns (SPEC §5): queue a turn, read its status and trace, feedback, cancel."""
+"""REST endpoints for turns (SPEC §5): queue a turn, list and filter turns with their failure
+causes, read a turn's status and trace, feedback, cancel."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from django.conf import settings
-from drf_spectacular.utils import extend_schema
+from django.http import QueryDict
+from drf_spectacular.utils import extend_schema, extend_schema_field
 from rest_framework import serializers, status
 from rest_framework.response import Response
 
-from agents import selectors as turn_selectors
-from agents import services
-from agents.models import AgentTurn
+from agents import selectors, services
+from agents.models import AgentTurn, FailureCause, TurnOrigin, TurnStatus
+from agents.selectors import ANALYTICS, EVENT_KINDS, RUN, TurnFilter, TurnReader
+from registry.api.auth import ScopeRequired, has_scope
 from registry.api.base import ApiView
 from registry.api.schema import errors
-from registry.api.serializers import TextField, WholeNumberField
+from registry.api.serializers import DayField, TextField, WholeNumberField
+
+# Reading turns: `agent:run` reads one's own, `analytics:read` (analysts, admins) every turn.
+READ_SCOPES = (RUN, ANALYTICS)
 
 
 class TurnApi(ApiView):
     """The registry's API base: JSON bodies only (the safe parser refuses text PostgreSQL cannot
     store, even inside `script`), size-capped, errors in the one JSON shape."""
 
-    required_scopes = {"GET": "agent:run", "POST": "agent:run"}
+    required_scopes: dict[str, str | tuple[str, ...]] = {"GET": READ_SCOPES, "POST": RUN}
 
     @property
     def max_body_bytes(self) -> int:  # type: ignore[override]
         # A full-length message of non-ASCII text arrives as \uXXXX escapes: 6 bytes a character.
         return max(ApiView.max_body_bytes, settings.AGENT_MAX_MESSAGE_CHARS * 6 + 64 * 1024)
 
+    def reader(self) -> TurnReader:
+        reader = selectors.turn_reader(
+            user=self.request.user, scopes={scope for scope in READ_SCOPES if has_scope(self.request, scope)}
+        )
+        if reader is None:  # an author's token with analytics:read only: their turns need agent:run
+            raise ScopeRequired(RUN, why=" to read your own turns (analysts and admins read all with 'analytics:read')")
+        return reader
 
-class AgentTurnCreateApi(TurnApi):
+
+class TurnFilterSerializer(serializers.Serializer):
+    """The turn list's filters (query parameters), shared by the API and the console."""
+
+    skill = TextField(required=False, max_length=128, help_text="Turns that loaded this skill.")
+    version = WholeNumberField(
+        required=False, min_value=1, max_value=2**31 - 1, help_text="With `skill`: that version of it."
+    )
+    trigger = TextField(required=False, max_length=32, help_text="Turns that loaded a skill through this trigger.")
+    event = serializers.ChoiceField(
+        choices=[str(kind) for kind in EVENT_KINDS],
+        required=False,
+        help_text="Match `skill`, `version` and `trigger` against the turn's usage events of this kind instead "
+        "of its loads (`failed`: the turns a skill's failure count counts); `from`/`to` then select the "
+        "event's day, as the analytics pages do.",
+    )
+    status = serializers.ChoiceField(choices=TurnStatus.values, required=False)
+    model = TextField(required=False, max_length=200)
+    origin = serializers.ChoiceField(choices=TurnOrigin.values, required=False)
+    feedback = serializers.ChoiceField(choices=["up", "down"], required=False)
+    cause = serializers.ChoiceField(
+        choices=FailureCause.values, required=False, help_text="Failed or cancelled turns of this cause."
+    )
+    detail = TextField(
+        required=False,
+        max_length=200,
+        allow_blank=True,
+        help_text="With `cause`: its detail (the tool, the budget, the abort's reason).",
+    )
+    q = TextField(required=False, max_length=200, help_text="Text in the turn's message (case-insensitive).")
+    locals()["from"] = DayField(required=False, help_text="First day (UTC), inclusive.")
+    to = DayField(required=False, help_text="Last day (UTC), inclusive.")
+
+    def validate(self, attrs):
+        if attrs.get("version") is not None and not attrs.get("skill"):
+            raise serializers.ValidationError({"version": "needs `skill`: versions are numbered per skill."})
+        if "detail" in attrs and not attrs.get("cause"):
+            raise serializers.ValidationError({"detail": "needs `cause`."})
+        if attrs.get("from") and attrs.get("to") and attrs["from"] > attrs["to"]:
+            raise serializers.ValidationError({"from": "must not be after 'to'."})
+        return attrs
+
+    def turn_filter(self) -> TurnFilter:
+        values = dict(self.validated_data)
+        return TurnFilter(date_from=values.pop("from", None), date_to=values.pop("to", None), **values)
+
+
+def turn_filter_params(params, *, leave_out: Iterable[str] = ()) -> QueryDict:
+    """The filters of a query string: a parameter given empty (an HTML form's unset field) is
+    not given. A QueryDict, so number fields read text as a query string's numbers."""
+    given = QueryDict(mutable=True)
+    for key in TurnFilterSerializer().fields:
+        if params.get(key, "") != "" and key not in leave_out:
+            given[key] = params[key]
+    return given
+
+
+def turn_filter_from(params) -> TurnFilter:
+    """The list's filters from a query string; a 400 naming the parameter when one is bad."""
+    parsed = TurnFilterSerializer(data=turn_filter_params(params))
+    parsed.is_valid(raise_exception=True)
+    return parsed.turn_filter()
+
+
+class TurnSkillSerializer(serializers.Serializer):
+    name = serializers.CharField(source="skill_name")
+    version = serializers.IntegerField(allow_null=True)
+    trigger = serializers.CharField()
+
+
+class TurnFeedbackShownSerializer(serializers.Serializer):
+    rating = serializers.ChoiceField(choices=["up", "down"])
+    comment = serializers.CharField()
+
+
+class TurnRowSerializer(serializers.ModelSerializer):
+    """One row of the turn list (`turns_filtered` gives each turn its `loaded_events`)."""
+
+    duration_ms = serializers.IntegerField(allow_null=True, help_text="From the worker's first claim to the end.")
+    message = serializers.SerializerMethodField(help_text="Its first 300 characters.")
+    skills = serializers.SerializerMethodField()
+    tokens = serializers.SerializerMethodField()
+    feedback = serializers.SerializerMethodField()
+
+    class Meta:
+        model = AgentTurn
+        fields = ["id", "status", "created_at", "duration_ms", "model", "origin", "message", "skills", "tokens"]
+        fields += ["cost", "feedback", "error"]
+
+    def get_message(self, turn) -> str:
+        return turn.message[:300]
+
+    @extend_schema_field(TurnSkillSerializer(many=True))
+    def get_skills(self, turn) -> list[dict]:
+        return TurnSkillSerializer(turn.loaded_events, many=True).data
+
+    def get_tokens(self, turn) -> int:
+        return turn.prompt_tokens + turn.completion_tokens
+
+    @extend_schema_field(TurnFeedbackShownSerializer(allow_null=True))
+    def get_feedback(self, turn) -> dict | None:
+        if turn.feedback_rating is None:
+            return None
+        return {"rating": "up" if turn.feedback_rating > 0 else "down", "comment": turn.feedback_comment}
+
+
+class AgentTurnListCreateApi(TurnApi):
     class TurnCreateInputSerializer(serializers.Serializer):
         # A pasted log or document is welcome: the runtime trims what does not fit the model.
         message = TextField(
@@ -83,6 +204,44 @@ class AgentTurnCreateApi(TurnApi):
         )
         return Response(self.TurnQueuedSerializer(turn).data, status=status.HTTP_202_ACCEPTED)
 
+    @extend_schema(
+        operation_id="agent_turns_list",
+        parameters=[TurnFilterSerializer],
+        responses={200: TurnRowSerializer(many=True), **errors(400, 401, 403)},
+        summary="List turns, newest first, filtered",
+        description="Analysts and admins (`analytics:read`) see every turn; anyone else with `agent:run` their own.",
+    )
+    def get(self, request):
+        filters = turn_filter_from(request.query_params)
+        turns = selectors.turns_filtered(reader=self.reader(), filters=filters)
+        return self.paginated(turns, lambda turn: TurnRowSerializer(turn).data)
+
+
+class CauseSerializer(serializers.Serializer):
+    cause = serializers.ChoiceField(choices=FailureCause.values)
+    title = serializers.CharField()
+    detail = serializers.CharField(help_text="The abort's reason, the budget, the tool; empty for the others.")
+    count = serializers.IntegerField()
+
+
+class AgentTurnCausesApi(TurnApi):
+    class CausesSerializer(serializers.Serializer):
+        failed = serializers.IntegerField()
+        cancelled = serializers.IntegerField()
+        causes = CauseSerializer(many=True, help_text="Most first.")
+
+    @extend_schema(
+        parameters=[TurnFilterSerializer],
+        responses={200: CausesSerializer, **errors(400, 401, 403)},
+        summary="Why the listed turns failed: failed and cancelled turns by cause",
+        description="Takes the list's filters. One cause a turn: cancelled; aborted (with its reason); model "
+        "errors; tool errors (by the tool that failed most); budget exceeded (time, tokens, iterations); other.",
+    )
+    def get(self, request):
+        filters = turn_filter_from(request.query_params)
+        counts = selectors.turn_counts(reader=self.reader(), filters=filters)
+        return Response(self.CausesSerializer(counts).data)
+
 
 class TraceEventSerializer(serializers.Serializer):
     seq = serializers.IntegerField()
@@ -123,7 +282,7 @@ class AgentTurnDetailApi(TurnApi):
 
         def get_trace(self, turn) -> list[dict]:
             after = self.context.get("after", 0)
-            return TraceEventSerializer(turn_selectors.turn_trace_events(turn=turn, after=after), many=True).data
+            return TraceEventSerializer(selectors.turn_trace_events(turn=turn, after=after), many=True).data
 
         def get_is_demo_model(self, turn) -> bool:
             return turn.model == "offline"
@@ -139,7 +298,7 @@ class AgentTurnDetailApi(TurnApi):
         parameters=[TraceQuerySerializer],
     )
     def get(self, request, turn_id):
-        turn = services.agent_turn_get_for_user(user=request.user, turn_id=turn_id)
+        turn = selectors.turn_get_for_reader(reader=self.reader(), turn_id=turn_id)
         query = self.TraceQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
         return Response(self.TurnDetailSerializer(turn, context={"after": query.validated_data["after"]}).data)

@@ -36,6 +36,25 @@ class TurnStatus(models.TextChoices):
 FINISHED_STATUSES = (TurnStatus.SUCCEEDED, TurnStatus.FAILED, TurnStatus.CANCELLED)
 
 
+class TurnOrigin(models.TextChoices):
+    """Where a turn was sent from: the console's playground, `POST /agent/turns`, or an eval run."""
+
+    PLAYGROUND = "playground", "playground"
+    API = "api", "API"
+    EVAL = "eval", "eval"
+
+
+class FailureCause(models.TextChoices):
+    """Why a turn did not succeed, one cause a turn (agents/causes.py decides which)."""
+
+    ABORTED = "aborted", "aborted"
+    TOOL_ERROR = "tool_error", "tool errors"
+    MODEL_ERROR = "model_error", "model errors"
+    BUDGET_EXCEEDED = "budget_exceeded", "budget exceeded"
+    CANCELLED = "cancelled", "cancelled"
+    OTHER = "other", "other errors"
+
+
 class AgentTurn(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     conversation = models.ForeignKey(
@@ -46,6 +65,7 @@ class AgentTurn(models.Model):
     )
     message = models.TextField()
     model = models.CharField(max_length=200)
+    origin = models.CharField(max_length=16, choices=TurnOrigin.choices, default=TurnOrigin.API)
     forced_skill = models.CharField(max_length=128, blank=True)
     script = models.JSONField(null=True, blank=True)
     max_input_tokens = models.PositiveIntegerField(null=True, blank=True)
@@ -53,6 +73,10 @@ class AgentTurn(models.Model):
     cancel_requested = models.BooleanField(default=False)
     answer = models.TextField(blank=True)
     error = models.TextField(blank=True)
+    # Set when the turn ends failed or cancelled: its cause and what it names (the abort's
+    # reason, the budget, the tool), so the turn list counts causes without reading traces.
+    failure_cause = models.CharField(max_length=24, choices=FailureCause.choices, blank=True)
+    failure_detail = models.CharField(max_length=200, blank=True)
     steps = models.PositiveIntegerField(default=0)
     prompt_tokens = models.PositiveIntegerField(default=0)
     completion_tokens = models.PositiveIntegerField(default=0)
@@ -67,12 +91,26 @@ class AgentTurn(models.Model):
     lease_expires_at = models.DateTimeField(null=True, blank=True)
     feedback_rating = models.SmallIntegerField(null=True, blank=True)
     feedback_comment = models.TextField(blank=True)
-    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    created_at = models.DateTimeField(auto_now_add=True)  # indexed: see Meta
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at"]
+        # The turn list (agents/selectors.py): newest first, narrowed by days, status, author (an
+        # author sees their own) or model; each index hands out its rows in list order, so a page
+        # stops after its limit. The first also carries what the list's counts group by, so the
+        # counts of a range of days are an index-only scan on PostgreSQL (elsewhere a plain index).
+        indexes = [
+            models.Index(
+                fields=["-created_at"],
+                include=["status", "origin", "feedback_rating", "failure_cause", "failure_detail", "user", "model"],
+                name="turn_newest",
+            ),
+            models.Index(fields=["status", "-created_at"], name="turn_status_newest"),
+            models.Index(fields=["user", "-created_at"], name="turn_user_newest"),
+            models.Index(fields=["model", "-created_at"], name="turn_model_newest"),
+        ]
 
     def __str__(self) -> str:
         return f"turn {self.id} ({self.status})"
@@ -80,6 +118,13 @@ class AgentTurn(models.Model):
     @property
     def is_finished(self) -> bool:
         return self.status in FINISHED_STATUSES
+
+    @property
+    def duration_ms(self) -> int | None:
+        """From the first claim to the end: the time a worker spent, not the time in the queue."""
+        if self.started_at is None or self.finished_at is None:
+            return None
+        return int((self.finished_at - self.started_at).total_seconds() * 1000)
 
 
 class PromptText(models.Model):

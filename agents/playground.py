@@ -28,7 +28,7 @@ from django.utils.http import urlencode
 from agents import selectors as turn_selectors
 from agents import services as turns
 from agents.model_strings import OFFLINE, SCRIPTED
-from agents.models import AgentTurn, TraceEvent
+from agents.models import AgentTurn, TraceEvent, TurnOrigin
 from registry.console.access import console_view, user_scopes
 from registry.console.inputs import json_from_text, text_problem
 from registry.errors import ApplicationError, NotFound
@@ -142,7 +142,7 @@ def playground_send(request):
     values, errors = form.service_values()
     if values is not None:
         try:
-            turn = turns.agent_turn_create(user=request.user, **values)
+            turn = turns.agent_turn_create(user=request.user, origin=TurnOrigin.PLAYGROUND, **values)
         except ApplicationError as exc:
             errors = {next(iter(exc.fields), "message"): exc.detail}
             status = exc.status
@@ -343,9 +343,7 @@ def turn_feedback(request, turn_id):
             turn = turns.agent_turn_feedback(turn=turn, rating=request.POST.get("rating", ""))
         except ApplicationError as exc:
             if request.htmx:
-                return render(
-                    request, "agents/playground.html#feedback", {"turn": turn, "feedback_error": exc.detail}
-                )
+                return render(request, "agents/playground.html#feedback", {"turn": turn, "feedback_error": exc.detail})
             messages.error(request, f"Feedback not recorded: {exc.detail}")
         else:
             if request.htmx:

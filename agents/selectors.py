@@ -1,12 +1,282 @@
-"""Reads for the playground: a turn's trace after a sequence number, its running totals, and the
-user's recent conversations. Who may see a turn is `services.agent_turn_get_for_user`."""
+"""Reads of turns: the turn list with its filters, counts and failure causes (API and console
+alike), a turn's trace after a sequence number, its running totals, and the user's recent
+conversations. Who may read which turns is `turn_reader` (lists) and
+`services.agent_turn_get_for_user` (one turn)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import datetime as dt
+from dataclasses import dataclass, field
 from typing import Any
 
-from agents.models import AgentTurn, Conversation, PromptText, TraceEvent
+from django.db.models import Count, Exists, OuterRef, Prefetch, Q, QuerySet, Sum
+
+from agents.models import AgentTurn, Conversation, FailureCause, PromptText, TraceEvent, TurnOrigin, TurnStatus
+from registry.errors import NotFound
+from registry.models import HourlyRollup, UsageEvent, UsageKind, UsageSource
+from registry.roles import ADMIN, ANALYST, user_roles
+
+RUN, ANALYTICS = "agent:run", "analytics:read"
+
+
+# --- who reads which turns -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TurnReader:
+    """Whose turns a request may read: every turn, or only its user's."""
+
+    user_id: int
+    sees_all: bool
+
+
+def turn_reader(*, user: Any, scopes: set[str]) -> TurnReader | None:
+    """Admins (with either scope) and analysts (with `analytics:read`) read every turn; anyone
+    with `agent:run` reads their own; None for a request that may read no turn. `scopes` are the
+    request's: a console user's role's, or an API token's (cut to its owner's role)."""
+    roles = user_roles(user)
+    if (ADMIN in roles and scopes & {RUN, ANALYTICS}) or (ANALYST in roles and ANALYTICS in scopes):
+        return TurnReader(user_id=user.pk, sees_all=True)
+    if RUN in scopes:
+        return TurnReader(user_id=user.pk, sees_all=False)
+    return None
+
+
+def turn_get_for_reader(*, reader: TurnReader, turn_id: Any) -> AgentTurn:
+    """One turn, when `reader` may read it (else NotFound: a turn one may not read does not exist)."""
+    turn = _turns_visible(reader).filter(pk=turn_id).first()
+    if turn is None:
+        raise NotFound(f"No turn {turn_id}.")
+    return turn
+
+
+# --- the turn list ---------------------------------------------------------------------------
+
+# The usage events a list filtered by skill, version or trigger can be matched against: the
+# events the analytics pages count, so a count there and the list it links to agree. `outcome`
+# is either outcome (a success rate's n).
+OUTCOME = "outcome"
+EVENT_KINDS = (
+    UsageKind.LOADED,
+    UsageKind.EXECUTED,
+    UsageKind.SUCCEEDED,
+    UsageKind.FAILED,
+    OUTCOME,
+    UsageKind.FEEDBACK,
+)
+
+
+@dataclass(frozen=True)
+class TurnFilter:
+    """What the turn list is narrowed by. `skill`, `version` and `trigger` match the runtime
+    usage events of the turn: its loads, or with `event` the events of that kind (a skill's
+    outcomes, its feedback). Dates are whole UTC days, inclusive: of the turn's creation, or with
+    `event` of the event, as the analytics pages count them."""
+
+    skill: str | None = None
+    version: int | None = None
+    trigger: str | None = None
+    event: str | None = None
+    status: str | None = None
+    model: str | None = None
+    origin: str | None = None
+    feedback: str | None = None  # "up" | "down"
+    cause: str | None = None
+    detail: str | None = None  # the cause's detail: the tool, the budget, the abort's reason
+    q: str | None = None
+    date_from: dt.date | None = None
+    date_to: dt.date | None = None
+
+    @property
+    def by_event(self) -> bool:
+        return any(value is not None for value in (self.skill, self.version, self.trigger, self.event))
+
+
+def _day_start(day: dt.date) -> dt.datetime:
+    return dt.datetime.combine(day, dt.time.min, tzinfo=dt.UTC)
+
+
+def _event_filter(filters: TurnFilter) -> Q:
+    """The usage events a turn must have (runtime events only: they are the ones with a turn)."""
+    kind = filters.event or UsageKind.LOADED
+    events = Q(kind__in=(UsageKind.SUCCEEDED, UsageKind.FAILED)) if kind == OUTCOME else Q(kind=kind)
+    if filters.skill is not None:
+        events &= Q(skill_name=filters.skill)
+    if filters.version is not None:
+        events &= Q(version=filters.version)
+    if filters.trigger is not None:
+        events &= Q(trigger=filters.trigger)
+    if kind == UsageKind.FEEDBACK and filters.feedback:
+        events &= Q(rating=1 if filters.feedback == "up" else -1)
+    if filters.event and filters.model:
+        events &= Q(model=filters.model)
+    if filters.event and filters.date_from:
+        events &= Q(at__gte=_day_start(filters.date_from))
+    if filters.event and filters.date_to:
+        events &= Q(at__lt=_day_start(filters.date_to) + dt.timedelta(days=1))
+    return events
+
+
+def _turns_visible(reader: TurnReader) -> QuerySet[AgentTurn]:
+    turns = AgentTurn.objects.order_by("-created_at")
+    return turns if reader.sees_all else turns.filter(user_id=reader.user_id)
+
+
+def _narrowed(turns: QuerySet[AgentTurn], filters: TurnFilter, *, status: bool = True) -> QuerySet[AgentTurn]:
+    if status and filters.status:
+        turns = turns.filter(status=filters.status)
+    if filters.model:
+        turns = turns.filter(model=filters.model)
+    if filters.origin:
+        turns = turns.filter(origin=filters.origin)
+    if filters.feedback:
+        turns = turns.filter(feedback_rating=1 if filters.feedback == "up" else -1)
+    if filters.cause:
+        turns = turns.filter(failure_cause=filters.cause)
+    if filters.detail is not None:
+        turns = turns.filter(failure_detail=filters.detail)
+    if filters.q:
+        turns = turns.filter(message__icontains=filters.q)
+    if not filters.event:
+        if filters.date_from:
+            turns = turns.filter(created_at__gte=_day_start(filters.date_from))
+        if filters.date_to:
+            turns = turns.filter(created_at__lt=_day_start(filters.date_to) + dt.timedelta(days=1))
+    if filters.by_event:
+        events = UsageEvent.objects.filter(_event_filter(filters), turn=OuterRef("pk"))
+        turns = turns.filter(Exists(events))
+    return turns
+
+
+def turns_filtered(*, reader: TurnReader, filters: TurnFilter) -> QuerySet[AgentTurn]:
+    """The turns `reader` may read that match `filters`, newest first, each with `loaded_events`
+    (the skill versions it loaded, with their triggers) once evaluated."""
+    loaded = (
+        UsageEvent.objects.filter(kind=UsageKind.LOADED)
+        .order_by("id")
+        .only("turn_id", "skill_name", "version", "trigger")
+    )
+    return _narrowed(_turns_visible(reader), filters).prefetch_related(
+        Prefetch("usage_events", queryset=loaded, to_attr="loaded_events")
+    )
+
+
+@dataclass(frozen=True)
+class CauseCount:
+    cause: str
+    detail: str
+    count: int
+
+    @property
+    def title(self) -> str:
+        return FailureCause(self.cause).label if self.cause in FailureCause.values else self.cause
+
+
+@dataclass
+class TurnCounts:
+    """The list's total and the counts beside its filters: per status (whatever status is
+    chosen, so each can be switched to), per origin and feedback within the list, and its failed
+    and cancelled turns by cause and detail (most first)."""
+
+    total: int = 0
+    by_status: dict[str, int] = field(default_factory=dict)
+    by_origin: dict[str, int] = field(default_factory=dict)
+    feedback_up: int = 0
+    feedback_down: int = 0
+    failed: int = 0
+    cancelled: int = 0
+    causes: list[CauseCount] = field(default_factory=list)
+
+
+def turn_counts(*, reader: TurnReader, filters: TurnFilter) -> TurnCounts:
+    """Every count from one grouped pass over the turns the filters select bar the status filter
+    (at most a few hundred groups: statuses x origins x ratings x causes), added up here."""
+    groups = (
+        _narrowed(_turns_visible(reader), filters, status=False)
+        .order_by()
+        .values_list("status", "origin", "feedback_rating", "failure_cause", "failure_detail")
+        .annotate(count=Count("pk"))
+    )
+    counts = TurnCounts(by_status=dict.fromkeys(TurnStatus.values, 0), by_origin=dict.fromkeys(TurnOrigin.values, 0))
+    causes: dict[tuple[str, str], int] = {}
+    for status, origin, rating, cause, detail, count in groups:
+        counts.by_status[status] = counts.by_status.get(status, 0) + count
+        if filters.status and status != filters.status:
+            continue
+        counts.total += count
+        counts.by_origin[origin] = counts.by_origin.get(origin, 0) + count
+        counts.feedback_up += count if rating == 1 else 0
+        counts.feedback_down += count if rating == -1 else 0
+        if status in (TurnStatus.FAILED, TurnStatus.CANCELLED):
+            if status == TurnStatus.FAILED:
+                counts.failed += count
+            else:
+                counts.cancelled += count
+            # A turn that ended before causes were kept has none stored.
+            key = (cause or (FailureCause.CANCELLED if status == TurnStatus.CANCELLED else FailureCause.OTHER), detail)
+            causes[key] = causes.get(key, 0) + count
+    counts.causes = sorted(
+        (CauseCount(cause, detail, count) for (cause, detail), count in causes.items()),
+        key=lambda c: (-c.count, c.cause, c.detail),
+    )
+    return counts
+
+
+@dataclass(frozen=True)
+class EventCount:
+    """The events behind an analytics count that a list of turns drills into: those of the
+    listed turns (a turn may hold several, e.g. a skill loaded through two triggers) and those
+    outside agents reported through `POST /usage`, which have no turn."""
+
+    of_turns: int
+    outside: int
+
+    @property
+    def total(self) -> int:
+        return self.of_turns + self.outside
+
+
+# The rollup counters an event kind adds to (feedback by its rating).
+_ROLLUP_COUNTERS = {
+    UsageKind.LOADED: ("loaded",),
+    UsageKind.EXECUTED: ("executed",),
+    UsageKind.SUCCEEDED: ("succeeded",),
+    UsageKind.FAILED: ("failed",),
+    OUTCOME: ("succeeded", "failed"),
+    UsageKind.FEEDBACK: ("feedback_up", "feedback_down"),
+}
+
+
+def turn_event_count(*, reader: TurnReader, filters: TurnFilter) -> EventCount | None:
+    """None when the list is not one of a skill's event counts (`event` and `skill` given).
+
+    The listed turns' events are found through the turn index; the outside agents' in the hourly
+    rollups the analytics pages read (their events have no index of their own: `POST /usage`
+    ingest pays for every index on its hot path). Whole UTC days are whole hours, so the rollup
+    rows of the range are exactly its events."""
+    if not filters.event or filters.skill is None:
+        return None
+    listed = _narrowed(_turns_visible(reader), filters).order_by().values("pk")
+    of_turns = UsageEvent.objects.filter(_event_filter(filters), turn__in=listed).count()
+    counters = _ROLLUP_COUNTERS[filters.event]
+    if filters.event == UsageKind.FEEDBACK and filters.feedback:
+        counters = ("feedback_up",) if filters.feedback == "up" else ("feedback_down",)
+    rows = HourlyRollup.objects.filter(source=UsageSource.API, skill_name=filters.skill)
+    if filters.version is not None:
+        rows = rows.filter(version=filters.version)
+    if filters.trigger is not None:
+        rows = rows.filter(trigger=filters.trigger)
+    if filters.model:
+        rows = rows.filter(model=filters.model)
+    if filters.date_from:
+        rows = rows.filter(bucket__gte=_day_start(filters.date_from))
+    if filters.date_to:
+        rows = rows.filter(bucket__lt=_day_start(filters.date_to) + dt.timedelta(days=1))
+    sums = rows.aggregate(**{counter: Sum(counter) for counter in counters})
+    return EventCount(of_turns=of_turns, outside=sum(value or 0 for value in sums.values()))
+
+
+# --- one turn: its trace, totals and conversation ------------------------------------------
 
 
 def turn_trace_events(*, turn: AgentTurn, after: int = 0) -> list[TraceEvent]:

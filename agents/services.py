@@ -35,9 +35,10 @@ from django.db.models import F
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from agents.causes import failure_cause
 from agents.lease import LeaseKeeper, TurnLost
 from agents.model_strings import OFFLINE, SCRIPTED, model_string_problem
-from agents.models import AgentTurn, Conversation, TurnCheckpoint, TurnStatus
+from agents.models import AgentTurn, Conversation, FailureCause, TraceEvent, TurnCheckpoint, TurnOrigin, TurnStatus
 from agents.runtime.cgroups import run_cgroups_sweep
 from agents.runtime.forcing import forced_skill_and_query
 from agents.runtime.llm import provider_of
@@ -117,6 +118,7 @@ def agent_turn_create(
     forced_skill: str | None = None,
     script: list[dict] | None = None,
     max_input_tokens: int | None = None,
+    origin: str = TurnOrigin.API,
 ) -> AgentTurn:
     """Queue a turn; the worker is told only after the row is committed."""
     model = agent_model_check(model=model)
@@ -136,6 +138,7 @@ def agent_turn_create(
             forced_skill=forced_skill or "",
             script=script,
             max_input_tokens=max_input_tokens,
+            origin=origin,
             lease_expires_at=_lease_from_now(),  # queued: when the reaper sends the message again
         )
         transaction.on_commit(lambda: _enqueue(str(turn.id)))
@@ -211,11 +214,15 @@ def agent_turn_cancel(*, turn: AgentTurn) -> AgentTurn:
     now = timezone.now()
     with transaction.atomic():
         AgentTurn.objects.filter(pk=turn.pk, status=TurnStatus.QUEUED).update(
-            status=TurnStatus.CANCELLED, finished_at=now, error="Cancelled before it started."
+            status=TurnStatus.CANCELLED,
+            finished_at=now,
+            error="Cancelled before it started.",
+            failure_cause=FailureCause.CANCELLED,
         )
         AgentTurn.objects.filter(pk=turn.pk, status=TurnStatus.RUNNING, lease_expires_at__lt=now).update(
             status=TurnStatus.CANCELLED,
             finished_at=now,
+            failure_cause=FailureCause.CANCELLED,
             error="Cancelled; the worker that was running it had stopped responding.",
         )
         AgentTurn.objects.filter(pk=turn.pk, status__in=(TurnStatus.RUNNING, TurnStatus.CANCELLED)).update(
@@ -305,7 +312,14 @@ def agent_turn_fail(*, turn_id: str, error: str, attempt: int | None = None) -> 
     turns = AgentTurn.objects.filter(pk=turn_id, status__in=(TurnStatus.QUEUED, TurnStatus.RUNNING))
     if attempt is not None:
         turns = turns.filter(status=TurnStatus.RUNNING, attempts=attempt)
-    turns.update(status=TurnStatus.FAILED, error=error[:2000], finished_at=timezone.now())
+    cause = failure_cause(status=TurnStatus.FAILED, error=error)
+    turns.update(
+        status=TurnStatus.FAILED,
+        error=error[:2000],
+        finished_at=timezone.now(),
+        failure_cause=cause.cause,
+        failure_detail=cause.detail,
+    )
 
 
 def agent_turn_finish(*, turn: AgentTurn, result: TurnResult, trace: DatabaseTraceSink | None = None) -> bool:
@@ -334,9 +348,20 @@ def agent_turn_finish(*, turn: AgentTurn, result: TurnResult, trace: DatabaseTra
             return False
         if trace is not None:
             trace.flush()  # its held checkpoints are not: a finished turn is never resumed
+        if result.status != TurnStatus.SUCCEEDED:
+            cause = failure_cause(status=result.status, error=result.error or "", failed_tools=_failed_tools(turn))
+            AgentTurn.objects.filter(pk=turn.pk).update(failure_cause=cause.cause, failure_detail=cause.detail)
         usage_record(events=_usage_events(turn, result), source=UsageSource.RUNTIME, audit=False)
         TurnCheckpoint.objects.filter(turn=turn).delete()  # a finished turn is never resumed
     return True
+
+
+def _failed_tools(turn: AgentTurn) -> list[str]:
+    """The tool of each tool error, refused call and failed tool call in the turn's trace."""
+    failed = TraceEvent.objects.filter(turn=turn, type__in=("tool_error", "tool_refused")) | TraceEvent.objects.filter(
+        turn=turn, type="tool_call", data__ok=False
+    )
+    return [str(tool) for tool in failed.values_list("data__tool", flat=True) if tool]
 
 
 def _usage_events(turn: AgentTurn, result: TurnResult) -> list[UsageEventInput]:
@@ -542,13 +567,17 @@ def agent_turns_reap(*, limit: int = 200) -> ReapReport:
             if cancel_requested:
                 outcome = "cancelled"
                 changed = seen.update(
-                    status=TurnStatus.CANCELLED, finished_at=now, error="Cancelled; its worker had stopped responding."
+                    status=TurnStatus.CANCELLED,
+                    finished_at=now,
+                    error="Cancelled; its worker had stopped responding.",
+                    failure_cause=FailureCause.CANCELLED,
                 )
             elif takeovers >= settings.AGENT_TURN_MAX_TAKEOVERS:
                 outcome = "failed"
                 changed = seen.update(
                     status=TurnStatus.FAILED,
                     finished_at=now,
+                    failure_cause=FailureCause.OTHER,
                     error=f"The worker running this turn stopped responding {takeovers + 1} times "
                     f"(attempt {attempts}); giving up.",
                 )

@@ -20,6 +20,7 @@ SCRIPTS = (
     "sandbox_overhead.py",
     "load_mixed.py",
     "console_pages.py",
+    "turn_list.py",
 )
 
 for script in SCRIPTS:

@@ -29,6 +29,7 @@ urlpatterns = [
     path("api/v1/agent/", include("agents.urls")),
     path("api/v1/", include("registry.api.urls")),
     path("", include("registry.console.urls")),
-    # The console page of the agents app: the registry knows nothing of turns.
+    # The console pages of the agents app: the registry knows nothing of turns.
     path("", include("agents.playground")),
+    path("", include("agents.turns")),
 ]

@@ -254,11 +254,19 @@ class UsageEvent(models.Model):
         # No index beyond these: every read goes to the rollups, and each index is paid for on
         # every insert of the hot ingest path. event_id's uniqueness is a constraint, not
         # `unique=True`, which on PostgreSQL adds a second (LIKE) index that no query uses; only
-        # runtime events have a turn, so API events stay out of the turn index (deleting a turn
-        # finds its events through it).
+        # runtime events have a turn, so API events stay out of the turn indexes: deleting a turn
+        # finds its events through the first, the turn list finds the turns that loaded a skill
+        # (or failed with it) through the second.
         ordering = ["-at"]
         constraints = [models.UniqueConstraint(fields=["event_id"], name="usage_event_id_unique")]
-        indexes = [models.Index(fields=["turn"], name="usage_event_turn", condition=models.Q(turn__isnull=False))]
+        indexes = [
+            models.Index(fields=["turn"], name="usage_event_turn", condition=models.Q(turn__isnull=False)),
+            models.Index(
+                fields=["skill_name", "kind", "turn"],
+                name="usage_event_skill_turn",
+                condition=models.Q(turn__isnull=False),
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"{self.kind} {self.skill_name or 'offer list'} v{self.version}"

@@ -56,7 +56,8 @@ class ScopeRequired(exceptions.PermissionDenied):
 
 
 class ScopePermission(permissions.BasePermission):
-    """Views declare `required_scopes = {"GET": "skills:read", "POST": "skills:write", ...}`.
+    """Views declare `required_scopes = {"GET": "skills:read", "POST": "skills:write", ...}`; a
+    tuple of scopes for a method means any one of them will do.
 
     HEAD is a GET without the body, so it needs GET's scope. OPTIONS describes the view's
     methods (their parameters and fields), so it needs the scope of at least one of them: a
@@ -68,12 +69,16 @@ class ScopePermission(permissions.BasePermission):
     def has_permission(self, request, view):
         if not (request.user and request.user.is_authenticated):
             return False  # DRF answers 401 (with WWW-Authenticate: Bearer), not 403
-        required = getattr(view, "required_scopes", {})
+        required = {
+            method: (scope,) if isinstance(scope, str) else tuple(scope)
+            for method, scope in getattr(view, "required_scopes", {}).items()
+        }
         if request.method == "OPTIONS":
-            scopes = sorted({scope for method, scope in required.items() if method in view.allowed_methods})
+            scopes = sorted(
+                {scope for method, any_of in required.items() if method in view.allowed_methods for scope in any_of}
+            )
         else:
-            scope = required.get("GET" if request.method == "HEAD" else request.method)
-            scopes = [scope] if scope is not None else []
+            scopes = list(required.get("GET" if request.method == "HEAD" else request.method, ()))
         if not scopes or any(has_scope(request, scope) for scope in scopes):
             return True
         why = ""

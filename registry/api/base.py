@@ -178,7 +178,7 @@ class ApiView(APIView):
     permission_classes = [ScopePermission]
     renderer_classes = [SafeJSONRenderer]
     parser_classes = [SafeJSONParser]
-    required_scopes: dict[str, str] = {}
+    required_scopes: dict[str, str | tuple[str, ...]] = {}
     # Bodies over this are refused with 413 before anything reads them.
     max_body_bytes = 1024 * 1024
 

@@ -100,6 +100,18 @@ class AnalyticsFilterForm(forms.Form):
         }
         return urlencode({k: v for k, v in params.items() if v != "" or k in ("from", "to")})
 
+    def turns_query(self) -> str:
+        """The filter as the turn list's query string (`/turns/?`, a page of the agents app): a
+        count links to the turns behind it with the same days, trigger and model."""
+        f = self.filters()
+        params = {
+            "from": f.date_from.isoformat() if f.date_from else "",
+            "to": f.date_to.isoformat() if f.date_to else "",
+            "trigger": f.trigger or "",
+            "model": f.model or "",
+        }
+        return urlencode({k: v for k, v in params.items() if v})
+
 
 def _interval_for(filters: AnalyticsFilter) -> str:
     """Daily points up to a quarter, weekly beyond (a sparkline of 400 days says nothing)."""
@@ -165,6 +177,7 @@ def analytics_overview(request):
             "failing": analytics.failing_first(overview.stats, min_n=5, limit=5),
             "interval": interval,
             "query": form.query(),
+            "turns_query": form.turns_query(),
             "csv_url": f"/api/v1/analytics/skills?{form.query(format='csv')}",
         },
     )
@@ -189,6 +202,7 @@ def analytics_skill(request, name: str):
         else None
     )
     totals = analytics.usage_funnel(filters=filters)
+    turns_query = form.turns_query() + "&" + urlencode({"skill": name})
     (overall,) = analytics.skill_analytics(filters=filters) or [SkillStats(skill=name, version=None)]
     query = form.query(interval=interval)
     return render(
@@ -208,8 +222,12 @@ def analytics_skill(request, name: str):
             "compare_a": compare_a,
             "compare_b": compare_b,
             "comparison": comparison,
-            "funnel": funnel_chart(totals),
+            # Offers are stored one row a turn for every skill it listed: no list of turns behind them.
+            "funnel": funnel_chart(
+                totals, links={step: f"/turns/?{turns_query}&event={step}" for step in FUNNEL_STEPS[1:]}
+            ),
             "totals": totals,
+            "turns_query": turns_query,
             "triggers": analytics.skill_analytics(filters=filters, by="trigger"),
             "models": analytics.skill_analytics(filters=filters, by="model"),
             "query": query,
@@ -361,8 +379,9 @@ def _runs(points: list[SeriesPoint]) -> list[list[tuple[int, SeriesPoint]]]:
 FUNNEL_STEPS = ("offered", "loaded", "executed", "succeeded", "failed")
 
 
-def funnel_chart(totals: dict[str, int], width: int = 420) -> SafeString:
-    """Horizontal bars offered → loaded → executed → succeeded / failed, each labelled."""
+def funnel_chart(totals: dict[str, int], width: int = 420, links: dict[str, str] | None = None) -> SafeString:
+    """Horizontal bars offered → loaded → executed → succeeded / failed, each labelled; a step
+    with a link in `links` links its bar (to the turns behind it)."""
     top = max(1, *(totals[step] for step in FUNNEL_STEPS))
     bar_h, gap, label_w = 22, 6, 90
     rows = []
@@ -390,12 +409,20 @@ def funnel_chart(totals: dict[str, int], width: int = 420) -> SafeString:
         w=width,
         h=height,
         s=summary,
-        rows=format_html_join(
-            "",
-            '<text class="axis" x="0" y="{}">{}</text><rect x="{}" y="{}" width="{}" height="{}" class="{}"/>'
-            '<text class="value" x="{}" y="{}">{}</text>',
-            rows,
-        ),
+        rows=format_html_join("", "{}", ((_funnel_row(row, (links or {}).get(row[1])),) for row in rows)),
+    )
+
+
+def _funnel_row(row: tuple, link: str | None) -> SafeString:
+    drawn = format_html(
+        '<text class="axis" x="0" y="{}">{}</text><rect x="{}" y="{}" width="{}" height="{}" class="{}"/>'
+        '<text class="value" x="{}" y="{}">{}</text>',
+        *row,
+    )
+    if link is None:
+        return drawn
+    return format_html(
+        '<a href="{}" data-step="{}"><title>The turns behind {} {}</title>{}</a>', link, row[1], row[-1], row[1], drawn
     )
 
 

@@ -85,6 +85,9 @@ UNSTATED_RULES: dict[str, set[str]] = {
     # and follows the script format; a forced skill (`forced_skill`, or a leading `/name` in
     # `message`) must name an enabled skill.
     "POST /api/v1/agent/turns": {"model", "script", "forced_skill", "message"},
+    # `version` goes with `skill`, `detail` with `cause`; `from` must not be after `to`.
+    "GET /api/v1/agent/turns": {"version", "detail", "from", "to"},
+    "GET /api/v1/agent/turns/causes": {"version", "detail", "from", "to"},
 }
 
 
