@@ -43,6 +43,7 @@ from registry.selectors.skills import (
     skill_others,
     skill_version_for,
     skill_winner,
+    skill_sources,
     skill_with_others,
 )
 from registry.selectors.tokens import TokenRow, api_token_get_for_user, api_token_list, api_tokens_for_user
@@ -125,6 +126,7 @@ __all__ = [
     "skill_version_for",
     "skill_versions",
     "skill_winner",
+    "skill_sources",
     "skill_with_others",
     "text_lines",
     "unified_diff",
