@@ -17,7 +17,7 @@ from registry.selectors.analytics import (
     skill_versions_compare,
     skills_overview,
 )
-from registry.services.usage import UsageEventInput, usage_record
+from registry.services.usage import UsageEventInput, usage_record, usage_rollups_rebuild
 from tests.factories import UserFactory, publish
 
 pytestmark = pytest.mark.django_db
@@ -207,3 +207,29 @@ def test_a_runtime_turn_records_the_skill_it_loaded_and_feedback_carries_its_tri
     by_trigger = skill_analytics(filters=workspace, by="trigger")
     assert {s.group["trigger"]: (s.n, s.feedback_up) for s in by_trigger if s.n or s.feedback_up} == {"read_skill": (1, 1)}
     assert skill_analytics(filters=AnalyticsFilter(skill="code-review", skill_source="bundled")) == []
+
+
+def rollup_rows() -> dict:
+    return {
+        rollup.__name__: sorted(
+            rollup.objects.values_list("skill_name", "skill_source", "bucket", "version", "offered", "succeeded")
+        )
+        for rollup in (HourlyRollup, DailyRollup, WeeklyRollup)
+    }
+
+
+def test_analytics_rebuild_recounts_each_skill_apart():
+    publish("code-review", source="bundled")
+    usage_record(events=outcomes("before", succeeded=2, failed=1))
+    publish("code-review", source="workspace")
+    usage_record(events=outcomes("after", succeeded=1, failed=0))
+    offer = (("code-review", 1, "workspace"), ("code-review", 1, "bundled"), ("ghost", None, ""))
+    usage_record(events=[UsageEventInput("turn:offered", "offered", "", offered_skills=offer)])
+    skill_analytics()  # rolls the queued offer up
+    counted = rollup_rows()
+    assert {row[1] for row in counted["WeeklyRollup"]} == {"bundled", "workspace", ""}
+
+    HourlyRollup.objects.update(succeeded=0)  # damaged rollups
+    WeeklyRollup.objects.all().delete()
+    usage_rollups_rebuild()
+    assert rollup_rows() == counted
