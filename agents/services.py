@@ -235,7 +235,7 @@ def _loaded_skills(turn: AgentTurn) -> list[tuple[str, str, int | None, str]]:
     (a cancelled turn has no outcome)."""
     rows = turn.usage_events.filter(kind__in=(UsageKind.LOADED, UsageKind.SUCCEEDED, UsageKind.FAILED))
     found: dict[str, tuple[str, str, int | None, str]] = {}
-    for kind, _, name, source, version, trigger in sorted(
+    for _kind, _, name, source, version, trigger in sorted(
         rows.values_list("kind", "event_id", "skill_name", "skill_source", "version", "trigger"),
         key=lambda row: (row[0] == UsageKind.LOADED, row[1]),
     ):

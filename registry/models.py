@@ -355,9 +355,9 @@ class DailyRollup(RollupCounts):
     dimensions an hourly row holds ~1 event; a daily row ~7."""
 
     class Meta:
-        constraints = [models.UniqueConstraint(
-                fields=["skill_name", "skill_source", "bucket", "version"], name="daily_rollup_key"
-            )]
+        constraints = [
+            models.UniqueConstraint(fields=["skill_name", "skill_source", "bucket", "version"], name="daily_rollup_key")
+        ]
         indexes = [models.Index(fields=["bucket"], name="daily_rollup_bucket")]
 
     def __str__(self) -> str:
@@ -370,9 +370,11 @@ class WeeklyRollup(RollupCounts):
     adds up ~25 rows per skill and version instead of 90."""
 
     class Meta:
-        constraints = [models.UniqueConstraint(
+        constraints = [
+            models.UniqueConstraint(
                 fields=["skill_name", "skill_source", "bucket", "version"], name="weekly_rollup_key"
-            )]
+            )
+        ]
         indexes = [models.Index(fields=["bucket"], name="weekly_rollup_bucket")]
 
     def __str__(self) -> str:

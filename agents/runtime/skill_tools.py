@@ -48,7 +48,9 @@ def _read_skill(arguments: dict[str, Any], context: ToolContext) -> ToolResult:
         "Read a file with read_skill_file; run a script from scripts/ with run_skill."
     )
     return ToolResult(
-        ok=True, content=content, activation=SkillActivation(document.name, document.version, "read_skill", document.source)
+        ok=True,
+        content=content,
+        activation=SkillActivation(document.name, document.version, "read_skill", document.source),
     )
 
 

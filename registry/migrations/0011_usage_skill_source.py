@@ -99,7 +99,7 @@ def merge_sources(apps, schema_editor):
             rows.values(*key).annotate(copies=models.Count("pk")).filter(copies__gt=1).values_list(*key)
         )
         for values in list(groups):
-            copies = list(rows.filter(**dict(zip(key, values))))
+            copies = list(rows.filter(**dict(zip(key, values, strict=True))))
             keep = copies[0]
             for other in copies[1:]:
                 for counter in COUNTERS:

@@ -41,9 +41,9 @@ from registry.selectors.skills import (
     skill_md_raw,
     skill_md_raw_cache_clear,
     skill_others,
+    skill_sources,
     skill_version_for,
     skill_winner,
-    skill_sources,
     skill_with_others,
 )
 from registry.selectors.tokens import TokenRow, api_token_get_for_user, api_token_list, api_tokens_for_user

@@ -588,9 +588,22 @@ def _rollup_counts(facts: Iterable[Fact], sign: int = 1) -> RollupRows:
     `_rollup_insert_grouped` counts them in SQL; a compact offer counts once per listed skill."""
     counts: RollupRows = {rollup: defaultdict(lambda: [0] * (len(COUNT_COLUMNS) - 1) + [0.0]) for rollup in ROLLUPS}
     hourly, daily, weekly = counts[HourlyRollup], counts[DailyRollup], counts[WeeklyRollup]
-    for kind, skill, skill_source, version, label, trigger, model, source, at, rating, tokens, duration, cost, offered in (
-        facts
-    ):
+    for (
+        kind,
+        skill,
+        skill_source,
+        version,
+        label,
+        trigger,
+        model,
+        source,
+        at,
+        rating,
+        tokens,
+        duration,
+        cost,
+        offered,
+    ) in facts:
         hour = hour_start(at)
         day = hour.replace(hour=0)
         week = day - dt.timedelta(days=day.weekday())

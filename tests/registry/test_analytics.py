@@ -526,7 +526,9 @@ def test_rollups_equal_the_raw_events_after_any_mix_of_batches(batches, rating_c
         for interval in ("week", "day"):  # the overview page's table and sparklines, in one query
             overview = skills_overview(filters=window, interval=interval)
             assert rollup_answer(overview.stats) == per_skill(raw_answer(window))
-            points = {(name, p.bucket): (p.succeeded, p.failed) for (name, _), ps in overview.sparklines.items() for p in ps}
+            points = {
+                (name, p.bucket): (p.succeeded, p.failed) for (name, _), ps in overview.sparklines.items() for p in ps
+            }
             assert {key: value for key, value in points.items() if value != (0, 0)} == raw_outcomes(window, interval)
             # The page ranks and adds up its table rather than reading the rollups twice more.
             assert funnel_of(overview.stats) == usage_funnel(filters=window)

@@ -171,7 +171,9 @@ def test_every_breakdown_adds_up_to_the_skill_and_an_outcome_after_a_load_is_nev
         for i, (kind, skill, _, model, client) in enumerate(batch):
             if kind == "loaded":
                 continue
-            loads = [(j, e[2], e[3]) for j, e in enumerate(batch) if e[0] == "loaded" and e[1:2] + e[4:] == (skill, client)]
+            loads = [
+                (j, e[2], e[3]) for j, e in enumerate(batch) if e[0] == "loaded" and e[1:2] + e[4:] == (skill, client)
+            ]
             earlier = [load for load in loads if load[0] < i]
             load = earlier[-1] if earlier else (loads[0] if loads else (None, "", ""))
             stored = UsageEvent.objects.get(event_id=f"{number}-{i}")
@@ -205,7 +207,9 @@ def test_a_runtime_turn_records_the_skill_it_loaded_and_feedback_carries_its_tri
     assert (feedback.skill_source, feedback.trigger, feedback.model) == ("workspace", "read_skill", "scripted")
     workspace = AnalyticsFilter(skill="code-review", skill_source="workspace")
     by_trigger = skill_analytics(filters=workspace, by="trigger")
-    assert {s.group["trigger"]: (s.n, s.feedback_up) for s in by_trigger if s.n or s.feedback_up} == {"read_skill": (1, 1)}
+    assert {s.group["trigger"]: (s.n, s.feedback_up) for s in by_trigger if s.n or s.feedback_up} == {
+        "read_skill": (1, 1)
+    }
     assert skill_analytics(filters=AnalyticsFilter(skill="code-review", skill_source="bundled")) == []
 
 
