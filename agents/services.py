@@ -243,15 +243,18 @@ def agent_turn_feedback(*, turn: AgentTurn, rating: str, comment: str = "") -> A
     with transaction.atomic():
         turn.feedback_rating, turn.feedback_comment = value, comment[:2000]
         turn.save(update_fields=["feedback_rating", "feedback_comment"])
-        # One feedback event per skill loaded in the turn; the id makes re-sending idempotent,
-        # and the latest rating wins (in the rollups too).
-        for name, version in _loaded_skills(turn):
+        # One feedback event per skill loaded in the turn, with the trigger and model of its
+        # load (as its outcome event has them); the id makes re-sending idempotent, and the
+        # latest rating wins (in the rollups too).
+        for name, source, version, trigger in _loaded_skills(turn):
             usage_feedback_set(
                 event=UsageEventInput(
                     event_id=f"{turn.pk}:feedback:{name}"[:100],
                     kind=UsageKind.FEEDBACK,
                     skill=name,
+                    skill_source=source,
                     version=version,
+                    trigger=trigger,
                     model=turn.model,
                     rating=value,
                     turn_id=turn.pk,
@@ -260,9 +263,18 @@ def agent_turn_feedback(*, turn: AgentTurn, rating: str, comment: str = "") -> A
     return turn
 
 
-def _loaded_skills(turn: AgentTurn) -> list[tuple[str, int | None]]:
-    rows = turn.usage_events.filter(kind=UsageKind.LOADED).values_list("skill_name", "version").distinct()
-    return sorted(set(rows))
+def _loaded_skills(turn: AgentTurn) -> list[tuple[str, str, int | None, str]]:
+    """(name, source, version, trigger) of each skill the turn loaded; the trigger is the one
+    its outcome event carries (its first load's, see `_usage_events`), else one of its loads'
+    (a cancelled turn has no outcome)."""
+    rows = turn.usage_events.filter(kind__in=(UsageKind.LOADED, UsageKind.SUCCEEDED, UsageKind.FAILED))
+    found: dict[str, tuple[str, str, int | None, str]] = {}
+    for _kind, _, name, source, version, trigger in sorted(
+        rows.values_list("kind", "event_id", "skill_name", "skill_source", "version", "trigger"),
+        key=lambda row: (row[0] == UsageKind.LOADED, row[1]),
+    ):
+        found.setdefault(name, (name, source, version, trigger))
+    return sorted(found.values())
 
 
 # --- worker side --------------------------------------------------------------------------
@@ -390,14 +402,24 @@ def _usage_events(turn: AgentTurn, result: TurnResult) -> list[UsageEventInput]:
         )
 
     versions = {a.name: a.version for a in result.activations}
+    sources = {**result.offered_sources, **{a.name: a.source for a in result.activations}}
     triggers: dict[str, str] = {}
     for activation in result.activations:
         triggers.setdefault(activation.name, activation.trigger)
-    offered = tuple((name, versions.get(name)) for name in dict.fromkeys(result.offered))
+    offered = tuple(
+        (name, versions.get(name), result.offered_sources.get(name, "")) for name in dict.fromkeys(result.offered)
+    )
     if offered:
         add(UsageKind.OFFERED, "list", "", None, offered_skills=offered)
     for index, activation in enumerate(result.activations):
-        add(UsageKind.LOADED, f"{activation.name}:{index}", activation.name, activation.version, activation.trigger)
+        add(
+            UsageKind.LOADED,
+            f"{activation.name}:{index}",
+            activation.name,
+            activation.version,
+            activation.trigger,
+            skill_source=activation.source,
+        )
     for index, execution in enumerate(result.executions):
         add(
             UsageKind.EXECUTED,
@@ -405,6 +427,7 @@ def _usage_events(turn: AgentTurn, result: TurnResult) -> list[UsageEventInput]:
             execution.skill_name,
             versions.get(execution.skill_name),
             triggers.get(execution.skill_name, ""),
+            skill_source=sources.get(execution.skill_name, ""),
         )
     if result.status in ("succeeded", "failed"):
         outcome = UsageKind.SUCCEEDED if result.status == "succeeded" else UsageKind.FAILED
@@ -415,6 +438,7 @@ def _usage_events(turn: AgentTurn, result: TurnResult) -> list[UsageEventInput]:
                 name,
                 version,
                 triggers.get(name, ""),
+                skill_source=sources.get(name, ""),
                 tokens=result.prompt_tokens + result.completion_tokens,
                 cost=result.cost,
                 duration_ms=max(0, int((now - started).total_seconds() * 1000)),

@@ -25,6 +25,7 @@ def skill_summary(skill: selectors.EffectiveSkill) -> SkillSummary:
         tags=skill.tags,
         triggers=skill.triggers,
         tools=skill.tools,
+        source=skill.source,
     )
 
 
@@ -64,6 +65,7 @@ class RegistrySkillStore:
                     tags=tuple(version.tags),
                     triggers=tuple(version.triggers),
                     files=tuple(version.files.order_by("path").values_list("path", flat=True)),
+                    source=version.skill.source,
                 )
             )
         return self._documents[name]

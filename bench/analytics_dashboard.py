@@ -156,7 +156,10 @@ def main() -> None:
         "overview page: rollups and raw events disagree"
     )
     weekly = {
-        (name, p.bucket, p.succeeded, p.failed) for name, points in overview.sparklines.items() for p in points if p.n
+        (name, p.bucket, p.succeeded, p.failed)
+        for (name, _), points in overview.sparklines.items()
+        for p in points
+        if p.n
     }
     raw_weekly = {
         (n, b.replace(tzinfo=dt.UTC), s, f) for n, b, s, f in raw(RAW_SPARKLINES_SQL, "week", start_at, end_at)

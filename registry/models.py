@@ -227,6 +227,10 @@ class UsageEvent(models.Model):
     event_id = models.CharField(max_length=100, default=uuid.uuid4)  # unique: see Meta
     kind = models.CharField(max_length=16, choices=UsageKind.choices)
     skill_name = models.CharField(max_length=128)
+    # Which of the skills called `skill_name` (one per SkillSource): with the version number it
+    # names the version itself, so a shadowing source never inherits another's history. Set
+    # when the event is stored (see `usage_record`); empty for a name no skill had then.
+    skill_source = models.CharField(max_length=16, blank=True, db_default="")
     version = models.PositiveIntegerField(null=True, blank=True)
     trigger = models.CharField(max_length=32, blank=True)
     label = models.CharField(max_length=36, blank=True)  # the label the agent resolved skills through
@@ -246,7 +250,8 @@ class UsageEvent(models.Model):
     cost = models.FloatField(null=True, blank=True)
     rating = models.SmallIntegerField(null=True, blank=True)  # feedback: +1 / -1
     # A turn lists up to ~150 skills: it stores one `offered` row whose `offered_skills` holds
-    # every [name, version] it listed (skill_name is then empty), not one row per skill.
+    # every [name, version, skill source] it listed (skill_name is then empty), not one row per
+    # skill.
     offered_skills = models.JSONField(null=True, blank=True)
     at = models.DateTimeField(db_index=True)
 
@@ -315,6 +320,7 @@ class RollupCounts(models.Model):
 
     bucket = models.DateTimeField()  # start of the UTC hour or day
     skill_name = models.CharField(max_length=128)
+    skill_source = models.CharField(max_length=16, blank=True, db_default="")  # as UsageEvent.skill_source
     version = models.PositiveIntegerField(default=0)
     offered = models.BigIntegerField(default=0)
     loaded = models.BigIntegerField(default=0)
@@ -344,7 +350,7 @@ class HourlyRollup(RollupCounts):
         constraints = [
             models.UniqueConstraint(
                 # Skill first: one skill's series and the upserts on write find their rows by it.
-                fields=["skill_name", "bucket", "version", "label", "trigger", "model", "source"],
+                fields=["skill_name", "skill_source", "bucket", "version", "label", "trigger", "model", "source"],
                 name="hourly_rollup_key",
             )
         ]
@@ -361,7 +367,9 @@ class DailyRollup(RollupCounts):
     dimensions an hourly row holds ~1 event; a daily row ~7."""
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["skill_name", "bucket", "version"], name="daily_rollup_key")]
+        constraints = [
+            models.UniqueConstraint(fields=["skill_name", "skill_source", "bucket", "version"], name="daily_rollup_key")
+        ]
         indexes = [models.Index(fields=["bucket"], name="daily_rollup_bucket")]
 
     def __str__(self) -> str:
@@ -374,7 +382,11 @@ class WeeklyRollup(RollupCounts):
     adds up ~25 rows per skill and version instead of 90."""
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["skill_name", "bucket", "version"], name="weekly_rollup_key")]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["skill_name", "skill_source", "bucket", "version"], name="weekly_rollup_key"
+            )
+        ]
         indexes = [models.Index(fields=["bucket"], name="weekly_rollup_bucket")]
 
     def __str__(self) -> str:

@@ -156,6 +156,7 @@ class _Turn:
                 )
         self.offered = list(forced.tools) if forced else self.tools.names()
         self.result.offered = [] if forced else [skill.name for skill in self.resolution.skills]
+        self.result.offered_sources = {} if forced else {s.name: s.source for s in self.resolution.skills}
         for rule in self.resolution.fired_rules:
             self._emit(
                 "rule_fired",
@@ -491,7 +492,7 @@ class _Turn:
     # --- bookkeeping ------------------------------------------------------------------------
 
     def _activate(self, document: SkillDocument, trigger: Trigger) -> None:
-        self._activate_version(SkillActivation(document.name, document.version, trigger))
+        self._activate_version(SkillActivation(document.name, document.version, trigger, document.source))
 
     def _activate_version(self, activation: SkillActivation) -> None:
         # One activation per skill and trigger per turn: analytics count loads, not re-reads.

@@ -59,8 +59,8 @@ def tool_record(step: int, call_id: str, outcome: ToolResult | None, todos: list
     }
 
 
-def _astuple(activation: SkillActivation) -> tuple[str, int, str]:
-    return activation.name, activation.version, activation.trigger
+def _astuple(activation: SkillActivation) -> tuple[str, int, str, str]:
+    return activation.name, activation.version, activation.trigger, activation.source
 
 
 class Replay:
@@ -111,7 +111,7 @@ class Replay:
         result = ToolResult(
             ok=data["ok"],
             content=data["content"],
-            activation=SkillActivation(activation[0], activation[1], activation[2]) if activation else None,
+            activation=SkillActivation(*activation) if activation else None,  # 3 items in older records
             execution=SkillExecution(execution[0], execution[1]) if execution else None,
             abort_reason=data["abort_reason"],
         )

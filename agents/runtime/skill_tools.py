@@ -48,7 +48,9 @@ def _read_skill(arguments: dict[str, Any], context: ToolContext) -> ToolResult:
         "Read a file with read_skill_file; run a script from scripts/ with run_skill."
     )
     return ToolResult(
-        ok=True, content=content, activation=SkillActivation(document.name, document.version, "read_skill")
+        ok=True,
+        content=content,
+        activation=SkillActivation(document.name, document.version, "read_skill", document.source),
     )
 
 
@@ -126,7 +128,7 @@ def use_skill_tool(limits: SandboxLimits = DEFAULT_LIMITS, isolation: Isolation 
             return _execute(context, document, CODE_SKILL_ENTRY, [], limits, isolation)
         # A prompt skill: its instructions are the result, and the model follows them. Analytics
         # count it as a load on the model's initiative, like read_skill.
-        activation = SkillActivation(document.name, document.version, "read_skill")
+        activation = SkillActivation(document.name, document.version, "read_skill", document.source)
         return ToolResult(ok=True, content=document.body.strip(), activation=activation)
 
     return Tool(

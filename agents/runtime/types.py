@@ -35,6 +35,7 @@ class SkillSummary:
     tags: tuple[str, ...] = ()
     triggers: tuple[str, ...] = ()
     tools: tuple[str, ...] = ()
+    source: str = ""  # which of the skills of this name (the registry's source), for analytics
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,7 @@ class SkillDocument:
     tags: tuple[str, ...] = ()
     triggers: tuple[str, ...] = ()
     files: tuple[str, ...] = ()  # bundle paths, SKILL.md excluded
+    source: str = ""  # as SkillSummary.source
 
 
 class SkillStore(Protocol):
@@ -117,6 +119,7 @@ class SkillActivation:
     name: str
     version: int
     trigger: Trigger
+    source: str = ""  # the loaded document's
 
 
 @dataclass(frozen=True)
@@ -137,3 +140,4 @@ class TurnResult:
     activations: list[SkillActivation] = field(default_factory=list)
     executions: list[SkillExecution] = field(default_factory=list)
     offered: list[str] = field(default_factory=list)  # skills listed in the prompt block
+    offered_sources: dict[str, str] = field(default_factory=dict)  # their sources, by name

@@ -681,8 +681,23 @@ class UsageEventInputSerializer(serializers.Serializer):
     event_id = _text(max_length=100, help_text="Client-chosen unique id; re-sending it never double-counts.")
     kind = serializers.ChoiceField(choices=UsageKind.choices)
     skill = _text(max_length=128)
+    source = serializers.ChoiceField(
+        choices=SkillSource.choices,
+        required=False,
+        allow_blank=True,
+        default="",
+        help_text="Which skill of that name (its source); by default the one the name resolves to when the "
+        "event is stored (the effective skill).",
+    )
     version = WholeNumberField(required=False, allow_null=True, min_value=1, max_value=2**31 - 1)
-    trigger = _text(required=False, allow_blank=True, default="", max_length=32)
+    trigger = _text(
+        required=False,
+        allow_blank=True,
+        default="",
+        max_length=32,
+        help_text="Left empty on an executed, succeeded, failed or feedback event: the trigger of the load of "
+        "the same skill, client_id and batch it follows (so is `model`).",
+    )
     label = _text(
         required=False, allow_blank=True, default="", max_length=36, help_text="The label the skill was fetched by."
     )
@@ -719,11 +734,19 @@ class UsageBatchSerializer(serializers.Serializer):
     duplicate_ids = serializers.ListField(child=_text())
 
 
+_SKILL_SOURCE_HELP = (
+    "Only the skill of that name in this source. Usage is kept per skill (name and source), so a skill that "
+    "shadows another never counts its history; one skill's series and comparison default to the skill its "
+    "name resolves to now."
+)
+
+
 class AnalyticsRangeSerializer(serializers.Serializer):
     # `from` is a Python keyword, so it is declared through the class namespace.
     locals()["from"] = DayField(required=False, help_text=f"First day (UTC), inclusive; not after `to`; {_DAY_RANGE}.")
     to = DayField(required=False, help_text=f"Last day (UTC), inclusive; {_DAY_RANGE}.")
     version = WholeNumberField(required=False, min_value=1, max_value=2**31 - 1)
+    source = serializers.ChoiceField(choices=SkillSource.choices, required=False, help_text=_SKILL_SOURCE_HELP)
 
     def validate(self, attrs):
         return _date_range_in_order(attrs)
@@ -757,6 +780,7 @@ class AnalyticsCompareQuerySerializer(serializers.Serializer):
     to = DayField(required=False, help_text=f"Last day (UTC), inclusive; {_DAY_RANGE}.")
     a = WholeNumberField(min_value=1, max_value=2**31 - 1, help_text="The baseline version.")
     b = WholeNumberField(min_value=1, max_value=2**31 - 1, help_text="The version compared with it.")
+    source = serializers.ChoiceField(choices=SkillSource.choices, required=False, help_text=_SKILL_SOURCE_HELP)
 
     def validate(self, attrs):
         return _date_range_in_order(attrs)
@@ -773,6 +797,7 @@ class AnalyticsFailingQuerySerializer(AnalyticsRangeSerializer):
 
 class SkillStatsSerializer(serializers.Serializer):
     skill = _text()
+    source = _text(help_text="The skill's source; empty for a name no skill had when its events came.")
     version = serializers.IntegerField(allow_null=True)
     trigger = _text(required=False, help_text="With by=trigger.")
     model = _text(required=False, help_text="With by=model.")

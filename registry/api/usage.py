@@ -48,6 +48,7 @@ class UsageApi(ApiView):
                 event_id=e["event_id"],
                 kind=e["kind"],
                 skill=e["skill"],
+                skill_source=e.get("source", ""),
                 version=e.get("version"),
                 trigger=e.get("trigger", ""),
                 label=e.get("label", ""),
@@ -90,6 +91,7 @@ _WHOLE_LIMITS = {
 _DEFAULTS = {name: field.default for name, field in _EVENT_FIELDS.items() if field.default is not empty}
 _COST = _EVENT_FIELDS["cost"]
 _KINDS = frozenset(_EVENT_FIELDS["kind"].choices)
+_SOURCES = frozenset(_EVENT_FIELDS["source"].choices)
 _BATCH_FIELDS = s.UsageBatchInputSerializer().fields
 _BATCH_LIMIT = _BATCH_FIELDS["events"].max_length
 _CLIENT_ID_LIMIT = _BATCH_FIELDS["client_id"].max_length
@@ -147,6 +149,9 @@ def _plain_event(event) -> dict | None:
     if rating is not None and (type(rating) not in (str, int) or rating not in s._RATINGS):
         return None
     if event["kind"] == UsageKind.FEEDBACK and rating is None:
+        return None
+    source = event.get("source", "")
+    if type(source) is not str or (source and source not in _SOURCES):
         return None
     at = _plain_datetime(event.get("at"))
     if at is False:
@@ -246,6 +251,7 @@ class AnalyticsApi(ApiView):
             label=params.get("label"),
             trigger=params.get("trigger"),
             model=params.get("model"),
+            skill_source=params.get("source"),
             **extra,
         )
 

@@ -8,6 +8,7 @@ description and the numbers in a table), so the pages read the same without Java
 from __future__ import annotations
 
 import datetime as dt
+from collections import Counter
 from dataclasses import dataclass, replace
 from urllib.parse import quote, urlencode
 
@@ -21,6 +22,7 @@ from django.utils.safestring import SafeString
 from registry.api.serializers import EARLIEST_DAY, LATEST_DAY
 from registry.console.access import console_view
 from registry.errors import ApplicationError
+from registry.models import SkillSource
 from registry.selectors import analytics
 from registry.selectors.analytics import AnalyticsFilter, SeriesPoint, SkillStats
 
@@ -55,6 +57,9 @@ class AnalyticsFilterForm(forms.Form):
     trigger = forms.CharField(required=False, max_length=32)
     model = forms.CharField(required=False, max_length=200)
     interval = forms.ChoiceField(required=False, choices=[("day", "Day"), ("week", "Week"), ("hour", "Hour")])
+    # Which of the skills of a name (a skill page's `?source=`, as on the skill pages): without
+    # it, a skill page is about the one its name resolves to now.
+    source = forms.ChoiceField(required=False, choices=[("", "Any"), *SkillSource.choices])
 
     def __init__(self, params, *args, **kwargs):
         data = params.copy()
@@ -85,6 +90,7 @@ class AnalyticsFilterForm(forms.Form):
             label=data.get("label") or None,
             trigger=data.get("trigger") or None,
             model=data.get("model") or None,
+            skill_source=data.get("source") or None,
         )
 
     def query(self, **extra) -> str:
@@ -96,6 +102,7 @@ class AnalyticsFilterForm(forms.Form):
             "label": f.label or "",
             "trigger": f.trigger or "",
             "model": f.model or "",
+            "source": f.skill_source or "",
             **extra,
         }
         return urlencode({k: v for k, v in params.items() if v != "" or k in ("from", "to")})
@@ -135,6 +142,7 @@ def _sparkline_interval(filters: AnalyticsFilter) -> str:
 class OverviewRow:
     stats: SkillStats
     sparkline: SafeString
+    show_source: bool  # its name has rows of more than one source in the table
 
 
 @console_view(scope="analytics:read")
@@ -150,7 +158,15 @@ def analytics_overview(request):
         overview = analytics.SkillsOverview(stats=analytics.skill_analytics(filters=filters), sparklines={})
     stats = sorted(overview.stats, key=SORTS.get(sort, SORTS["n"]), reverse=descending)
     series = overview.sparklines
-    rows = [OverviewRow(stats=s, sparkline=sparkline(series.get(s.skill, []), s.skill, interval)) for s in stats]
+    names = Counter(s.skill for s in stats)
+    rows = [
+        OverviewRow(
+            stats=s,
+            sparkline=sparkline(series.get((s.skill, s.source), []), s.skill, interval),
+            show_source=names[s.skill] > 1,
+        )
+        for s in stats
+    ]
     totals = analytics.funnel_of(overview.stats)  # the table's own rows: no third read of the rollups
     headers = [
         (key, title, sort == key, f"?{form.query(sort=key, dir='asc' if sort == key and descending else 'desc')}")
@@ -186,7 +202,7 @@ def analytics_overview(request):
 @console_view(scope="analytics:read")
 def analytics_skill(request, name: str):
     form = AnalyticsFilterForm(request.GET)
-    filters = replace(form.filters(), skill=name)
+    filters = analytics.one_skill(form.filters(), name)
     interval = (form.cleaned_data.get("interval") if form.is_valid() else "") or _interval_for(filters)
     try:
         points = analytics.skill_timeseries(name=name, filters=filters, interval=interval)
@@ -203,13 +219,19 @@ def analytics_skill(request, name: str):
     )
     totals = analytics.usage_funnel(filters=filters)
     turns_query = form.turns_query() + "&" + urlencode({"skill": name})
-    (overall,) = analytics.skill_analytics(filters=filters) or [SkillStats(skill=name, version=None)]
-    query = form.query(interval=interval)
+    (overall,) = analytics.skill_analytics(filters=filters) or [
+        SkillStats(skill=name, source=filters.skill_source or "", version=None)
+    ]
+    # The same name's other skills with usage in the range: each has a page of its own.
+    everywhere = analytics.skill_analytics(filters=replace(filters, skill_source=None))
+    query = form.query(interval=interval, source=filters.skill_source or "")
     return render(
         request,
         "registry/analytics/skill.html",
         {
             "name": name,
+            "source": filters.skill_source,
+            "others": [s for s in everywhere if s.source != filters.skill_source],
             "form": form,
             "known_triggers": KNOWN_TRIGGERS,
             "overall": overall,
@@ -231,9 +253,10 @@ def analytics_skill(request, name: str):
             "triggers": analytics.skill_analytics(filters=filters, by="trigger"),
             "models": analytics.skill_analytics(filters=filters, by="model"),
             "query": query,
-            "csv_versions": f"/api/v1/analytics/skills?{form.query(skill=name, by_version='true', format='csv')}",
+            "csv_versions": f"/api/v1/analytics/skills?"
+            f"{form.query(skill=name, source=filters.skill_source, by_version='true', format='csv')}",
             "csv_series": f"/api/v1/analytics/skills/{quote(name, safe='')}/timeseries?"
-            f"{form.query(interval=interval, format='csv')}",
+            f"{form.query(interval=interval, source=filters.skill_source, format='csv')}",
         },
     )
 

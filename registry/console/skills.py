@@ -168,7 +168,7 @@ def skill_detail(request, name: str):
     served = selectors.skill_version_for(skill=skill)
     version = _version(skill, request.GET["version"]) if "version" in request.GET else served
     labels = selectors.skill_labels(skill)
-    usage = next(iter(skill_analytics(filters=AnalyticsFilter(skill=skill.name))), None)
+    usage = next(iter(skill_analytics(filters=AnalyticsFilter(skill=skill.name, skill_source=skill.source))), None)
     api_url = request.build_absolute_uri(reverse("api-skill-md", args=[skill.name]))
     context = {
         **_page_context(skill),

@@ -30,6 +30,7 @@ from django.db.models.functions import Trunc
 
 from registry.errors import ApplicationError, NotFound
 from registry.models import ROLLUP_COUNT_COLUMNS, DailyRollup, HourlyRollup, Label, RollupCounts, WeeklyRollup
+from registry.selectors.skills import skill_sources
 from registry.services.usage import usage_offers_roll_up
 
 Z_95 = 1.959963984540054
@@ -104,11 +105,15 @@ class AnalyticsFilter:
     """What every analytics answer can be narrowed by. Dates are whole UTC days, inclusive.
 
     `label` keeps, per skill, the version the label points to now; `event_label` keeps events
-    recorded under that label (what `by=label` groups by)."""
+    recorded under that label (what `by=label` groups by). `skill_source` keeps one of the skills
+    called `skill` (events and rollups name their skill by name and source: a shadowing skill
+    never counts another's history); without it, every source's skill of that name, each in a
+    row of its own."""
 
     date_from: dt.date | None = None
     date_to: dt.date | None = None
     skill: str | None = None
+    skill_source: str | None = None
     version: int | None = None
     label: str | None = None
     trigger: str | None = None
@@ -120,15 +125,29 @@ class AnalyticsFilter:
         return any(v is not None for v in (self.trigger, self.model, self.event_label))
 
 
+def skill_source_of(*, name: str, source: str | None = None) -> str:
+    """Which skill called `name` a per-skill answer is about: the one in `source`, else the one
+    the name resolves to now (as events that name no source are assigned when stored); "" for a
+    name no skill has (its events keep that source too)."""
+    if source is not None:
+        return source
+    return skill_sources(names=[name]).get(name, "")
+
+
+def one_skill(filters: AnalyticsFilter, name: str) -> AnalyticsFilter:
+    """The filter narrowed to one skill: `name`, in the filter's source or its resolved one."""
+    return replace(filters, skill=name, skill_source=skill_source_of(name=name, source=filters.skill_source))
+
+
 def _day_start(day: dt.date) -> dt.datetime:
     return dt.datetime.combine(day, dt.time.min, tzinfo=dt.UTC)
 
 
 def _rollups(
     filters: AnalyticsFilter, *, hourly: bool = False, daily: bool = False
-) -> tuple[list[QuerySet], set[tuple[str, int]] | None]:
-    """Rollup rows whose sums together answer the filter, and (for `label`) the (skill, version)
-    pairs allowed. Hourly rows when hourly buckets or a dimension only they carry are asked for;
+) -> tuple[list[QuerySet], set[tuple[str, str, int]] | None]:
+    """Rollup rows whose sums together answer the filter, and (for `label`) the (skill, source,
+    version) allowed. Hourly rows when hourly buckets or a dimension only they carry are asked for;
     daily rows for daily buckets; otherwise the whole ISO weeks of the range from the weekly rows
     and the days at either end from the daily rows, which cover the range exactly once.
 
@@ -143,15 +162,17 @@ def _rollups(
         spans = [(DailyRollup, start, end)]
     else:
         spans = _weeks_and_days(start, end)
-    allowed: set[tuple[str, int]] | None = None
+    allowed: set[tuple[str, str, int]] | None = None
     pairs = Q()
     if filters.label:
         pointers = Label.objects.filter(name=filters.label)
         if filters.skill:
             pointers = pointers.filter(skill__name=filters.skill)
-        allowed = set(pointers.values_list("skill__name", "version__number"))
-        for name, number in allowed:
-            pairs |= Q(skill_name=name, version=number)
+        if filters.skill_source is not None:
+            pointers = pointers.filter(skill__source=filters.skill_source)
+        allowed = set(pointers.values_list("skill__name", "skill__source", "version__number"))
+        for name, source, number in allowed:
+            pairs |= Q(skill_name=name, skill_source=source, version=number)
     asked = {"trigger": filters.trigger, "model": filters.model, "label": filters.event_label}
     dimensions = {name: value for name, value in asked.items() if value is not None}
     parts = []
@@ -163,6 +184,8 @@ def _rollups(
             rows = rows.filter(bucket__lt=until)
         if filters.skill:
             rows = rows.filter(skill_name=filters.skill)
+        if filters.skill_source is not None:
+            rows = rows.filter(skill_source=filters.skill_source)
         if filters.version is not None:
             rows = rows.filter(version=filters.version)
         rows = rows.filter(**dimensions)  # only hourly rows have them, and only they get any
@@ -198,6 +221,7 @@ def _weeks_and_days(
 class SkillStats:
     skill: str
     version: int | None  # None: all versions together
+    source: str = ""  # the skill's source ("": a name no skill had when its events came)
     group: dict[str, str] = field(default_factory=dict)  # e.g. {"trigger": "read_skill"} with `by`
     offered: int = 0
     loaded: int = 0
@@ -232,6 +256,7 @@ class SkillStats:
         per_event = (lambda total: round(total / self.metered, 6)) if self.metered else (lambda total: None)
         return {
             "skill": self.skill,
+            "source": self.source,
             "version": self.version,
             **self.group,
             "offered": self.offered,
@@ -264,26 +289,29 @@ def skill_analytics(
     by_version: bool = False,
     by: str | None = None,
 ) -> list[SkillStats]:
-    """One row per skill (or per skill and version, and per value of `by`: trigger, model or
-    the label events were recorded under), sorted by skill, version and group."""
+    """One row per skill (name and source; or per skill and version, and per value of `by`:
+    trigger, model or the label events were recorded under), sorted by skill, source, version
+    and group."""
     if by is not None and by not in GROUP_DIMENSIONS:
         raise ApplicationError(f"by must be one of {', '.join(GROUP_DIMENSIONS)}.", fields={"by": "unknown"})
     parts, _ = _rollups(filters, hourly=by is not None)
     keep_version = by_version or filters.version is not None or bool(filters.label)
     # The database adds up across versions unless they are kept: a third of the rows to convert.
-    group_columns = ["skill_name", *(["version"] if keep_version else []), *([by] if by else [])]
+    group_columns = ["skill_name", "skill_source", *(["version"] if keep_version else []), *([by] if by else [])]
     table: dict[tuple, SkillStats] = {}
     for sums in (
         sums for rows in parts for sums in rows.values(*group_columns).annotate(**{n: Sum(n) for n in SUM_FIELDS})
     ):
         version = (sums["version"] or None) if keep_version else None
         group = {by: sums[by]} if by else {}
-        key = (sums["skill_name"], version, tuple(group.values()))
+        key = (sums["skill_name"], sums["skill_source"], version, tuple(group.values()))
         stats = table.get(key)
         if stats is None:
-            stats = table[key] = SkillStats(skill=sums["skill_name"], version=version, group=group)
+            stats = table[key] = SkillStats(
+                skill=sums["skill_name"], source=sums["skill_source"], version=version, group=group
+            )
         stats.add(sums)
-    return sorted(table.values(), key=lambda s: (s.skill, s.version or 0, tuple(s.group.values())))
+    return sorted(table.values(), key=lambda s: (s.skill, s.source, s.version or 0, tuple(s.group.values())))
 
 
 def skills_failing(
@@ -299,7 +327,7 @@ def failing_first(stats: Iterable[SkillStats], *, min_n: int, limit: int) -> lis
     the skill table ranks it here instead of reading it again."""
     rows = [s for s in stats if s.n >= min_n]
     # Ties (equal counts give equal bounds) by name, so the list does not depend on the input order.
-    return sorted(rows, key=lambda s: ((s.interval or (0.0, 1.0))[1], s.skill, s.version or 0))[:limit]
+    return sorted(rows, key=lambda s: ((s.interval or (0.0, 1.0))[1], s.skill, s.source, s.version or 0))[:limit]
 
 
 def skills_best(*, filters: AnalyticsFilter = AnalyticsFilter(), min_n: int = 10, limit: int = 10) -> list[SkillStats]:
@@ -311,7 +339,7 @@ def best_first(stats: Iterable[SkillStats], *, min_n: int, limit: int) -> list[S
     """Ranked by the Wilson lower bound, highest first, among those with n ≥ min_n; ties by name,
     as in `failing_first`."""
     rows = [s for s in stats if s.n >= min_n]
-    return sorted(rows, key=lambda s: (-(s.interval or (0.0, 1.0))[0], s.skill, s.version or 0))[:limit]
+    return sorted(rows, key=lambda s: (-(s.interval or (0.0, 1.0))[0], s.skill, s.source, s.version or 0))[:limit]
 
 
 def usage_totals(*, filters: AnalyticsFilter = AnalyticsFilter()) -> dict[str, int]:
@@ -409,18 +437,20 @@ _GRAIN: dict[type[RollupCounts], str] = {HourlyRollup: "hour", DailyRollup: "day
 
 def _bucketed_sql(filters: AnalyticsFilter, interval: str) -> tuple[str, list]:
     """The rollup rows that answer the filter at this interval's grain (or finer), as ONE relation
-    of skill_name, version, point (the start of the row's UTC hour, day or ISO week, in seconds
+    of skill_name, skill_source, version, point (the start of the row's UTC hour, day or ISO week, in seconds
     since 1970) and every counter: whole weeks and the days at either end come out as one
     relation, so a single GROUP BY gives one point per week."""
     if interval not in INTERVALS:
         raise ApplicationError(f"interval must be one of {', '.join(INTERVALS)}.", fields={"interval": "unknown"})
     parts, _ = _rollups(filters, hourly=interval == "hour", daily=interval == "day")
     q = connection.ops.quote_name
-    columns = ", ".join(q(name) for name in ("skill_name", "version", "point", *SUM_FIELDS))
+    columns = ", ".join(q(name) for name in ("skill_name", "skill_source", "version", "point", *SUM_FIELDS))
     selects, params = [], []
     for number, rows in enumerate(parts):
         bucket = F("bucket") if _GRAIN[rows.model] == interval else Trunc("bucket", interval, tzinfo=dt.UTC)
-        part = rows.annotate(point=_EpochSeconds(bucket)).values_list("skill_name", "version", "point", *SUM_FIELDS)
+        part = rows.annotate(point=_EpochSeconds(bucket)).values_list(
+            "skill_name", "skill_source", "version", "point", *SUM_FIELDS
+        )
         sql, part_params = part.query.sql_with_params()
         # Named again outside: the ORM may order a SELECT's columns its own way.
         selects.append(f"SELECT {columns} FROM ({sql}) AS part{number}")
@@ -461,7 +491,7 @@ def skill_timeseries(
     *, name: str, filters: AnalyticsFilter = AnalyticsFilter(), interval: str = "day"
 ) -> list[SeriesPoint]:
     """Outcomes of one skill per UTC bucket (hour, day or ISO week), with empty buckets."""
-    filters = replace(filters, skill=name)
+    filters = one_skill(filters, name)
     bucketed, params = _bucketed_sql(filters, interval)
     q = connection.ops.quote_name
     succeeded, failed, point = q("succeeded"), q("failed"), q("point")
@@ -478,7 +508,7 @@ def skill_timeseries(
 @dataclass(frozen=True)
 class SkillsOverview:
     stats: list[SkillStats]  # as skill_analytics(filters=...) answers
-    sparklines: dict[str, list[SeriesPoint]]  # per skill with outcomes in the range
+    sparklines: dict[tuple[str, str], list[SeriesPoint]]  # per skill (name, source) with outcomes in the range
 
 
 def skills_overview(*, filters: AnalyticsFilter, interval: str = "week") -> SkillsOverview:
@@ -489,32 +519,34 @@ def skills_overview(*, filters: AnalyticsFilter, interval: str = "week") -> Skil
     bucketed, params = _bucketed_sql(filters, interval)
     keep_version = filters.version is not None or bool(filters.label)  # as skill_analytics keeps them
     q = connection.ops.quote_name
-    skill, version, point, succeeded, failed = (q(c) for c in ("skill_name", "version", "point", "succeeded", "failed"))
+    skill, source, version, point, succeeded, failed = (
+        q(c) for c in ("skill_name", "skill_source", "version", "point", "succeeded", "failed")
+    )
     totals = ", ".join(_sum_of(name) for name in SUM_FIELDS)
     outcomes = ", ".join(_sum_of(name) if name in ("succeeded", "failed") else "NULL" for name in SUM_FIELDS)
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT {skill}, {version if keep_version else 'NULL'}, NULL, {totals} FROM ({bucketed}) AS counted "
-            f"GROUP BY {f'{skill}, {version}' if keep_version else skill} "
-            f"UNION ALL SELECT {skill}, NULL, {point}, {outcomes} FROM ({bucketed}) AS counted "
-            f"WHERE {succeeded} > 0 OR {failed} > 0 GROUP BY {skill}, {point}",
+            f"SELECT {skill}, {source}, {version if keep_version else 'NULL'}, NULL, {totals} "
+            f"FROM ({bucketed}) AS counted GROUP BY {skill}, {source}{f', {version}' if keep_version else ''} "
+            f"UNION ALL SELECT {skill}, {source}, NULL, {point}, {outcomes} FROM ({bucketed}) AS counted "
+            f"WHERE {succeeded} > 0 OR {failed} > 0 GROUP BY {skill}, {source}, {point}",
             params + params,
         )
         found = cursor.fetchall()
-    # Rows are (skill, version, point, *counters); a point row carries only the outcomes.
-    at_succeeded, at_failed = 3 + SUM_FIELDS.index("succeeded"), 3 + SUM_FIELDS.index("failed")
+    # Rows are (skill, source, version, point, *counters); a point row carries only the outcomes.
+    at_succeeded, at_failed = 4 + SUM_FIELDS.index("succeeded"), 4 + SUM_FIELDS.index("failed")
     stats: list[SkillStats] = []
-    series: dict[str, dict[int, tuple[int, int]]] = defaultdict(dict)
+    series: dict[tuple[str, str], dict[int, tuple[int, int]]] = defaultdict(dict)
     for row in found:
-        if row[2] is None:
-            skill_stats = SkillStats(skill=row[0], version=(row[1] or None) if keep_version else None)
-            skill_stats.add(dict(zip(SUM_FIELDS, row[3:], strict=True)))
+        if row[3] is None:
+            skill_stats = SkillStats(skill=row[0], source=row[1], version=(row[2] or None) if keep_version else None)
+            skill_stats.add(dict(zip(SUM_FIELDS, row[4:], strict=True)))
             stats.append(skill_stats)
         else:
-            series[row[0]][row[2]] = (row[at_succeeded], row[at_failed])
+            series[(row[0], row[1])][row[3]] = (row[at_succeeded], row[at_failed])
     return SkillsOverview(
-        stats=sorted(stats, key=lambda s: (s.skill, s.version or 0)),
-        sparklines={name: _filled(counts, filters, interval) for name, counts in series.items()},
+        stats=sorted(stats, key=lambda s: (s.skill, s.source, s.version or 0)),
+        sparklines={key: _filled(counts, filters, interval) for key, counts in series.items()},
     )
 
 
@@ -566,12 +598,12 @@ def skill_versions_compare(
     *, name: str, a: int, b: int, filters: AnalyticsFilter = AnalyticsFilter()
 ) -> VersionComparison:
     """Version b against version a of one skill over the filter's range."""
-    filters = replace(filters, skill=name, version=None, label=None)
+    filters = replace(one_skill(filters, name), version=None, label=None)
     rows = {s.version: s for s in skill_analytics(filters=filters, by_version=True)}
     if not rows and not any(part.exists() for part in _rollups(replace(filters, date_from=None, date_to=None))[0]):
         raise NotFound(f"No usage recorded for skill '{name}'.")
-    stats_a = rows.get(a) or SkillStats(skill=name, version=a)
-    stats_b = rows.get(b) or SkillStats(skill=name, version=b)
+    stats_a = rows.get(a) or SkillStats(skill=name, source=filters.skill_source or "", version=a)
+    stats_b = rows.get(b) or SkillStats(skill=name, source=filters.skill_source or "", version=b)
     return VersionComparison(
         skill=name,
         a=stats_a,
@@ -583,12 +615,13 @@ def skill_versions_compare(
 
 def skill_versions_seen(*, name: str, filters: AnalyticsFilter = AnalyticsFilter()) -> list[SkillStats]:
     """Per-version rows of one skill, newest version first."""
-    rows = skill_analytics(filters=replace(filters, skill=name), by_version=True)
+    rows = skill_analytics(filters=one_skill(filters, name), by_version=True)
     return sorted(rows, key=lambda s: -(s.version or 0))
 
 
 CSV_COLUMNS = (
     "skill",
+    "source",
     "version",
     "offered",
     "loaded",

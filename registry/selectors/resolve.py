@@ -49,6 +49,7 @@ from registry.selectors.skills import (
     effective_skills,
     skill_catalog_cache_clear,
     skill_md_raw_cache_clear,
+    skill_sources_cache_clear,
 )
 from registry.snapshot_delta import registry_delta, snapshot_advance
 
@@ -470,6 +471,7 @@ def registry_caches_reset() -> None:
     _RESULTS.clear()
     skill_md_raw_cache_clear()
     skill_catalog_cache_clear()
+    skill_sources_cache_clear()
     change_listener.close()
     _NAMESPACE["token"] = uuid.uuid4().hex[:12]
 

@@ -107,6 +107,28 @@ def skill_get(*, name: str, source: str | None = None) -> Skill:
     return _representative(candidates)
 
 
+def skill_sources(*, names: Collection[str]) -> dict[str, str]:
+    """The source each of `names` resolves to now, as `skill_get` resolves it (names no skill
+    has are left out). Every batch of usage events asks: the answer for all names is kept per
+    process and registry generation, so a batch naming 500 skills costs no query of its own."""
+    generation = current_generation()
+    every = _SOURCES.get((generation,))
+    if every is None:
+        every = {
+            name: _representative(candidates).source
+            for name, candidates in _by_name(Skill.objects.only("name", "source", "enabled")).items()
+        }
+        _SOURCES.put((generation,), every)
+    return {name: every[name] for name in names if name in every}
+
+
+_SOURCES: GenerationMemo[dict[str, str]] = GenerationMemo(maxsize=1)
+
+
+def skill_sources_cache_clear() -> None:
+    _SOURCES.clear()
+
+
 def skill_with_others(*, name: str, source: str | None = None) -> tuple[Skill, list[Skill]]:
     """`skill_get` and `skill_others` in one query: the skill a page is about and the same name
     in the other sources, highest priority first."""

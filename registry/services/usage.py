@@ -34,7 +34,7 @@ import json
 import uuid
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, cast
 
 from django.db import connection, models, transaction
@@ -54,6 +54,7 @@ from registry.models import (
     UsageSource,
     WeeklyRollup,
 )
+from registry.selectors.skills import skill_sources
 from registry.services.audit import SYSTEM, Actor, audit_record
 
 MAX_BATCH = 1000
@@ -65,6 +66,9 @@ class UsageEventInput:
     kind: str
     skill: str  # empty for a compact offer row (see `offered_skills`)
     version: int | None = None
+    # Which skill called `skill` (its SkillSource); empty: the one the name resolves to when
+    # the event is stored (see `usage_record`).
+    skill_source: str = ""
     trigger: str = ""
     label: str = ""
     model: str = ""
@@ -75,8 +79,9 @@ class UsageEventInput:
     rating: int | None = None  # feedback: +1 (up) / -1 (down)
     at: dt.datetime | None = None
     turn_id: Any = None
-    # kind "offered" only: every skill a turn listed, as (name, version or None), in one row.
-    offered_skills: tuple[tuple[str, int | None], ...] | None = None
+    # kind "offered" only: every skill a turn listed, as (name, version or None, skill source),
+    # in one row.
+    offered_skills: tuple[tuple[str, int | None, str], ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -97,6 +102,10 @@ def usage_record(
     """Store the events not seen before and add them to the rollups (compact offer rows: queue
     them for `usage_offers_roll_up`), in one transaction.
 
+    Before they are stored, events are completed (`_completed`): one without a skill source
+    belongs to the skill its name resolves to now, and an outcome that names no trigger or
+    model takes them from the load it follows in the batch.
+
     `audit=False` is for the runtime, whose turn row already records who ran what; a batch from
     an API client is audited (who sent how many, from which clients)."""
     if len(events) > MAX_BATCH:
@@ -112,6 +121,7 @@ def usage_record(
         else:
             unique[event.event_id] = event
     now = timezone.now()
+    unique = _completed(unique, now=now)
     with transaction.atomic():
         inserted = _store_and_roll_up(list(unique.values()), source=source, now=now)
         fresh = [event for event_id, event in unique.items() if event_id in inserted]
@@ -168,12 +178,59 @@ def _validate(position: int, event: UsageEventInput) -> None:
         raise ApplicationError(f"Event {position} names no skill.", fields={f"events[{position}].skill": "required"})
 
 
+# --- completing events --------------------------------------------------------------------
+
+# What an agent reports after loading a skill: its trigger and model are the load's.
+_FOLLOWING_A_LOAD = frozenset({UsageKind.EXECUTED, UsageKind.SUCCEEDED, UsageKind.FAILED, UsageKind.FEEDBACK})
+
+
+def _completed(events: dict[str, UsageEventInput], *, now: dt.datetime) -> dict[str, UsageEventInput]:
+    """The events with their skill source and their load's trigger and model filled in.
+
+    Source: the skill the name resolves to now (`skill_get`'s answer: the effective one), for
+    events that do not say; the runtime always says, as it knows which skill it loaded. A name
+    no skill has keeps an empty source.
+
+    Trigger and model: an executed, succeeded, failed or feedback event without them takes them
+    from a `loaded` event of the same skill, client and turn in the same batch: the last load at
+    or before it (by `at`, then by position), else the first after it. So "by trigger" and "by
+    model" put an outcome where its load is, and each breakdown adds up to the skill's total."""
+    unresolved = {e.skill for e in events.values() if e.skill and not e.skill_source}
+    sources = skill_sources(names=unresolved) if unresolved else {}
+    loads: dict[tuple, list[tuple[dt.datetime, int, UsageEventInput]]] = defaultdict(list)
+    completed: dict[str, UsageEventInput] = {}
+    for position, (event_id, event) in enumerate(events.items()):
+        if event.skill and not event.skill_source and event.skill in sources:
+            event = replace(event, skill_source=sources[event.skill])
+        if event.kind == UsageKind.LOADED:
+            loads[_load_key(event)].append((event.at or now, position, event))
+        completed[event_id] = event
+    if not loads:
+        return completed
+    for position, (event_id, event) in enumerate(completed.items()):
+        if event.kind in _FOLLOWING_A_LOAD and not (event.trigger and event.model):
+            candidates = loads.get(_load_key(event))
+            if candidates:
+                moment = (event.at or now, position)
+                before = [c for c in candidates if c[:2] <= moment]
+                load = max(before, key=lambda c: c[:2]) if before else min(candidates, key=lambda c: c[:2])
+                completed[event_id] = replace(
+                    event, trigger=event.trigger or load[2].trigger, model=event.model or load[2].model
+                )
+    return completed
+
+
+def _load_key(event: UsageEventInput) -> tuple:
+    return (event.skill, event.skill_source, event.client_id, None if event.turn_id is None else str(event.turn_id))
+
+
 # --- storing events ---------------------------------------------------------------------
 
 _EVENT_COLUMNS = (
     "event_id",
     "kind",
     "skill_name",
+    "skill_source",
     "version",
     "trigger",
     "label",
@@ -199,6 +256,7 @@ def _store_and_roll_up(events: list[UsageEventInput], *, source: str, now: dt.da
             e.event_id,
             e.kind,
             e.skill,
+            e.skill_source,
             e.version,
             e.trigger,
             e.label,
@@ -333,7 +391,8 @@ def _offers_roll_up_sql() -> tuple[str, tuple]:
     """One batch of `usage_offers_roll_up` on PostgreSQL, answering how many entries it took.
 
     `counted` stands each listed skill of a taken offer row in as a plain `offered` row of that
-    skill and version, as `_rollup_counts` counts it, so the grouped upserts that count plain
+    skill, source and version, as `_rollup_counts` counts it (a list stored before skills had
+    sources names none: the empty source), so the grouped upserts that count plain
     events on write add them (an offer row listing nothing counts as the plain row it is)."""
     q = connection.ops.quote_name
     carried = ", ".join(q(c) for c in _COUNTED_COLUMNS)
@@ -343,9 +402,9 @@ def _offers_roll_up_sql() -> tuple[str, tuple]:
         f"ON {_table(UsageEvent)}.{q('id')} = taken.{q('offer_id')})"
     )
     counted = (
-        f"counted AS (SELECT {q('skill_name')}, {q('version')}, {carried}, NULL::jsonb AS {q('offered_skills')} "
-        f"FROM offers WHERE NOT ({offered}) "
-        "UNION ALL SELECT listed.value ->> 0, (listed.value ->> 1)::integer, "
+        f"counted AS (SELECT {q('skill_name')}, {q('skill_source')}, {q('version')}, {carried}, "
+        f"NULL::jsonb AS {q('offered_skills')} FROM offers WHERE NOT ({offered}) "
+        "UNION ALL SELECT listed.value ->> 0, COALESCE(listed.value ->> 2, ''), (listed.value ->> 1)::integer, "
         + ", ".join(f"offers.{q(c)}" for c in _COUNTED_COLUMNS)
         + f", NULL FROM offers CROSS JOIN LATERAL jsonb_array_elements({q('offered_skills')}) AS listed "
         f"WHERE {offered})"
@@ -469,16 +528,17 @@ _PREPARED_TYPES = {"DateTimeField", "JSONField", "UUIDField", "ForeignKey"}
 
 # --- rollups ---------------------------------------------------------------------------
 
-# What one event contributes: (kind, skill, version, label, trigger, model, source, at, rating,
-# tokens, duration_ms, cost, offered_skills), as read from a stored row: the rebuild, the
-# roll-up on SQLite and a changed rating count with `_rollup_counts`.
+# What one event contributes: (kind, skill, skill source, version, label, trigger, model, source,
+# at, rating, tokens, duration_ms, cost, offered_skills), as read from a stored row: the
+# rebuild, the roll-up on SQLite and a changed rating count with `_rollup_counts`.
 Fact = tuple[
-    str, str, int | None, str, str, str, str, dt.datetime, int | None, int | None, int | None, float | None, Any
+    str, str, str, int | None, str, str, str, str, dt.datetime, int | None, int | None, int | None, float | None, Any
 ]
 
 FACT_FIELDS = (
     "kind",
     "skill_name",
+    "skill_source",
     "version",
     "label",
     "trigger",
@@ -493,7 +553,10 @@ FACT_FIELDS = (
 )
 
 # What the grouped rollup SELECT reads of an event besides its skill, version and offer list.
-_COUNTED_COLUMNS = ("id", *(name for name in FACT_FIELDS if name not in ("skill_name", "version", "offered_skills")))
+_COUNTED_COLUMNS = (
+    "id",
+    *(name for name in FACT_FIELDS if name not in ("skill_name", "skill_source", "version", "offered_skills")),
+)
 
 _KIND_COLUMN = {kind: COUNT_COLUMNS.index(kind) for kind in ("offered", "loaded", "executed", "succeeded", "failed")}
 _UP, _DOWN, _METERED, _TOKENS, _DURATION, _COST = (COUNT_COLUMNS.index(c) for c in COUNT_COLUMNS[5:])
@@ -503,9 +566,9 @@ _UP, _DOWN, _METERED, _TOKENS, _DURATION, _COST = (COUNT_COLUMNS.index(c) for c 
 ROLLUPS: tuple[type[RollupCounts], ...] = (HourlyRollup, DailyRollup, WeeklyRollup)
 _DIMENSIONS = ("label", "trigger", "model", "source")
 ROLLUP_KEYS: dict[type[RollupCounts], tuple[str, ...]] = {
-    HourlyRollup: ("skill_name", "bucket", "version", *_DIMENSIONS),
-    DailyRollup: ("skill_name", "bucket", "version"),
-    WeeklyRollup: ("skill_name", "bucket", "version"),
+    HourlyRollup: ("skill_name", "skill_source", "bucket", "version", *_DIMENSIONS),
+    DailyRollup: ("skill_name", "skill_source", "bucket", "version"),
+    WeeklyRollup: ("skill_name", "skill_source", "bucket", "version"),
 }
 _TRUNCATE = {HourlyRollup: "hour", DailyRollup: "day", WeeklyRollup: "week"}  # ISO weeks: from Monday
 
@@ -525,19 +588,35 @@ def _rollup_counts(facts: Iterable[Fact], sign: int = 1) -> RollupRows:
     `_rollup_insert_grouped` counts them in SQL; a compact offer counts once per listed skill."""
     counts: RollupRows = {rollup: defaultdict(lambda: [0] * (len(COUNT_COLUMNS) - 1) + [0.0]) for rollup in ROLLUPS}
     hourly, daily, weekly = counts[HourlyRollup], counts[DailyRollup], counts[WeeklyRollup]
-    for kind, skill, version, label, trigger, model, source, at, rating, tokens, duration, cost, offered in facts:
+    for (
+        kind,
+        skill,
+        skill_source,
+        version,
+        label,
+        trigger,
+        model,
+        source,
+        at,
+        rating,
+        tokens,
+        duration,
+        cost,
+        offered,
+    ) in facts:
         hour = hour_start(at)
         day = hour.replace(hour=0)
         week = day - dt.timedelta(days=day.weekday())
         if kind == UsageKind.OFFERED and offered:
-            targets = [(name, v) for name, v in offered]
+            # A list stored before skills had sources names none: the empty source.
+            targets = [(listed[0], listed[2] if len(listed) > 2 else "", listed[1]) for listed in offered]
         else:
-            targets = [(skill, version)]
-        for name, number in targets:
+            targets = [(skill, skill_source, version)]
+        for name, listed_source, number in targets:
             for row in (
-                hourly[(name, hour, number or 0, label, trigger, model, source)],
-                daily[(name, day, number or 0)],
-                weekly[(name, week, number or 0)],
+                hourly[(name, listed_source, hour, number or 0, label, trigger, model, source)],
+                daily[(name, listed_source, day, number or 0)],
+                weekly[(name, listed_source, week, number or 0)],
             ):
                 if kind == UsageKind.FEEDBACK:
                     row[_UP if (rating or 0) > 0 else _DOWN] += sign
@@ -629,11 +708,11 @@ def _bucket_start(rollup: type[RollupCounts], day_start: dt.datetime) -> dt.date
 
 
 def _rollup_counts_from(facts: list[Fact], starts: dict[type[RollupCounts], dt.datetime]) -> RollupRows:
-    """`_rollup_counts`, keeping for each table only the buckets from its start (every key's
-    second item is its bucket)."""
+    """`_rollup_counts`, keeping for each table only the buckets from its start."""
     counts = _rollup_counts(facts)
     for rollup, start in starts.items():
-        counts[rollup] = {key: row for key, row in counts[rollup].items() if key[1] >= start}
+        at = ROLLUP_KEYS[rollup].index("bucket")
+        counts[rollup] = {key: row for key, row in counts[rollup].items() if key[at] >= start}
     return counts
 
 
@@ -653,6 +732,7 @@ def _rollup_insert_grouped_sql(
     keys = ROLLUP_KEYS[rollup]
     key = {
         "skill_name": F("skill_name"),
+        "skill_source": F("skill_source"),
         "bucket": Trunc("at", _TRUNCATE[rollup], tzinfo=dt.UTC),
         "version": Coalesce("version", 0),
         **{name: F(name) for name in keys if name in _DIMENSIONS},

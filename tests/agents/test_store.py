@@ -52,6 +52,7 @@ def test_the_result_converts_to_the_runtime_resolution():
         tags=("images",),
         triggers=("task_match",),
         tools=("run_skill",),
+        source="user",
     )
     assert resolution.instructions == ("Use it.",)
     fired = resolution.fired_rules[0]

@@ -116,7 +116,7 @@ def assert_ended_exactly_once(body: dict, fault) -> None:
         ("succeeded", "slow-skill"): 1,
     }, usage
     offered = UsageEvent.objects.get(turn_id=turn_id, kind="offered")
-    assert [name for name, _version in offered.offered_skills] == ["slow-skill"]
+    assert [name for name, _version, _source in offered.offered_skills] == ["slow-skill"]
     assert not TurnCheckpoint.objects.filter(turn_id=turn_id).exists()
     wait_for(lambda: not any(fault.scratch.iterdir()), message="the scratch folders to be removed")
 

@@ -169,3 +169,40 @@ def test_pages_fit_a_390px_phone_without_sideways_scrolling(live_server, browser
             .slice(0, 5).map(e => e.tagName + '.' + e.className + ' ' + Math.round(e.getBoundingClientRect().right))"""
     )
     assert width <= 390, (path, width, wide)
+
+
+def test_a_workspace_skill_shadowing_a_bundled_one_shows_only_its_own_usage(page, live_server):
+    from tests.factories import publish
+
+    publish("code-review", source="bundled", description="Reviews code for bugs when asked.")
+    usage_record(events=outcomes("code-review", 1, 7, 3, 2, trigger="read_skill", model="gpt-4o"))
+    publish("code-review", source="workspace", description="Reviews code the way this project does.")
+    # Outcomes sent without trigger or model, after a load that has them.
+    at = timezone.now() - dt.timedelta(hours=1)
+    usage_record(
+        events=[
+            UsageEventInput("w-load", "loaded", "code-review", 1, trigger="task_match", model="claude", at=at),
+            UsageEventInput("w-ok", "succeeded", "code-review", 1, at=at),
+        ]
+    )
+    log_in_as_analyst(page, live_server)
+
+    page.goto(f"{live_server.url}/analytics/")
+    rows = page.locator("tr[data-skill='code-review']")
+    assert rows.count() == 2
+    assert "bundled" in rows.nth(0).inner_text() and "workspace" in rows.nth(1).inner_text()
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SCREENSHOTS / "analytics-shadowed-overview.png"), full_page=True)
+
+    page.goto(f"{live_server.url}/analytics/skills/code-review/")  # the skill the name resolves to
+    assert page.inner_text("#overall-n") == "1" and page.inner_text("#skill-source") == "workspace"
+    assert page.inner_text("#triggers-table tbody").split("\t")[0] == "task_match"
+    assert "(not reported)" not in page.inner_text("#models-table")
+    page.screenshot(path=str(SCREENSHOTS / "analytics-shadowing-skill.png"), full_page=True)
+
+    page.click("#other-sources a:has-text('bundled')")
+    page.wait_for_selector("#skill-source:has-text('bundled')")
+    assert page.inner_text("#overall-n") == "10" and page.inner_text("#overall-rate") == "70%"
+    page.click("button:has-text('Apply')")  # the filter form keeps the skill's source
+    assert page.inner_text("#overall-n") == "10"
+    page.screenshot(path=str(SCREENSHOTS / "analytics-shadowed-skill.png"), full_page=True)

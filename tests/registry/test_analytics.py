@@ -303,7 +303,7 @@ def raw_answer(window: AnalyticsFilter | None = None) -> dict:
         if window and ((window.date_from and day < window.date_from) or (window.date_to and day > window.date_to)):
             continue
         targets = event.offered_skills if event.offered_skills else [(event.skill_name, event.version)]
-        for name, version in targets:
+        for name, version, *_ in targets:
             column = (
                 event.kind if event.kind != "feedback" else ("feedback_up" if event.rating > 0 else "feedback_down")
             )
@@ -353,7 +353,7 @@ def raw_rollups(events=None) -> tuple[dict, dict, dict]:
         hour = event.at.astimezone(dt.UTC).replace(minute=0, second=0, microsecond=0)
         monday = hour.replace(hour=0) - dt.timedelta(days=hour.weekday())
         compact = event.kind == "offered" and event.offered_skills
-        for name, version in event.offered_skills if compact else [(event.skill_name, event.version)]:
+        for name, version, *_ in event.offered_skills if compact else [(event.skill_name, event.version)]:
             column = {1: "feedback_up", -1: "feedback_down"}[event.rating] if event.kind == "feedback" else event.kind
             metered = any(value is not None for value in (event.tokens, event.duration_ms, event.cost))
             for rows, key in (
@@ -526,7 +526,9 @@ def test_rollups_equal_the_raw_events_after_any_mix_of_batches(batches, rating_c
         for interval in ("week", "day"):  # the overview page's table and sparklines, in one query
             overview = skills_overview(filters=window, interval=interval)
             assert rollup_answer(overview.stats) == per_skill(raw_answer(window))
-            points = {(name, p.bucket): (p.succeeded, p.failed) for name, ps in overview.sparklines.items() for p in ps}
+            points = {
+                (name, p.bucket): (p.succeeded, p.failed) for (name, _), ps in overview.sparklines.items() for p in ps
+            }
             assert {key: value for key, value in points.items() if value != (0, 0)} == raw_outcomes(window, interval)
             # The page ranks and adds up its table rather than reading the rollups twice more.
             assert funnel_of(overview.stats) == usage_funnel(filters=window)
