@@ -50,6 +50,21 @@ class AgentTurnCreateApi(TurnApi):
             help_text="Force this skill (as a leading `/skill-name` in the message does); "
             "an unknown or disabled skill is a 400 naming the closest names.",
         )
+        label = TextField(
+            max_length=100,
+            required=False,
+            allow_blank=True,
+            allow_null=True,
+            help_text="Resolve every skill of the turn at this label (offered list, `read_skill`, a forced skill); "
+            "skills without it fall back as `GET /resolve` does. Default: production, else latest.",
+        )
+        skill_versions = serializers.JSONField(
+            required=False,
+            allow_null=True,
+            help_text='Pin skills to exact versions for this turn, e.g. `{"code-review": 3}`: offered, loaded '
+            "and forced at that version whatever the label says. An unknown or disabled skill, or a version it "
+            "does not have, is a 400 naming `skill_versions.<name>`.",
+        )
         script = serializers.JSONField(
             required=False,
             allow_null=True,
@@ -79,6 +94,8 @@ class AgentTurnCreateApi(TurnApi):
             forced_skill=values.get("forced_skill") or None,
             script=values.get("script"),
             max_input_tokens=values.get("max_input_tokens"),
+            label=values.get("label") or None,
+            skill_versions=values.get("skill_versions"),
         )
         return Response(self.TurnQueuedSerializer(turn).data, status=status.HTTP_202_ACCEPTED)
 
@@ -108,6 +125,8 @@ class AgentTurnDetailApi(TurnApi):
                 "message",
                 "model",
                 "forced_skill",
+                "label",
+                "skill_versions",
                 "steps",
                 "prompt_tokens",
                 "completion_tokens",
