@@ -17,7 +17,7 @@ import logging
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -45,8 +45,9 @@ from agents.store import RegistrySkillStore, resolution_for_turn
 from agents.tools import tool_registry
 from agents.trace import DatabaseTraceSink, trace_event_append
 from registry.errors import ApplicationError, Conflict, NotFound
-from registry.models import Skill, SkillVersion, UsageKind, UsageSource
+from registry.models import Skill, UsageKind, UsageSource
 from registry.selectors import resolve as registry_resolve
+from registry.selectors.versions import skill_version_numbers
 from registry.services.labels import LABEL_NAME
 from registry.services.usage import UsageEventInput, usage_feedback_set, usage_record
 
@@ -151,6 +152,13 @@ def agent_turn_create(
     return turn
 
 
+def agent_turns_create(*, user: Any, runs: Sequence[Mapping[str, Any]]) -> list[AgentTurn]:
+    """Queue several turns (each `runs` item is `agent_turn_create`'s arguments), all or none: a
+    side-by-side run of two versions either starts both or names what is wrong with one."""
+    with transaction.atomic():
+        return [agent_turn_create(user=user, **run) for run in runs]
+
+
 def _enqueue(turn_id: str) -> None:
     try:
         _queue_turn_message(turn_id)
@@ -210,9 +218,7 @@ def agent_turn_pins_check(*, skill_versions: Any, label: str | None) -> dict[str
     for name, number in pins.items():
         if name in pinned:
             continue
-        numbers = sorted(
-            SkillVersion.objects.filter(skill_id=in_effect[name].skill_id).values_list("number", flat=True)
-        )
+        numbers = skill_version_numbers(name=name)
         why = (
             f"its SKILL.md at version {number} says enabled: false"
             if number in numbers
