@@ -415,6 +415,14 @@ def turn_events(request, turn_id):
 
 
 @console_view(scope=RUN)
+def version_choices(request):
+    """The forced skill's versions for the version boxes, asked as its name is typed."""
+    name = request.GET.get("forced_skill", "").strip().lstrip("/")[:128]
+    versions = [] if not name or text_problem(name, what="skill name") else skill_version_numbers(name=name)
+    return render(request, "agents/playground.html#version-choices", {"skill_versions": versions})
+
+
+@console_view(scope=RUN)
 def turn_feedback(request, turn_id):
     turn = _turn(request, turn_id)
     slot = _slot(request.POST.get("slot", ""))
@@ -450,6 +458,7 @@ def turn_cancel(request, turn_id):
 
 urlpatterns = [
     path("playground/", playground, name="playground"),
+    path("playground/versions/", version_choices, name="playground-versions"),
     path("playground/turns/<str:turn_id>/events/", turn_events, name="playground-events"),
     path("playground/turns/<str:turn_id>/feedback/", turn_feedback, name="playground-feedback"),
     path("playground/turns/<str:turn_id>/cancel/", turn_cancel, name="playground-cancel"),

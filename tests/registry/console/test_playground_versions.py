@@ -151,3 +151,21 @@ def test_an_analyst_gets_no_version_choices_and_cannot_compare(analyst_client, c
 
     assert 'name="compare_version"' not in html and "can't run turns" in html
     assert response.status_code == 403 and not AgentTurn.objects.exists()
+
+
+def test_typing_a_forced_skill_lists_its_versions(author_client, checklist):
+    hx = {"HX-Request": "true"}
+    found = author_client.get("/playground/versions/?forced_skill=release-checklist", headers=hx)
+    unknown = author_client.get("/playground/versions/?forced_skill=nope%00", headers=hx)
+
+    assert found.status_code == 200 and "has v1, v2, v3" in found.content.decode()
+    assert '<option value="3">' in found.content.decode()
+    assert unknown.status_code == 200 and "blank: as the label says" in unknown.content.decode()
+
+
+def test_an_analyst_is_not_told_a_skills_versions_here(analyst_client, checklist):
+    response = analyst_client.get(
+        "/playground/versions/?forced_skill=release-checklist", headers={"HX-Request": "true"}
+    )
+
+    assert response.status_code == 403
