@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from django.conf import settings
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import extend_schema, extend_schema_field
 from rest_framework import serializers, status
 from rest_framework.response import Response
 
@@ -11,7 +11,7 @@ from agents import services
 from agents.models import AgentTurn
 from registry.api.base import ApiView
 from registry.api.schema import errors
-from registry.api.serializers import TextField, WholeNumberField
+from registry.api.serializers import LabelField, TextField, WholeNumberField
 
 
 class TurnApi(ApiView):
@@ -24,6 +24,19 @@ class TurnApi(ApiView):
     def max_body_bytes(self) -> int:  # type: ignore[override]
         # A full-length message of non-ASCII text arrives as \uXXXX escapes: 6 bytes a character.
         return max(ApiView.max_body_bytes, settings.AGENT_MAX_MESSAGE_CHARS * 6 + 64 * 1024)
+
+
+@extend_schema_field(
+    {
+        "type": "object",
+        "nullable": True,
+        "additionalProperties": {"type": "integer", "minimum": 1},
+        "example": {"code-review": 3},
+    }
+)
+class SkillVersionsField(serializers.JSONField):
+    """{skill name: version number}, judged by the turn service (which names `skill_versions.<name>`
+    in its 400s); annotated so the schema shows the shape it accepts."""
 
 
 class AgentTurnCreateApi(TurnApi):
@@ -50,15 +63,13 @@ class AgentTurnCreateApi(TurnApi):
             help_text="Force this skill (as a leading `/skill-name` in the message does); "
             "an unknown or disabled skill is a 400 naming the closest names.",
         )
-        label = TextField(
-            max_length=100,
-            required=False,
+        label = LabelField(
             allow_blank=True,
             allow_null=True,
             help_text="Resolve every skill of the turn at this label (offered list, `read_skill`, a forced skill); "
             "skills without it fall back as `GET /resolve` does. Default: production, else latest.",
         )
-        skill_versions = serializers.JSONField(
+        skill_versions = SkillVersionsField(
             required=False,
             allow_null=True,
             help_text='Pin skills to exact versions for this turn, e.g. `{"code-review": 3}`: offered, loaded '
