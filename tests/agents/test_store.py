@@ -262,3 +262,24 @@ def test_every_skill_resolve_offers_loads_and_nothing_it_hides_does(registry, pi
                     matched = {summary.name: summary.version for summary, _ in loader.match(f"{name} from {source}")}
                     assert matched.get(name, number) == number
         transaction.set_rollback(True)
+
+
+@pytest.mark.parametrize("indexed", [True, False])
+def test_a_pinned_skill_is_offered_matched_and_loaded_at_its_pin_with_either_index(request, indexed):
+    request.getfixturevalue("settings").RESOLVE_INDEX = indexed  # `settings` here is hypothesis'
+    registry_caches_reset()
+    publish("pdf", description="Reads PDFs.", body="V1\n")
+    publish("pdf", description="Reads PDF files, tables too.", body="V2\n")
+    label_move(skill=Skill.objects.get(name="pdf"), label="production", version_number=1)
+    publish("csv", description="Reads CSV files.")
+
+    pinned = store.RegistrySkillStore(pins={"pdf": 2})
+
+    assert {s.skill.name: s.skill.version for s in resolve(query="pdf files", pins={"pdf": 2}).skills} == {
+        "pdf": 2,
+        "csv": 1,
+    }
+    assert [(s.name, s.version) for s, _ in pinned.match("pdf tables")][:1] == [("pdf", 2)]
+    assert pinned.load("pdf").body == "\nV2\n"
+    assert store.RegistrySkillStore().load("pdf").body == "\nV1\n", "unpinned, production"
+    assert resolve(query="pdf files").skills[0].skill.version == 1, "a pinned resolve is cached apart"
