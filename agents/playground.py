@@ -274,8 +274,9 @@ def _render(
         "allow_scripted": SCRIPTED in turns.agent_models_allowed(),
     }
     if turn is not None:
-        context.update(_turn_context(turn, after=0))
-        context["panels"] = [context.copy()]
+        shown = _turn_context(turn, after=0)
+        context.update(shown)  # the first panel's turn is also the page's (its form, its conversation)
+        context["panels"] = [shown]
         if compared is not None:
             context["panels"].append(_turn_context(compared, after=0, slot=COMPARED_SLOT))
     template = "agents/playground.html" + (f"#{fragment}" if fragment else "")
