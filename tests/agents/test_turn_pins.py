@@ -55,8 +55,10 @@ def test_without_a_label_or_pins_the_turn_says_so(client, three_versions):
 
 
 def test_a_label_no_skill_carries_is_accepted_and_latest_is_a_label(client, three_versions):
-    assert post(client, label="nobody-has-this").status_code == 202
-    assert post(client, label="latest").status_code == 202
+    for label in ("nobody-has-this", "latest"):
+        response = post(client, label=label)
+        assert response.status_code == 202, response.json()
+        assert AgentTurn.objects.get(pk=response.json()["id"]).label == label
 
 
 @pytest.mark.parametrize("label", ["Production", "has space", "x" * 37, "../etc", 5])
