@@ -17,7 +17,7 @@ from agents.selectors import ANALYTICS, EVENT_KINDS, RUN, TurnFilter, TurnReader
 from registry.api.auth import ScopeRequired, has_scope
 from registry.api.base import ApiView
 from registry.api.schema import errors
-from registry.api.serializers import DayField, TextField, WholeNumberField
+from registry.api.serializers import DayField, LabelField, TextField, WholeNumberField
 
 # Reading turns: `agent:run` reads one's own, `analytics:read` (analysts, admins) every turn.
 READ_SCOPES = (RUN, ANALYTICS)
@@ -148,6 +148,19 @@ class TurnRowSerializer(serializers.ModelSerializer):
         return {"rating": "up" if turn.feedback_rating > 0 else "down", "comment": turn.feedback_comment}
 
 
+@extend_schema_field(
+    {
+        "type": "object",
+        "nullable": True,
+        "additionalProperties": {"type": "integer", "minimum": 1},
+        "example": {"code-review": 3},
+    }
+)
+class SkillVersionsField(serializers.JSONField):
+    """{skill name: version number}, judged by the turn service (which names `skill_versions.<name>`
+    in its 400s); annotated so the schema shows the shape it accepts."""
+
+
 class AgentTurnListCreateApi(TurnApi):
     class TurnCreateInputSerializer(serializers.Serializer):
         # A pasted log or document is welcome: the runtime trims what does not fit the model.
@@ -171,6 +184,19 @@ class AgentTurnListCreateApi(TurnApi):
             allow_null=True,
             help_text="Force this skill (as a leading `/skill-name` in the message does); "
             "an unknown or disabled skill is a 400 naming the closest names.",
+        )
+        label = LabelField(
+            allow_blank=True,
+            allow_null=True,
+            help_text="Resolve every skill of the turn at this label (offered list, `read_skill`, a forced skill); "
+            "skills without it fall back as `GET /resolve` does. Default: production, else latest.",
+        )
+        skill_versions = SkillVersionsField(
+            required=False,
+            allow_null=True,
+            help_text='Pin skills to exact versions for this turn, e.g. `{"code-review": 3}`: offered, loaded '
+            "and forced at that version whatever the label says. An unknown or disabled skill, or a version it "
+            "does not have, is a 400 naming `skill_versions.<name>`.",
         )
         script = serializers.JSONField(
             required=False,
@@ -201,6 +227,8 @@ class AgentTurnListCreateApi(TurnApi):
             forced_skill=values.get("forced_skill") or None,
             script=values.get("script"),
             max_input_tokens=values.get("max_input_tokens"),
+            label=values.get("label") or None,
+            skill_versions=values.get("skill_versions"),
         )
         return Response(self.TurnQueuedSerializer(turn).data, status=status.HTTP_202_ACCEPTED)
 
@@ -268,6 +296,8 @@ class AgentTurnDetailApi(TurnApi):
                 "message",
                 "model",
                 "forced_skill",
+                "label",
+                "skill_versions",
                 "steps",
                 "prompt_tokens",
                 "completion_tokens",

@@ -67,6 +67,10 @@ class AgentTurn(models.Model):
     model = models.CharField(max_length=200)
     origin = models.CharField(max_length=16, choices=TurnOrigin.choices, default=TurnOrigin.API)
     forced_skill = models.CharField(max_length=128, blank=True)
+    # What the turn's skills are resolved at: a label (blank: production, else latest) and
+    # {skill name: version number} pins that override it for those skills.
+    label = models.CharField(max_length=36, blank=True)
+    skill_versions = models.JSONField(default=dict, blank=True)
     script = models.JSONField(null=True, blank=True)
     max_input_tokens = models.PositiveIntegerField(null=True, blank=True)
     status = models.CharField(max_length=16, choices=TurnStatus.choices, default=TurnStatus.QUEUED, db_index=True)

@@ -29,14 +29,17 @@ from agents import selectors as turn_selectors
 from agents import services as turns
 from agents.model_strings import OFFLINE, SCRIPTED
 from agents.models import AgentTurn, TraceEvent, TurnOrigin
+from agents.runtime.forcing import forced_skill_and_query
 from registry.console.access import console_view, user_scopes
 from registry.console.inputs import json_from_text, text_problem
 from registry.errors import ApplicationError, NotFound
 from registry.rendering import render_markdown
 from registry.selectors.resolve import registry_snapshot
+from registry.selectors.versions import label_names_in_use, skill_version_numbers
 
 RUN = "agent:run"
 POLL_EVERY = "700ms"
+COMPARED_SLOT = "b"  # the right-hand panel of a side-by-side run
 MAX_SEQ = 2**31 - 1  # a trace event's seq is a PostgreSQL integer: a larger `after` would not compare
 SCRIPT_EXAMPLE = json.dumps(
     [{"content": None, "tool_calls": [{"name": "read_skill", "arguments": {"skill_name": "…"}}]}, {"content": "Done."}],
@@ -69,6 +72,9 @@ class SendInput:
     forced_skill: str = ""
     conversation: str = ""
     script: str = ""
+    label: str = ""
+    version: str = ""  # the forced skill's version (blank: what the label resolves to)
+    compare_version: str = ""  # when given, a second turn runs the forced skill at this version
 
     @classmethod
     def from_post(cls, post) -> SendInput:
@@ -78,7 +84,46 @@ class SendInput:
             forced_skill=post.get("forced_skill", "").strip().lstrip("/"),
             conversation=post.get("conversation", "").strip(),
             script=post.get("script", "").strip(),
+            label=post.get("label", "").strip(),
+            version=post.get("version", "").strip(),
+            compare_version=post.get("compare_version", "").strip(),
         )
+
+    @property
+    def pinned_skill(self) -> str | None:
+        """The skill a version applies to: the forced one, by field or leading `/name`, as the
+        turn service reads it."""
+        name = forced_skill_and_query(self.message, self.forced_skill or None)[0]
+        return None if name is None or text_problem(name, what="skill name") else name
+
+    def runs(self) -> tuple[list[dict[str, Any]], dict[str, str]]:
+        """agent_turns_create's runs (one, or two side by side), or the problems the form itself
+        can name."""
+        values, errors = self.service_values()
+        version, compare = self._number("version", errors), self._number("compare_version", errors)
+        skill = self.pinned_skill
+        if (version or compare) and not skill:
+            errors["version"] = "Force a skill (or start the message with /skill-name) to choose its version."
+        elif compare and compare == version:
+            errors["compare_version"] = "Choose another version to compare with."
+        if values is None or errors:
+            return [], errors
+        values["label"] = self.label or None
+        values["skill_versions"] = {skill: version} if skill and version else None
+        if not compare:
+            return [values], {}
+        # Each side in a conversation of its own: neither may read the other's answer as history.
+        left = {**values, "conversation_id": None}
+        return [left, {**left, "skill_versions": {skill: compare}}], {}
+
+    def _number(self, field: str, errors: dict[str, str]) -> int | None:
+        text = getattr(self, field)
+        if not text:
+            return None
+        if not text.isdigit() or int(text) < 1 or len(text) > 9:
+            errors[field] = f"A version number (1 or more); got {text[:20]!r}."
+            return None
+        return int(text)
 
     def service_values(self) -> tuple[dict[str, Any] | None, dict[str, str]]:
         """agent_turn_create's arguments, or the problems the form itself can name."""
@@ -128,31 +173,45 @@ def playground(request):
         return playground_send(request)
     may_run = RUN in user_scopes(request.user)
     turn = _turn(request, request.GET["turn"]) if may_run and request.GET.get("turn") else None
-    conversation = str(turn.conversation_id) if turn else request.GET.get("conversation", "")
-    form = SendInput(model=turn.model if turn else settings.AGENT_MODEL, conversation=conversation)
+    compared = _turn(request, request.GET["compare"]) if turn and request.GET.get("compare") else None
+    conversation = str(turn.conversation_id) if turn and not compared else request.GET.get("conversation", "")
+    form = SendInput(
+        model=turn.model if turn else settings.AGENT_MODEL,
+        conversation=conversation,
+        # `?skill=&version=&label=`: a link that opens the playground on one version (prefilled only).
+        forced_skill=request.GET.get("skill", "")[:128],
+        version=request.GET.get("version", "")[:9],
+        label=request.GET.get("label", "")[:36],
+    )
     if turn:
-        form.forced_skill = turn.forced_skill
+        form.forced_skill, form.label = turn.forced_skill, turn.label
+        form.version = str(turn.skill_versions.get(turn.forced_skill, "")) if turn.forced_skill else ""
         form.script = json.dumps(turn.script, indent=2) if turn.script else ""
-    return _render(request, form=form, turn=turn, may_run=may_run)
+    if compared and turn and turn.forced_skill:
+        form.compare_version = str(compared.skill_versions.get(turn.forced_skill, ""))
+    return _render(request, form=form, turn=turn, compared=compared, may_run=may_run)
 
 
 @console_view(scope=RUN)
 def playground_send(request):
     form = SendInput.from_post(request.POST)
-    values, errors = form.service_values()
-    if values is not None:
+    runs, errors = form.runs()
+    if runs:
         try:
-            turn = turns.agent_turn_create(user=request.user, origin=TurnOrigin.PLAYGROUND, **values)
+            runs = [{**run, "origin": TurnOrigin.PLAYGROUND} for run in runs]
+            created = turns.agent_turns_create(user=request.user, runs=runs)
         except ApplicationError as exc:
-            errors = {next(iter(exc.fields), "message"): exc.detail}
+            errors = {_form_field(next(iter(exc.fields), "message")): exc.detail}
             status = exc.status
         else:
-            page_url = f"{reverse('playground')}?{urlencode({'turn': turn.pk})}"
+            turn, compared = created[0], (created[1] if len(created) > 1 else None)
+            query = {"turn": turn.pk, **({"compare": compared.pk} if compared else {})}
+            page_url = f"{reverse('playground')}?{urlencode(query)}"
             if not request.htmx:
                 return redirect(page_url)
             form.message = ""  # sent; the next message continues this conversation
-            form.conversation = str(turn.conversation_id)
-            response = _render(request, form=form, turn=turn, may_run=True, fragment="workspace")
+            form.conversation = "" if compared else str(turn.conversation_id)
+            response = _render(request, form=form, turn=turn, compared=compared, may_run=True, fragment="workspace")
             response["HX-Push-Url"] = page_url
             return response
     else:
@@ -168,6 +227,11 @@ def playground_send(request):
     )
 
 
+def _form_field(field: str) -> str:
+    """The form field a service error names: a pin (`skill_versions.<name>`) is the version boxes."""
+    return "version" if field.startswith("skill_versions") else field
+
+
 def _turn(request, turn_id) -> AgentTurn:
     try:
         return turns.agent_turn_get_for_user(user=request.user, turn_id=uuid.UUID(str(turn_id)))
@@ -181,6 +245,7 @@ def _render(
     form: SendInput,
     turn: AgentTurn | None,
     may_run: bool,
+    compared: AgentTurn | None = None,
     errors: dict[str, str] | None = None,
     status: int = 200,
     fragment: str = "",
@@ -193,6 +258,8 @@ def _render(
         "may_run": may_run,
         "models": model_choices(),
         "skill_names": [skill.name for skill in registry_snapshot().skills] if may_run else [],
+        "label_names": label_names_in_use() if may_run else [],
+        "skill_versions": (skill_version_numbers(name=form.pinned_skill) if may_run and form.pinned_skill else []),
         "conversations": (
             turn_selectors.conversations_recent(user=request.user, include=conversation if known else None)
             if may_run
@@ -208,7 +275,11 @@ def _render(
         "allow_scripted": SCRIPTED in turns.agent_models_allowed(),
     }
     if turn is not None:
-        context.update(_turn_context(turn, after=0))
+        shown = _turn_context(turn, after=0)
+        context.update(shown)  # the first panel's turn is also the page's (its form, its conversation)
+        context["panels"] = [shown]
+        if compared is not None:
+            context["panels"].append(_turn_context(compared, after=0, slot=COMPARED_SLOT))
     template = "agents/playground.html" + (f"#{fragment}" if fragment else "")
     return render(request, template, context, status=status)
 
@@ -302,10 +373,20 @@ def event_view(event: TraceEvent) -> EventView:
     )
 
 
-def _turn_context(turn: AgentTurn, *, after: int) -> dict[str, Any]:
+def _slot(asked: str) -> dict[str, str]:
+    """The panel a poll or a feedback form speaks for: the compared one, or the page's turn."""
+    slot = COMPARED_SLOT if asked == COMPARED_SLOT else ""
+    return {"slot": slot, "sfx": f"-{slot}" if slot else ""}
+
+
+def _turn_context(turn: AgentTurn, *, after: int, slot: str = "") -> dict[str, Any]:
+    """What one turn panel shows. `slot` tells the second panel of a side-by-side run apart:
+    its elements' ids end in `-{slot}`, so each panel's poll fills in its own panel."""
     events = [event_view(event) for event in turn_selectors.turn_trace_events(turn=turn, after=after)]
     elapsed = turn.finished_at - turn.started_at if turn.finished_at and turn.started_at else None
     return {
+        **_slot(slot),
+        "skills_run": turn_selectors.turn_skills_run(turn=turn),
         "turn": turn,
         "events": events,
         "elapsed_ms": int(elapsed.total_seconds() * 1000) if elapsed else None,
@@ -330,24 +411,35 @@ def turn_events(request, turn_id):
         after = 0
     if not request.htmx:
         return redirect(f"{reverse('playground')}?{urlencode({'turn': turn.pk})}")
-    context = _turn_context(turn, after=after)
+    context = _turn_context(turn, after=after, slot=_slot(request.GET.get("slot", ""))["slot"])
     status = 286 if turn.is_finished else 200
     return render(request, "agents/playground.html#poll", context, status=status)
 
 
 @console_view(scope=RUN)
+def version_choices(request):
+    """The forced skill's versions for the version boxes, asked as its name is typed."""
+    name = request.GET.get("forced_skill", "").strip().lstrip("/")[:128]
+    versions = [] if not name or text_problem(name, what="skill name") else skill_version_numbers(name=name)
+    return render(request, "agents/playground.html#version-choices", {"skill_versions": versions})
+
+
+@console_view(scope=RUN)
 def turn_feedback(request, turn_id):
     turn = _turn(request, turn_id)
+    slot = _slot(request.POST.get("slot", ""))
     if request.method == "POST":
         try:
             turn = turns.agent_turn_feedback(turn=turn, rating=request.POST.get("rating", ""))
         except ApplicationError as exc:
             if request.htmx:
-                return render(request, "agents/playground.html#feedback", {"turn": turn, "feedback_error": exc.detail})
+                return render(
+                    request, "agents/playground.html#feedback", {**slot, "turn": turn, "feedback_error": exc.detail}
+                )
             messages.error(request, f"Feedback not recorded: {exc.detail}")
         else:
             if request.htmx:
-                return render(request, "agents/playground.html#feedback", {"turn": turn, "thanked": True})
+                return render(request, "agents/playground.html#feedback", {**slot, "turn": turn, "thanked": True})
             messages.success(request, "Thanks: your feedback counts toward the loaded skills' analytics.")
     return redirect(f"{reverse('playground')}?{urlencode({'turn': turn.pk})}")
 
@@ -368,6 +460,7 @@ def turn_cancel(request, turn_id):
 
 urlpatterns = [
     path("playground/", playground, name="playground"),
+    path("playground/versions/", version_choices, name="playground-versions"),
     path("playground/turns/<str:turn_id>/events/", turn_events, name="playground-events"),
     path("playground/turns/<str:turn_id>/feedback/", turn_feedback, name="playground-feedback"),
     path("playground/turns/<str:turn_id>/cancel/", turn_cancel, name="playground-cancel"),

@@ -331,6 +331,23 @@ def turn_totals(*, turn: AgentTurn) -> TurnTotals:
     return TurnTotals(calls, prompt, completion, cost, model_ms, tool_ms)
 
 
+@dataclass(frozen=True)
+class SkillRun:
+    name: str
+    version: Any
+    trigger: str
+
+
+def turn_skills_run(*, turn: AgentTurn) -> list[SkillRun]:
+    """Each skill the turn has loaded so far, at the version it ran (its `skill_activated`
+    events; the usage events carry the same once the turn ends), first load first."""
+    rows = turn.trace_events.filter(type="skill_activated").order_by("seq")
+    found: dict[str, SkillRun] = {}
+    for skill, version, trigger in rows.values_list("data__skill", "data__version", "data__trigger"):
+        found.setdefault(str(skill), SkillRun(str(skill), version, str(trigger or "")))
+    return list(found.values())
+
+
 def conversation_turns(*, user: Any, conversation_id: Any, before: AgentTurn | None = None) -> list[AgentTurn]:
     """The turns of a conversation that `user` may see (their own; an admin's, all), oldest
     first; those before `before` when given."""

@@ -18,7 +18,7 @@ import os
 import shutil
 import stat
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -48,8 +48,10 @@ from agents.store import RegistrySkillStore, resolution_for_turn
 from agents.tools import tool_registry
 from agents.trace import DatabaseTraceSink, trace_event_append
 from registry.errors import ApplicationError, Conflict, NotFound
-from registry.models import UsageKind, UsageSource
+from registry.models import Skill, UsageKind, UsageSource
 from registry.selectors import resolve as registry_resolve
+from registry.selectors.versions import skill_version_numbers
+from registry.services.labels import LABEL_NAME
 from registry.services.usage import UsageEventInput, usage_feedback_set, usage_record
 
 logger = logging.getLogger(__name__)
@@ -119,14 +121,22 @@ def agent_turn_create(
     script: list[dict] | None = None,
     max_input_tokens: int | None = None,
     origin: str = TurnOrigin.API,
+    label: str | None = None,
+    skill_versions: Mapping[str, int] | None = None,
 ) -> AgentTurn:
-    """Queue a turn; the worker is told only after the row is committed."""
+    """Queue a turn; the worker is told only after the row is committed.
+
+    Every skill of the turn is resolved at `label` (as resolve does: skills without it at
+    production, else latest) and the skills in `skill_versions` at exactly those versions: what
+    it offers, what `read_skill` and a forced skill load, what its usage events report."""
     model = agent_model_check(model=model)
     if model == SCRIPTED:
         _validate_script(script)
     elif script is not None:
         raise ApplicationError('A script is only used with "model": "scripted".', fields={"script": "remove it"})
-    _check_forced_skill(message=message, forced_skill=forced_skill)
+    label = agent_turn_label_check(label=label)
+    pins = agent_turn_pins_check(skill_versions=skill_versions, label=label)
+    _check_forced_skill(message=message, forced_skill=forced_skill, label=label, pins=pins)
 
     with transaction.atomic():
         conversation = _conversation_for(user=user, conversation_id=conversation_id, message=message)
@@ -136,6 +146,8 @@ def agent_turn_create(
             message=message,
             model=model,
             forced_skill=forced_skill or "",
+            label=label or "",
+            skill_versions=pins,
             script=script,
             max_input_tokens=max_input_tokens,
             origin=origin,
@@ -143,6 +155,13 @@ def agent_turn_create(
         )
         transaction.on_commit(lambda: _enqueue(str(turn.id)))
     return turn
+
+
+def agent_turns_create(*, user: Any, runs: Sequence[Mapping[str, Any]]) -> list[AgentTurn]:
+    """Queue several turns (each `runs` item is `agent_turn_create`'s arguments), all or none: a
+    side-by-side run of two versions either starts both or names what is wrong with one."""
+    with transaction.atomic():
+        return [agent_turn_create(user=user, **run) for run in runs]
 
 
 def _enqueue(turn_id: str) -> None:
@@ -155,7 +174,80 @@ def _enqueue(turn_id: str) -> None:
         raise
 
 
-def _check_forced_skill(*, message: str, forced_skill: str | None) -> None:
+def agent_turn_label_check(*, label: str | None) -> str | None:
+    """The label a turn resolves at, or None for the default (production, else latest). Any
+    well-formed name is accepted, `latest` included: a label no skill carries falls back for
+    every skill, as resolve's does."""
+    if label is None or label == "":
+        return None
+    if not isinstance(label, str) or not LABEL_NAME.fullmatch(label):
+        raise ApplicationError(
+            f"Label names are 1-36 characters of lowercase letters, digits, '_', '.' and '-'; got {str(label)[:60]!r}.",
+            fields={"label": "must match [a-z0-9_.-]{1,36}"},
+        )
+    return label
+
+
+def agent_turn_pins_check(*, skill_versions: Any, label: str | None) -> dict[str, int]:
+    """`skill_versions` ({skill name: version number}) once every pin names a version the turn
+    can run: an enabled skill's existing version whose SKILL.md does not say `enabled: false`.
+    A pin chooses which version of a skill in service runs; it never turns on a skill that is
+    off (disabled, or off at that version), so such a pin is a 400 like an unknown one."""
+    if skill_versions is None:
+        return {}
+    if not isinstance(skill_versions, Mapping):
+        raise ApplicationError(
+            'skill_versions must be an object of skill name to version number, e.g. {"code-review": 3}.',
+            fields={"skill_versions": "an object of name: version number"},
+        )
+    in_effect = registry_resolve.registry_snapshot(label=label).by_name
+    for name, number in skill_versions.items():
+        where = f"skill_versions.{str(name)[:128]}"
+        if not isinstance(number, int) or isinstance(number, bool) or number < 1:
+            raise ApplicationError(
+                f"The pin for '{str(name)[:128]}' must be a version number (1 or more); got {str(number)[:40]!r}.",
+                fields={where: "a version number"},
+            )
+        if name not in in_effect:
+            closest = difflib.get_close_matches(str(name), list(in_effect), n=3, cutoff=0.5)
+            disabled = Skill.objects.filter(name=name).exists()
+            why = "it is disabled, and a pin does not turn a skill on" if disabled else "no skill has that name"
+            hint = f" Did you mean {', '.join(closest)}?" if closest and not disabled else ""
+            raise ApplicationError(
+                f"Cannot pin '{str(name)[:128]}': {why}.{hint}",
+                fields={where: "disabled skill" if disabled else "unknown skill"},
+                extra={"suggestions": closest},
+            )
+    pins = dict(skill_versions)
+    pinned = registry_resolve.registry_snapshot(label=label, pins=pins).by_name
+    for name, number in pins.items():
+        if name in pinned:
+            continue
+        numbers = skill_version_numbers(name=name)
+        why = (
+            f"its SKILL.md at version {number} says enabled: false"
+            if number in numbers
+            else f"it has no version {number} (it has {_numbers_text(numbers)})"
+        )
+        raise ApplicationError(
+            f"Cannot pin '{name}' to version {number}: {why}.",
+            fields={f"skill_versions.{name}": "disabled version" if number in numbers else "unknown version"},
+            extra={"versions": numbers},
+        )
+    return pins
+
+
+def _numbers_text(numbers: list[int]) -> str:
+    if len(numbers) == 1:
+        return f"only version {numbers[0]}"
+    if numbers == list(range(numbers[0], numbers[-1] + 1)):
+        return f"versions {numbers[0]}-{numbers[-1]}"
+    return "versions " + ", ".join(map(str, numbers))
+
+
+def _check_forced_skill(
+    *, message: str, forced_skill: str | None, label: str | None = None, pins: Mapping[str, int] | None = None
+) -> None:
     """Refuse a turn that forces a skill no one can load: a 400 now instead of a 202 and a turn
     that fails in the worker. The name is found as the runtime finds it (the `forced_skill`
     field, else a leading `/command` read by the runtime's own parser), so "/tmp/x is broken"
@@ -163,9 +255,9 @@ def _check_forced_skill(*, message: str, forced_skill: str | None) -> None:
     name, _ = forced_skill_and_query(message, forced_skill)
     if name is None:
         return
-    if registry_resolve.skill_effective(name=name) is not None:
+    if registry_resolve.skill_effective(name=name, label=label, pins=pins) is not None:
         return
-    names = list(registry_resolve.registry_snapshot().by_name)
+    names = list(registry_resolve.registry_snapshot(label=label, pins=pins).by_name)
     closest = difflib.get_close_matches(name, names, n=3, cutoff=0.5)
     hint = f" Did you mean {', '.join(closest)}?" if closest else ""
     if forced_skill:
@@ -255,6 +347,7 @@ def agent_turn_feedback(*, turn: AgentTurn, rating: str, comment: str = "") -> A
                     skill_source=source,
                     version=version,
                     trigger=trigger,
+                    label=turn.label,
                     model=turn.model,
                     rating=value,
                     turn_id=turn.pk,
@@ -394,6 +487,7 @@ def _usage_events(turn: AgentTurn, result: TurnResult) -> list[UsageEventInput]:
                 skill=name,
                 version=version,
                 trigger=trigger,
+                label=turn.label,
                 model=turn.model,
                 turn_id=turn.pk,
                 at=now,
@@ -458,6 +552,7 @@ def agent_turn_run(*, claimed: ClaimedTurn) -> TurnResult:
     workspace = settings.AGENT_WORKSPACE_ROOT / str(turn.conversation_id or turn.pk)
     workspace.mkdir(parents=True, exist_ok=True)
     forced_skill, query = forced_skill_and_query(turn.message, turn.forced_skill or None)
+    label, pins = turn.label or None, dict(turn.skill_versions or {})
     request = TurnRequest(
         message=turn.message,
         query=query,
@@ -482,8 +577,10 @@ def agent_turn_run(*, claimed: ClaimedTurn) -> TurnResult:
     ):
         result = run_turn(
             request,
-            store=RegistrySkillStore(),
-            resolution=resolution_for_turn(query=request.query, forced_skill=request.forced_skill),
+            store=RegistrySkillStore(label=label, pins=pins),
+            resolution=resolution_for_turn(
+                query=request.query, forced_skill=request.forced_skill, label=label, pins=pins
+            ),
             tools=tool_registry(),
             trace=sink,
             should_cancel=sink.should_cancel,

@@ -3,11 +3,12 @@
 One store serves one turn: what it loads is kept for the rest of the turn, so a skill read
 twice costs one query and the turn sees one consistent version of each skill. Which version of
 which skill it loads is resolve's own answer (`selectors.resolve.skill_effective`): a skill resolve
-offers at the store's label always loads, and one it hides never does.
+offers at the store's label and pins always loads, and one it hides never does.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from agents.runtime.types import Resolution, SkillDocument, SkillSummary
@@ -40,14 +41,15 @@ def resolution(result: registry_resolve.ResolveResult) -> Resolution:
 
 
 class RegistrySkillStore:
-    def __init__(self, label: str | None = None) -> None:
+    def __init__(self, label: str | None = None, pins: Mapping[str, int] | None = None) -> None:
         self.label = label
+        self.pins = dict(pins or {})
         self._versions: dict[str, SkillVersion | None] = {}
         self._documents: dict[str, SkillDocument | None] = {}
 
     def _version(self, name: str) -> SkillVersion | None:
         if name not in self._versions:
-            self._versions[name] = registry_resolve.skill_version_effective(name=name, label=self.label)
+            self._versions[name] = registry_resolve.skill_version_effective(name=name, label=self.label, pins=self.pins)
         return self._versions[name]
 
     def load(self, name: str) -> SkillDocument | None:
@@ -82,7 +84,9 @@ class RegistrySkillStore:
     def find_skills(self, trigger: str, context: dict[str, Any]) -> list[SkillSummary]:
         return [
             skill_summary(found.skill)
-            for found in registry_resolve.skills_find(trigger=trigger, context=context, label=self.label)
+            for found in registry_resolve.skills_find(
+                trigger=trigger, context=context, label=self.label, pins=self.pins
+            )
         ]
 
     def match(
@@ -90,11 +94,15 @@ class RegistrySkillStore:
     ) -> list[tuple[SkillSummary, float]]:
         return [
             (skill_summary(found.skill), found.score)
-            for found in registry_resolve.skills_match(query=query, label=self.label, trigger=trigger, limit=limit)
+            for found in registry_resolve.skills_match(
+                query=query, label=self.label, trigger=trigger, limit=limit, pins=self.pins
+            )
         ]
 
 
-def resolution_for_turn(*, query: str, forced_skill: str | None, label: str | None = None) -> Resolution:
+def resolution_for_turn(
+    *, query: str, forced_skill: str | None, label: str | None = None, pins: Mapping[str, int] | None = None
+) -> Resolution:
     """The registry's resolve() for a turn's query and forced skill (as its TurnRequest carries
-    them), in the runtime's shapes."""
-    return resolution(registry_resolve.resolve(query=query, label=label, forced_skill=forced_skill))
+    them), at the turn's label and pins, in the runtime's shapes."""
+    return resolution(registry_resolve.resolve(query=query, label=label, forced_skill=forced_skill, pins=pins))

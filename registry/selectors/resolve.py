@@ -28,7 +28,7 @@ import json
 import time
 import uuid
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from json.encoder import encode_basestring
 from typing import Any
 from xml.sax.saxutils import escape
@@ -51,7 +51,7 @@ from registry.selectors.skills import (
     skill_md_raw_cache_clear,
     skill_sources_cache_clear,
 )
-from registry.snapshot_delta import registry_delta, snapshot_advance
+from registry.snapshot_delta import RegistryDelta, registry_delta, snapshot_advance
 
 # seed 003, verbatim: the lazy-loading instruction that precedes the skill list.
 SKILLS_INSTRUCTION = """## Skills (mandatory)
@@ -312,6 +312,16 @@ class Snapshot:
 # One snapshot per label (the newest read), for the few labels agents resolve at; each moves
 # forward on its own from what it was when last read.
 _SNAPSHOTS: GenerationMemo[Snapshot] = GenerationMemo(maxsize=8)
+# Pinned snapshots are kept apart: a burst of turns trying versions must not evict the labels'
+# snapshots, which cost a full read to build again (a pinned one costs one small read).
+_PINNED_SNAPSHOTS: GenerationMemo[Snapshot] = GenerationMemo(maxsize=8)
+
+# {skill name: version number}: skills a turn reads at that exact version (`effective_skills`).
+Pins = Mapping[str, int]
+
+
+def _pins_key(pins: Pins) -> tuple[tuple[str, int], ...]:
+    return tuple(sorted(pins.items()))
 
 
 def _snapshot_rules() -> tuple[tuple[tuple[RuleEntry, Any], ...], tuple[str, ...]]:
@@ -381,9 +391,12 @@ def _advanced_snapshot(generation: int, label: str | None) -> Snapshot | None:
     )
 
 
-def registry_snapshot(*, label: str | None = None, generation: int | None = None) -> Snapshot:
-    """The skills, match index and compiled rules as of `generation` (built once per process)."""
+def registry_snapshot(*, label: str | None = None, generation: int | None = None, pins: Pins | None = None) -> Snapshot:
+    """The skills, match index and compiled rules as of `generation` (built once per process),
+    with the skills named in `pins` read at those versions."""
     generation = current_generation() if generation is None else generation
+    if pins:
+        return _pinned_snapshot(generation, label, _pins_key(pins))
     found = _SNAPSHOTS.get((generation, label))
     if found is not None:
         return found
@@ -393,8 +406,35 @@ def registry_snapshot(*, label: str | None = None, generation: int | None = None
     return snapshot
 
 
+def _pinned_snapshot(generation: int, label: str | None, pins: tuple[tuple[str, int], ...]) -> Snapshot:
+    """The label's snapshot with its pinned skills re-read through `effective_skills`, as a
+    change to those skills moves a snapshot forward: the same entries, index and rules but for
+    them, so a pinned turn and an unpinned one differ in nothing else."""
+    found = _PINNED_SNAPSHOTS.get((generation, label, pins))
+    if found is not None:
+        return found
+    base = registry_snapshot(label=label, generation=generation)
+    names = frozenset(name for name, _ in pins)
+    entries = effective_skills(label=label, names=names, pins=dict(pins))
+    if base.rule_set is not None:
+        snapshot = snapshot_advance(
+            base, generation=generation, delta=RegistryDelta(skills=names, rules=False), entries=entries, rules=None
+        )
+    else:
+        skills = tuple(sorted([*(s for s in base.skills if s.name not in names), *entries], key=lambda s: s.name))
+        snapshot = replace(
+            base,
+            skills=skills,
+            by_name={s.name: s for s in skills},
+            index=MatchIndex([s for s in skills if s.model_invocable]),
+        )
+    _PINNED_SNAPSHOTS.put((generation, label, pins), snapshot)
+    return snapshot
+
+
 def snapshots_clear() -> None:
     _SNAPSHOTS.clear()
+    _PINNED_SNAPSHOTS.clear()
 
 
 # --- rules -------------------------------------------------------------------------------
@@ -494,8 +534,10 @@ def resolve(
     max_skills: int | None = None,
     max_chars: int | None = None,
     use_cache: bool = True,
+    pins: Pins | None = None,
 ) -> ResolveResult:
-    """The skills, prompt block, rule instructions and fired rules for one agent turn (cached)."""
+    """The skills, prompt block, rule instructions and fired rules for one agent turn (cached);
+    the skills named in `pins` at those versions."""
     max_skills = settings.MAX_SKILLS_IN_PROMPT if max_skills is None else max_skills
     max_chars = settings.MAX_PROMPT_CHARS if max_chars is None else max_chars
     generation = current_generation()
@@ -506,6 +548,7 @@ def resolve(
         "context": dict(context or {}),
         "max_skills": max_skills,
         "max_chars": max_chars,
+        "pins": _pins_key(pins or {}),
     }
     key = _cache_key(generation, inputs)
     results = _RESULTS if settings.RESOLVE_INDEX else cache  # hook (issue 12): see ResultCache
@@ -521,6 +564,7 @@ def resolve(
         context=context,
         max_skills=max_skills,
         max_chars=max_chars,
+        pins=pins,
     )
     if use_cache and result.complete:
         results.set(key, result, CACHE_TIMEOUT)
@@ -537,9 +581,10 @@ def _resolve(
     max_skills: int,
     max_chars: int,
     snapshot: Snapshot | None = None,  # the registry's at `generation` unless given (tests compare two)
+    pins: Pins | None = None,
 ) -> ResolveResult:
     if snapshot is None:
-        snapshot = registry_snapshot(label=label, generation=generation)
+        snapshot = registry_snapshot(label=label, generation=generation, pins=pins)
     # The budget is for matching rules: a snapshot built first (seconds at 10,000 skills) must
     # not leave every rule unchecked in the first resolve after a change.
     started = time.monotonic()
@@ -684,30 +729,36 @@ def rules_test(*, query: str, label: str | None = None) -> ResolveResult:
 # --- reads for the runtime and the API ----------------------------------------------------
 
 
-def skill_effective(*, name: str, label: str | None = None) -> EffectiveSkill | None:
-    """Which version of which skill a request at `label` gets for `name`, or None when no skill of
-    that name is in effect there (every source disabled, or the SKILL.md at that version says
-    `enabled: false`). The one answer resolve, matching and the runtime's skill store share: it is
-    the snapshot's entry (rules in `effective_skills`), so a skill resolve offers always loads and
-    one it hides never does. Costs no query once the snapshot of this generation is built."""
-    return registry_snapshot(label=label).by_name.get(name)
+def skill_effective(*, name: str, label: str | None = None, pins: Pins | None = None) -> EffectiveSkill | None:
+    """Which version of which skill a request at `label` (with `pins`) gets for `name`, or None
+    when no skill of that name is in effect there (every source disabled, the SKILL.md at that
+    version says `enabled: false`, or a pinned version the skill does not have). The one answer
+    resolve, matching and the runtime's skill store share: it is the snapshot's entry (rules in
+    `effective_skills`), so a skill resolve offers always loads and one it hides never does.
+    Costs no query once the snapshot of this generation is built."""
+    return registry_snapshot(label=label, pins=pins).by_name.get(name)
 
 
-def skill_version_effective(*, name: str, label: str | None = None) -> SkillVersion | None:
+def skill_version_effective(*, name: str, label: str | None = None, pins: Pins | None = None) -> SkillVersion | None:
     """The stored version `skill_effective` names (SKILL.md text, files): what a forced skill or
     `read_skill` loads. One query."""
-    found = skill_effective(name=name, label=label)
+    found = skill_effective(name=name, label=label, pins=pins)
     if found is None:
         return None
     return SkillVersion.objects.filter(skill_id=found.skill_id, number=found.version).first()
 
 
 def skills_match(
-    *, query: str, label: str | None = None, limit: int | None = None, trigger: str | None = None
+    *,
+    query: str,
+    label: str | None = None,
+    limit: int | None = None,
+    trigger: str | None = None,
+    pins: Pins | None = None,
 ) -> list[Match]:
     """Ranked effective skills for `query` (Match.skill is an EffectiveSkill); with `trigger`,
     only the skills that declare it."""
-    snapshot = registry_snapshot(label=label)
+    snapshot = registry_snapshot(label=label, pins=pins)
     text = query[:MATCH_QUERY_MAX_CHARS]
 
     def declares(skill: Any) -> bool:
@@ -718,7 +769,9 @@ def skills_match(
     return [m for m in match(text, snapshot.index) if declares(m.skill)][:limit]
 
 
-def skills_find(*, trigger: str, context: Mapping[str, Any] | None = None, label: str | None = None) -> list[Match]:
+def skills_find(
+    *, trigger: str, context: Mapping[str, Any] | None = None, label: str | None = None, pins: Pins | None = None
+) -> list[Match]:
     """seed 001 findSkills over the effective skills (Match.skill is an EffectiveSkill)."""
-    candidates = registry_snapshot(label=label).by_trigger.get((trigger or "").strip().lower(), ())
+    candidates = registry_snapshot(label=label, pins=pins).by_trigger.get((trigger or "").strip().lower(), ())
     return find_skills(trigger, context, candidates)

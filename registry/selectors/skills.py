@@ -7,7 +7,7 @@ read that picks "the" skill of a name goes through it.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 
 from django.db.models import F
@@ -171,15 +171,20 @@ def _is_true(value: object) -> bool:
     return value is True or (isinstance(value, str) and value.strip().lower() in ("true", "yes", "1"))
 
 
-def effective_skills(*, label: str | None = None, names: Collection[str] | None = None) -> list[EffectiveSkill]:
+def effective_skills(
+    *, label: str | None = None, names: Collection[str] | None = None, pins: Mapping[str, int] | None = None
+) -> list[EffectiveSkill]:
     """Every effective enabled skill (precedence applied) by name, at `label` where it has it.
 
     Like `skill_version_for`: no label means `production` where it exists, else latest; a named
     label falls back to latest for skills that do not carry it (so a new skill is visible before
-    anyone labels it); `latest` means the newest version everywhere. A skill whose SKILL.md says
-    `enabled: false` is left out. Three queries, whatever the number of skills, and no SKILL.md
-    text is loaded. With `names`, only skills of those names (what a resolve snapshot re-reads
-    after a change, registry/snapshot_delta.py).
+    anyone labels it); `latest` means the newest version everywhere. `pins` ({name: number})
+    reads those skills at that exact version instead, whatever the label says (a turn trying a
+    version before it is promoted); a pin chooses a version, never a source, so it applies to the
+    skill that wins the name, and a pinned number it does not have leaves the skill out. A skill
+    whose SKILL.md says `enabled: false` is left out. Three queries (four with pins), whatever
+    the number of skills, and no SKILL.md text is loaded. With `names`, only skills of those
+    names (what a resolve snapshot re-reads after a change, registry/snapshot_delta.py).
     """
     skills = Skill.objects.filter(enabled=True)
     versions = SkillVersion.objects.filter(skill__enabled=True)
@@ -189,11 +194,19 @@ def effective_skills(*, label: str | None = None, names: Collection[str] | None 
     skills = skills.only("id", "name", "source", "enabled")
     winners = {winner.pk: winner for group in _by_name(skills).values() if (winner := skill_winner(group))}
 
+    pinned: dict[int, dict] = {}
+    if pins:
+        wanted = {skill_id: pins[skill.name] for skill_id, skill in winners.items() if skill.name in pins}
+        rows = versions.filter(skill_id__in=list(wanted), number__in=set(wanted.values())).values(*_EFFECTIVE_FIELDS)
+        pinned = {row["skill_id"]: row for row in rows if wanted[row["skill_id"]] == row["number"]}
+        # A pinned skill is read at its pin or not at all: never at the label's version instead.
+        winners = {key: skill for key, skill in winners.items() if skill.name not in pins or key in pinned}
+
     label_name = "production" if label is None else label
-    labelled: dict[int, dict] = {}
+    labelled: dict[int, dict] = dict(pinned)
     if label_name != "latest":
         for row in versions.filter(labels__name=label_name).values(*_EFFECTIVE_FIELDS):
-            if row["skill_id"] in winners:
+            if row["skill_id"] in winners and row["skill_id"] not in pinned:
                 labelled[row["skill_id"]] = row
     latest = (
         {

@@ -35,6 +35,18 @@ def skill_labels(skill: Skill) -> dict[str, int]:
     return dict(skill.labels.values_list("name", "version__number"))
 
 
+def label_names_in_use() -> list[str]:
+    """Every label some skill carries, `production` first: what a turn can be resolved at."""
+    names = set(Label.objects.values_list("name", flat=True).distinct())
+    return sorted(names, key=lambda name: (name != "production", name))
+
+
+def skill_version_numbers(*, name: str) -> list[int]:
+    """The version numbers of the skill that wins `name` (for a version picker), or []."""
+    winner = skill_winner(Skill.objects.filter(name=name))
+    return list(winner.versions.order_by("number").values_list("number", flat=True)) if winner else []
+
+
 @dataclass(frozen=True)
 class VersionRow:
     """One line of a skill's version list."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 from typing import Any
@@ -216,33 +217,41 @@ def build(registry: dict[tuple[str, str], dict[str, Any]]) -> None:
             skill_set_enabled(skill=skill, enabled=False)
 
 
-def expected(registry: dict[tuple[str, str], dict[str, Any]], name: str, label: str | None) -> tuple[str, int] | None:
+def expected(
+    registry: dict[tuple[str, str], dict[str, Any]], name: str, label: str | None, pins: dict[str, int]
+) -> tuple[str, int] | None:
     """The rule written out plainly: the enabled source of highest precedence wins the name; it is
-    read at the label (`production` when none is asked for), else at its latest; and its SKILL.md
-    there may turn it off."""
+    read at its pinned version when pinned (and not at all when it has no such version), else at
+    the label (`production` when none is asked for), else at its latest; and its SKILL.md there
+    may turn it off."""
     enabled = [(source, spec) for (n, source), spec in registry.items() if n == name and spec["enabled"]]
     if not enabled:
         return None
     source, spec = max(enabled, key=lambda pair: SOURCES.index(pair[0]))
     latest = len(spec["versions"])
-    pointed = None if label == "latest" else spec["production" if label is None else label]
-    number = pointed if pointed is not None and pointed <= latest else latest
+    if name in pins:
+        if pins[name] > latest:
+            return None
+        number = pins[name]
+    else:
+        pointed = None if label == "latest" else spec["production" if label is None else label]
+        number = pointed if pointed is not None and pointed <= latest else latest
     return None if spec["versions"][number - 1] is False else (source, number)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(registry=registries)
-def test_every_skill_resolve_offers_loads_and_nothing_it_hides_does(registry):
+@given(registry=registries, pins=st.dictionaries(st.sampled_from(NAMES), st.integers(1, 4), max_size=2))
+def test_every_skill_resolve_offers_loads_and_nothing_it_hides_does(registry, pins):
     with transaction.atomic():
         registry_caches_reset()
         build(registry)
-        for label in READ_AT:
-            offered = {s.skill.name: s.skill.version for s in resolve(query="", label=label).skills}
-            loader = store.RegistrySkillStore(label=label)
+        for label, pinned in itertools.product(READ_AT, ({}, pins)):
+            offered = {s.skill.name: s.skill.version for s in resolve(query="", label=label, pins=pinned).skills}
+            loader = store.RegistrySkillStore(label=label, pins=pinned)
             for name in NAMES:
-                want = expected(registry, name, label)
+                want = expected(registry, name, label, pinned)
                 document = loader.load(name)
-                forced = resolve(query="", label=label, forced_skill=name)
+                forced = resolve(query="", label=label, forced_skill=name, pins=pinned)
                 if want is None:
                     assert name not in offered and forced.forced_skill is None
                     assert document is None and loader.read_file(name, "notes.md") is None
@@ -251,4 +260,27 @@ def test_every_skill_resolve_offers_loads_and_nothing_it_hides_does(registry):
                     assert offered[name] == number and forced.forced_skill == name
                     assert (document.version, document.body) == (number, f"\nbody {name} {source} {number}\n")
                     assert loader.read_file(name, "notes.md") == f"notes {name} {source} {number}".encode()
+                    matched = {summary.name: summary.version for summary, _ in loader.match(f"{name} from {source}")}
+                    assert matched.get(name, number) == number
         transaction.set_rollback(True)
+
+
+@pytest.mark.parametrize("indexed", [True, False])
+def test_a_pinned_skill_is_offered_matched_and_loaded_at_its_pin_with_either_index(request, indexed):
+    request.getfixturevalue("settings").RESOLVE_INDEX = indexed  # `settings` here is hypothesis'
+    registry_caches_reset()
+    publish("pdf", description="Reads PDFs.", body="V1\n")
+    publish("pdf", description="Reads PDF files, tables too.", body="V2\n")
+    label_move(skill=Skill.objects.get(name="pdf"), label="production", version_number=1)
+    publish("csv", description="Reads CSV files.")
+
+    pinned = store.RegistrySkillStore(pins={"pdf": 2})
+
+    assert {s.skill.name: s.skill.version for s in resolve(query="pdf files", pins={"pdf": 2}).skills} == {
+        "pdf": 2,
+        "csv": 1,
+    }
+    assert [(s.name, s.version) for s, _ in pinned.match("pdf tables")][:1] == [("pdf", 2)]
+    assert pinned.load("pdf").body == "\nV2\n"
+    assert store.RegistrySkillStore().load("pdf").body == "\nV1\n", "unpinned, production"
+    assert resolve(query="pdf files").skills[0].skill.version == 1, "a pinned resolve is cached apart"

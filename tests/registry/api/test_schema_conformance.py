@@ -83,8 +83,8 @@ UNSTATED_RULES: dict[str, set[str]] = {
     "POST /api/v1/usage": {"rating", "at"},
     # `model` is one of the operator's AGENT_MODELS; `script` goes with `model: "scripted"` only,
     # and follows the script format; a forced skill (`forced_skill`, or a leading `/name` in
-    # `message`) must name an enabled skill.
-    "POST /api/v1/agent/turns": {"model", "script", "forced_skill", "message"},
+    # `message`) must name an enabled skill, and a pin (`skill_versions.<name>`) a version of one.
+    "POST /api/v1/agent/turns": {"model", "script", "forced_skill", "message", "skill_versions"},
     # `version` goes with `skill`, `detail` with `cause`; `from` must not be after `to`.
     "GET /api/v1/agent/turns": {"version", "detail", "from", "to"},
     "GET /api/v1/agent/turns/causes": {"version", "detail", "from", "to"},
@@ -108,6 +108,7 @@ def positive_data_acceptance_but_unstated_rules(ctx, response, case):
     if response.status_code == 400 and allowed:
         body = response.json()
         named = _fields(body.get("fields")) if body.get("error") == "invalid" else {body.get("error")}
+        named = {str(name).split(".")[0] for name in named}  # `skill_versions.<name>` is skill_versions
         if named and named <= allowed:
             return None
     return positive_data_acceptance(ctx, response, case)
