@@ -741,11 +741,11 @@ def skill_effective(*, name: str, label: str | None = None, pins: Pins | None = 
 
 def skill_version_effective(*, name: str, label: str | None = None, pins: Pins | None = None) -> SkillVersion | None:
     """The stored version `skill_effective` names (SKILL.md text, files): what a forced skill or
-    `read_skill` loads. One query."""
+    `read_skill` loads, with its skill (usage names the skill's source). One query."""
     found = skill_effective(name=name, label=label, pins=pins)
     if found is None:
         return None
-    return SkillVersion.objects.filter(skill_id=found.skill_id, number=found.version).first()
+    return SkillVersion.objects.select_related("skill").filter(skill_id=found.skill_id, number=found.version).first()
 
 
 def skills_match(
