@@ -32,7 +32,7 @@ SKILLS, VERSIONS, DAYS, AUTHORS = 200, 3, 90, 20
 
 TURNS_SQL = """
 INSERT INTO agents_agentturn
-    (id, user_id, message, model, origin, forced_skill, status, cancel_requested, answer, error,
+    (id, user_id, message, model, origin, forced_skill, label, skill_versions, status, cancel_requested, answer, error,
      failure_cause, failure_detail, steps, prompt_tokens, completion_tokens, cost, attempts, takeovers,
      feedback_rating, feedback_comment, created_at, started_at, finished_at)
 SELECT gen_random_uuid(),
@@ -41,7 +41,7 @@ SELECT gen_random_uuid(),
             'review this pull request', 'extract tables from the pdf', 'plan the database migration'])[1 + mod(i, 5)],
        (ARRAY['gpt-4o-mini', 'claude-sonnet', 'offline'])[1 + mod(i, 3)],
        (ARRAY['api', 'api', 'playground', 'eval'])[1 + mod(i / 3, 4)],
-       '',
+       '', '', '{}'::jsonb,
        status, false,
        CASE WHEN status = 'succeeded' THEN 'done' ELSE '' END,
        CASE cause WHEN 'aborted' THEN 'aborted: no data for that period'
