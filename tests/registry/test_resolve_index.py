@@ -5,6 +5,7 @@ queries; and its ETag is a function of the JSON it is sent as."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import pickle
 
@@ -175,58 +176,67 @@ def test_resolve_gives_the_answer_of_the_straightforward_matcher(data, query):
     assert rules_fire(query, rules, candidates=snapshot.rule_set.candidates(query)) == rules_fire_all(query, rules)
 
 
+# A skill's fields that are the same in every result it is in: the ETag hashes their digest.
+UNCHANGING = ("name", "version", "fingerprint", "description", "tags", "triggers", "tools", "source")
+
+
+def etag_of_sent(sent: dict) -> str:
+    """The ETag as its documented form says, from nothing but the JSON a client is sent."""
+    skills = [
+        [
+            hashlib.sha256(canonical_json({key: skill[key] for key in UNCHANGING})).hexdigest(),
+            {key: value for key, value in skill.items() if key not in UNCHANGING},
+        ]
+        for skill in sent["skills"]
+    ]
+    return strong_etag({**sent, "skills": skills})
+
+
+def resolved(snapshot, query: str, max_skills: int):
+    return _resolve(
+        snapshot=snapshot,
+        generation=1,
+        label=None,
+        query=query,
+        forced_skill=None,
+        context=None,
+        max_skills=max_skills,
+        max_chars=18_000,
+    )
+
+
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(data=st.data(), query=queries)
-def test_the_etag_depends_only_on_the_json_sent(data, query):
-    # Given a result and its representation as a client receives it ...
+@given(data=st.data(), query=queries, other=queries)
+def test_the_etag_depends_only_on_the_json_sent(data, query, other):
+    # Given a result and its content as a client receives it ...
     entries = data.draw(skill_entries())
     snapshot = snapshot_of(entries, data.draw(rule_entries([e.name for e in entries])))
-    found = _resolve(
-        snapshot=snapshot,
-        generation=1,
-        label=None,
-        query=query,
-        forced_skill=None,
-        context=None,
-        max_skills=data.draw(st.integers(0, 14)),
-        max_chars=18_000,
-    )
+    found = resolved(snapshot, query, data.draw(st.integers(0, 14)))
     sent = json.loads(json.dumps(_content(found)))
-    # ... the ETag is the hash of that JSON's canonical bytes, whatever order its keys come in ...
+    # ... its canonical bytes do not depend on the order its keys come in ...
     reordered = json.loads(json.dumps(sent, sort_keys=True), object_pairs_hook=lambda pairs: dict(reversed(pairs)))
     assert canonical_json(reordered) == canonical_json(sent)
-    assert found.etag == strong_etag(sent) == strong_etag(reordered)
-    # ... and the same result, copied or recomputed, has the same ETag.
+    # ... the ETag is computed from that content alone, and a copy of the result has the same one ...
+    assert found.etag == etag_of_sent(sent) == etag_of_sent(reordered)
     assert pickle.loads(pickle.dumps(found)).etag == found.etag
-    again = _resolve(
-        snapshot=snapshot,
-        generation=1,
-        label=None,
-        query=query,
-        forced_skill=None,
-        context=None,
-        max_skills=len(found.skills),
-        max_chars=18_000,
-    )
+    # ... and another result has the same ETag exactly when it has the same content.
+    again = resolved(snapshot_of(reversed(entries), snapshot.rules), other, len(found.skills))
     assert (again.etag == found.etag) == (_content(again) == _content(found))
 
 
 def test_the_etag_changes_with_any_value_sent():
     entry = EffectiveSkill(0, "pdf", "user", 1, "Reads pdf reports.", "f")
-    found = _resolve(
-        snapshot=snapshot_of([entry]),
-        generation=1,
-        label=None,
-        query="pdf",
-        forced_skill=None,
-        context=None,
-        max_skills=5,
-        max_chars=18_000,
-    )
-    content = _content(found)
-    changed = {**content, "skills": [{**content["skills"][0], "score": content["skills"][0]["score"] + 0.0001}]}
-    assert strong_etag(changed) != found.etag
-    assert strong_etag({**content, "label": "production"}) != found.etag
+    found = resolved(snapshot_of([entry]), "pdf", 5)
+    sent = json.loads(json.dumps(_content(found)))
+    skill = sent["skills"][0]
+    assert etag_of_sent(sent) == found.etag
+    for changed in (
+        {**sent, "label": "production"},
+        {**sent, "skills": [{**skill, "score": skill["score"] + 0.0001}]},
+        {**sent, "skills": [{**skill, "description": "Reads pdf reports!"}]},
+        {**sent, "skills": [{**skill, "tags": ["pdf"]}]},
+    ):
+        assert etag_of_sent(changed) != found.etag
 
 
 def test_a_rule_set_reuses_the_compiled_buckets_a_change_left_alone():
