@@ -50,7 +50,8 @@ tokens = st.fixed_dictionaries(
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(token=tokens)
 def test_the_token_check_gives_the_orm_answer(token):
-    user = UserFactory(username=f"u-{uuid.uuid4().hex[:12]}", is_superuser=token["superuser"], is_active=token["active"])
+    username = f"u-{uuid.uuid4().hex[:12]}"
+    user = UserFactory(username=username, is_superuser=token["superuser"], is_active=token["active"])
     user.groups.set([Group.objects.get_or_create(name=name)[0] for name in token["groups"]])
     secret = uuid.uuid4().hex
     ApiToken.objects.create(
