@@ -1,17 +1,16 @@
-"""resolve() at 1,000 skills / 200 rules (and 10,000 / 1,000 with --large): today's path and the
-indexed one (issue 12), side by side in the same run.
+"""resolve() at 1,000 skills / 200 rules (and 10,000 / 1,000 with --large).
 
     .venv/bin/python bench/resolve.py [--large] [--skills N --rules N] [--repeat 200] [--updates 5]
 
-For each path (`RESOLVE_INDEX` off: a full scan of every skill and rule, a snapshot rebuilt per
-change; on: inverted index, RE2 sets, snapshots updated in place):
 - cold: the per-generation snapshot built from scratch, then one resolve;
 - new query: a query not seen before at a built snapshot (what an agent's every turn costs);
 - warm: the same query again, served from the result cache;
-- after a publish / label move / enable-disable / rule edit: the next snapshot read, which today
-  rebuilds and indexed moves forward (the write itself is not timed);
+- after a publish / label move / enable-disable / rule edit: the next snapshot read, which moves
+  the one held forward (the write itself is not timed);
 - then at a second label (`production`, also held from before the write): the next read there,
   which moves forward too.
+Last, the answers for 50 of the queries are checked against the straightforward matcher the tests
+use as their oracle (tests/registry/resolve_oracle.py), whose cost is printed beside them.
 Skills and rules are bulk-inserted (the bench-* names are replaced on each run). Uses DATABASE_URL
 when set (give it a database of its own), else a fresh SQLite file.
 """
@@ -28,8 +27,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench._common import WORDS, percentile, prepare_environment, setup_django, timed  # noqa: E402
-
-PATHS = (("today", False), ("indexed", True))
 
 
 def seed(skills: int, rules: int, rng: random.Random) -> None:
@@ -84,18 +81,33 @@ def seed(skills: int, rules: int, rng: random.Random) -> None:
         registry_changed()
 
 
-def measure(indexed: bool, queries: list[str], *, cold_rounds: int, updates: int, rng: random.Random) -> dict:
-    """The figures for one path, `indexed` or today's."""
-    from django.test import override_settings
+def measure(queries: list[str], *, cold_rounds: int, updates: int, rng: random.Random) -> dict:
+    from registry.selectors.resolve import registry_caches_reset, resolve
 
+    figures: dict[str, list[float]] = {}
+
+    def cold():
+        registry_caches_reset()
+        resolve(query=queries[0])
+
+    figures["cold"] = timed(cold, cold_rounds)
+    registry_caches_reset()  # a fresh result-cache namespace: every query below is new
+    resolve(query="warm the snapshot")
+    fresh = iter(queries)
+    # With the ETag, as the API answers (a turn's resolve leaves it uncomputed).
+    figures["new"] = timed(lambda: resolve(query=next(fresh)).etag, len(queries))
+    figures["warm"] = timed(lambda: resolve(query=queries[0]).etag, len(queries))
+    figures.update(measure_writes(updates=updates, rng=rng))
+    return figures
+
+
+def _edits(updates: int, rng: random.Random) -> dict[str, list]:
+    """`updates` writes of each kind, as callables."""
     from registry.bundle import bundle_from_parts
     from registry.models import ForceIncludeRule, Label, Skill
-    from registry.selectors.resolve import registry_caches_reset, registry_snapshot, resolve
     from registry.services.labels import label_delete, label_move
     from registry.services.rules import rule_update
     from registry.services.skills import skill_set_enabled, skill_version_publish
-
-    figures: dict[str, list[float]] = {}
 
     def move_production(skill: Skill) -> None:
         if Label.objects.filter(skill=skill, name="production").exists():
@@ -103,73 +115,73 @@ def measure(indexed: bool, queries: list[str], *, cold_rounds: int, updates: int
         else:
             label_move(skill=skill, label="production", version_number=skill.latest_version)
 
-    with override_settings(RESOLVE_INDEX=indexed):
+    def publish(skill: Skill) -> None:
+        text = (
+            f"---\nname: {skill.name}\ndescription: Handles {rng.choice(WORDS)} and "
+            f"{rng.choice(WORDS)} tasks, edition {rng.random()}.\n---\n\nSteps.\n"
+        )
+        skill_version_publish(bundle=bundle_from_parts(text.encode(), []), source="user")
 
-        def cold():
-            registry_caches_reset()
-            resolve(query=queries[0])
+    skills = list(Skill.objects.filter(name__startswith="bench-skill-").order_by("?")[: updates * 3])
+    rules = list(ForceIncludeRule.objects.filter(name__startswith="bench-rule-").order_by("?")[:updates])
+    return {
+        "publish": [lambda skill=skill: publish(skill) for skill in skills[:updates]],
+        "label move": [lambda skill=skill: move_production(skill) for skill in skills[updates : updates * 2]],
+        "enable/disable": [
+            lambda skill=skill: skill_set_enabled(skill=skill, enabled=False)
+            for skill in skills[updates * 2 : updates * 3]
+        ],
+        "rule edit": [
+            lambda rule=rule: rule_update(rule=rule, pattern=rf"\b{rng.choice(WORDS)}\s+{rng.choice(WORDS)}\b")
+            for rule in rules
+        ],
+        "undo": [lambda skill=skill: skill_set_enabled(skill=skill, enabled=True) for skill in skills[updates * 2 :]],
+    }
 
-        figures["cold"] = timed(cold, cold_rounds)
-        registry_caches_reset()  # a fresh result-cache namespace: every query below is new
-        resolve(query="warm the snapshot")
-        fresh = iter(queries)
-        # With the ETag, as the API answers (a turn's resolve leaves it uncomputed).
-        figures["new"] = timed(lambda: resolve(query=next(fresh)).etag, len(queries))
-        figures["warm"] = timed(lambda: resolve(query=queries[0]).etag, len(queries))
 
-        skills = list(Skill.objects.filter(name__startswith="bench-skill-").order_by("?")[: updates * 3])
-        rules = list(ForceIncludeRule.objects.filter(name__startswith="bench-rule-").order_by("?")[:updates])
-        edits = {
-            "publish": [
-                lambda skill=skill: skill_version_publish(
-                    bundle=bundle_from_parts(
-                        (
-                            f"---\nname: {skill.name}\ndescription: Handles {rng.choice(WORDS)} and "
-                            f"{rng.choice(WORDS)} tasks, edition {rng.random()}.\n---\n\nSteps.\n"
-                        ).encode(),
-                        [],
-                    ),
-                    source="user",
-                )
-                for skill in skills[:updates]
-            ],
-            "label move": [lambda skill=skill: move_production(skill) for skill in skills[updates : updates * 2]],
-            "enable/disable": [
-                lambda skill=skill: skill_set_enabled(skill=skill, enabled=False)
-                for skill in skills[updates * 2 : updates * 3]
-            ],
-            "rule edit": [
-                lambda rule=rule: rule_update(rule=rule, pattern=rf"\b{rng.choice(WORDS)}\s+{rng.choice(WORDS)}\b")
-                for rule in rules
-            ],
-        }
-        figures["second label"] = []
-        for kind, writes in edits.items():
-            figures[kind] = []
-            for write in writes:
-                # The snapshots of the generation before the write are held, at two labels.
-                registry_snapshot()
-                registry_snapshot(label="production")
-                write()
-                started = time.perf_counter()
-                registry_snapshot()
-                figures[kind].append((time.perf_counter() - started) * 1000)
-                started = time.perf_counter()
-                registry_snapshot(label="production")
-                figures["second label"].append((time.perf_counter() - started) * 1000)
-        for skill in skills[updates * 2 : updates * 3]:
-            skill_set_enabled(skill=skill, enabled=True)
+def measure_writes(*, updates: int, rng: random.Random) -> dict[str, list[float]]:
+    """The next snapshot read after each kind of write, at the default label and at a second one."""
+    from registry.selectors.resolve import registry_snapshot
+
+    edits = _edits(updates, rng)
+    undo = edits.pop("undo")
+    figures: dict[str, list[float]] = {"second label": []}
+    for kind, writes in edits.items():
+        figures[kind] = []
+        for write in writes:
+            # The snapshots of the generation before the write are held, at two labels.
+            registry_snapshot()
+            registry_snapshot(label="production")
+            write()
+            started = time.perf_counter()
+            registry_snapshot()
+            figures[kind].append((time.perf_counter() - started) * 1000)
+            started = time.perf_counter()
+            registry_snapshot(label="production")
+            figures["second label"].append((time.perf_counter() - started) * 1000)
+    for write in undo:
+        write()
     return figures
 
 
-def answers(indexed: bool, queries: list[str]) -> list[dict]:
-    from django.test import override_settings
+def check_answers(queries: list[str]) -> tuple[bool, list[float]]:
+    """Whether resolve answers as the tests' oracle does for `queries`, and the oracle's ms per query."""
+    from django.conf import settings
 
-    from registry.selectors.resolve import registry_caches_reset, resolve
+    from registry.selectors.resolve import registry_caches_reset, registry_snapshot, resolve
+    from tests.registry.resolve_oracle import reference_resolve
 
-    with override_settings(RESOLVE_INDEX=indexed):
-        registry_caches_reset()
-        return [resolve(query=query, use_cache=False).as_dict() for query in queries]
+    registry_caches_reset()
+    snapshot = registry_snapshot()
+    budgets = {"max_skills": settings.MAX_SKILLS_IN_PROMPT, "max_chars": settings.MAX_PROMPT_CHARS}
+    same = True
+    costs = []
+    for query in queries:
+        started = time.perf_counter()
+        expected = reference_resolve(snapshot, query=query, **budgets)
+        costs.append((time.perf_counter() - started) * 1000)
+        same = same and resolve(query=query, use_cache=False).as_dict() == expected.as_dict()
+    return same, costs
 
 
 def main() -> None:
@@ -195,20 +207,13 @@ def main() -> None:
         f"{time.perf_counter() - started:.1f} s"
     )
     queries = [" ".join(rng.sample(WORDS, 5)) for _ in range(args.repeat)]
-    results = {
-        name: measure(indexed, queries, cold_rounds=3 if skills > 2_000 else 10, updates=args.updates, rng=rng)
-        for name, indexed in PATHS
-    }
+    figures = measure(queries, cold_rounds=3 if skills > 2_000 else 10, updates=args.updates, rng=rng)
 
     def row(title: str, key: str, pcts: tuple[int, ...] = (50,)) -> None:
-        cells = []
-        for name, _ in PATHS:
-            samples = results[name][key]
-            cells.append(" / ".join(f"{percentile(samples, p):8.2f}" for p in pcts))
-        today, indexed = (percentile(results[name][key], 50) for name, _ in PATHS)
-        print(f"  {title:<34}" + "".join(f"{cell:>22}" for cell in cells) + f"{today / indexed:>10.1f}x")
+        cell = " / ".join(f"{percentile(figures[key], p):8.2f}" for p in pcts)
+        print(f"  {title:<42}{cell:>22}")
 
-    print(f"  {'ms':<34}{'today':>22}{'indexed':>22}{'p50 ratio':>10}")
+    print(f"  {'ms':<42}{'resolve':>22}")
     row("cold (snapshot built) p50", "cold")
     row("new query p50 / p99", "new", (50, 99))
     row("warm (cached) p50", "warm")
@@ -216,8 +221,9 @@ def main() -> None:
         row(f"snapshot after a {kind} p50", kind)
     row("a second label after any write p50", "second label")
     checked = queries[:50]
-    same = answers(False, checked) == answers(True, checked)
-    print(f"  the same answers on both paths for {len(checked)} queries: {'yes' if same else 'NO'}")
+    same, figures["oracle"] = check_answers(checked)
+    row("the tests' oracle, a new query p50", "oracle")
+    print(f"  the oracle's answers for {len(checked)} queries: {'the same' if same else 'DIFFERENT'}")
 
 
 if __name__ == "__main__":

@@ -317,10 +317,6 @@ RULE_QUERY_MAX_CHARS = env.int("RULE_QUERY_MAX_CHARS", default=10_000)
 RULE_PATTERN_PROBE_MS = env.int("RULE_PATTERN_PROBE_MS", default=50)
 # One resolve stops matching rules past this many seconds and says which rules it skipped.
 RESOLVE_MAX_SECONDS = env.float("RESOLVE_MAX_SECONDS", default=2.0)
-# Resolve through an inverted index and RE2 sets, with snapshots updated in place on each change
-# (registry/resolve_index.py, registry/snapshot_delta.py). Off: a full scan of every skill and rule
-# and a rebuild per change, the same answers slower — what bench/resolve.py compares against.
-RESOLVE_INDEX = env.bool("RESOLVE_INDEX", default=True)
 # On PostgreSQL each process LISTENs for registry changes (one extra idle connection) so cached
 # reads skip a query per request; off, every read asks the database (registry/selectors/generation.py).
 REGISTRY_LISTEN = env.bool("REGISTRY_LISTEN", default=True)

@@ -1,12 +1,12 @@
-"""What makes resolve for a new query cheap (issue 12): an inverted index over the snapshot's
-skills, RE2 sets over the rule patterns, and a ranking that only orders what a prompt block can
-list.
+"""What makes resolve for a new query cheap: an inverted index over the snapshot's skills, RE2
+sets over the rule patterns, and a ranking that only orders what a prompt block can list.
 
 An agent resolves once per turn with the user's message, almost never a query it sent before, so
 the result cache rarely helps; the work per query has to be small. The answers are exactly those
-of the straightforward path (`MatchIndex.score` over every skill, every rule pattern searched in
-turn, the whole ranking sorted) — tests/registry/test_resolve_index.py compares the two on random
-registries and queries — only the work differs:
+of the straightforward matcher (`MatchIndex.score` over every skill, every rule pattern searched
+in turn, the whole ranking sorted), which tests/registry/resolve_oracle.py keeps as the oracle
+that tests/registry/test_resolve_index.py compares with on random registries and queries; only
+the work differs:
 
 - `TermIndex` scores only the skills that share a term with the query, from per-term
   contributions computed once per snapshot, and builds reasons only for the skills it returns;
@@ -22,8 +22,7 @@ from __future__ import annotations
 
 import heapq
 import math
-import threading
-from collections import Counter, OrderedDict
+from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -380,40 +379,3 @@ class RuleSet:
     def candidates(self, query: str) -> set[int]:
         bounded = query[: query_max_chars()]  # what pattern_search matches against
         return {rule_id for bucket in self._buckets for rule_id in bucket.candidates(bounded)}
-
-
-# --- results -----------------------------------------------------------------------------
-
-
-class ResultCache:
-    """This process's most recent resolve results, kept as the objects themselves (an LRU).
-
-    With the indexes, computing a result for a new query costs about what fetching and
-    unpickling a cached one (~80 KB) from Redis does, and an agent sends each message once: a
-    shared cache would add a round trip to every new query to find nothing, and another to store
-    a result nobody asks for again. Keys carry the registry generation, so an entry is never
-    stale, exactly as in the shared cache."""
-
-    def __init__(self, size: int) -> None:
-        self._size = size
-        self._entries: OrderedDict[str, Any] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, key: str) -> Any:
-        with self._lock:
-            found = self._entries.get(key)
-            if found is not None:
-                self._entries.move_to_end(key)
-            return found
-
-    def set(self, key: str, value: Any, timeout: float | None = None) -> None:
-        """As Django's `cache.set`; `timeout` is not needed: entries age out of the LRU."""
-        with self._lock:
-            self._entries[key] = value
-            self._entries.move_to_end(key)
-            while len(self._entries) > self._size:
-                self._entries.popitem(last=False)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._entries.clear()

@@ -1,12 +1,13 @@
-"""Publishes do not cost every process a rebuild (issue 12): a resolve snapshot is moved to a newer
-generation by re-reading only what changed.
+"""A resolve snapshot (the effective skills, their match index and the compiled rules of one
+registry generation) and how it moves to a newer generation by re-reading only what changed, so
+a publish does not cost every process a rebuild.
 
 Every registry write records what it changed (`RegistryChange`: a skill name, the rules, or
 anything) in the same transaction that bumps the generation (selectors/generation.py). The bumps
 queue on the generation row's lock, so generations commit in order: once a process reads
 generation G, every change up to G has committed, and the records of the generations between its
 snapshot's and G say everything that separates the two. A gap among them (records pruned, the
-generation row reset to another number) or a change of anything means a full rebuild, as before.
+generation row reset to another number) or a change of anything means a full rebuild.
 
 Moving forward re-reads the named skills (all their sources, since precedence picks among them)
 at the snapshot's label, and all enabled rules when any changed (a few hundred rows; the RE2 sets
@@ -17,6 +18,7 @@ checks that the result equals a snapshot built afresh.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
@@ -25,8 +27,43 @@ from registry.models import RegistryChange
 from registry.resolve_index import RuleSet, TermIndex
 
 if TYPE_CHECKING:
-    from registry.selectors.resolve import RuleEntry, Snapshot
     from registry.selectors.skills import EffectiveSkill
+
+
+@dataclass(frozen=True)
+class RuleEntry:
+    id: int
+    name: str
+    pattern: str
+    skills: tuple[str, ...]
+    tools: tuple[str, ...]
+    instruction: str
+    auto_invoke: dict[str, Any] | None
+    priority: int
+
+
+@dataclass
+class Snapshot:
+    generation: int
+    label: str | None
+    skills: tuple[EffectiveSkill, ...]
+    by_name: dict[str, EffectiveSkill]
+    index: TermIndex
+    rules: tuple[tuple[RuleEntry, Any], ...]  # (rule, compiled pattern)
+    rule_set: RuleSet  # which rules can match a query, in one pass over it
+    rule_warnings: tuple[str, ...] = ()
+
+    @functools.cached_property
+    def by_trigger(self) -> dict[str, tuple[EffectiveSkill, ...]]:
+        """The skills declaring each trigger (lower-cased): every turn asks for its turn_start
+        skills, and looking through every skill's triggers for them would cost more than the
+        rest of the turn's reads."""
+        found: dict[str, list[EffectiveSkill]] = {}
+        for skill in self.skills:
+            for trigger in {str(t).lower() for t in skill.triggers}:
+                found.setdefault(trigger, []).append(skill)
+        return {trigger: tuple(skills) for trigger, skills in found.items()}
+
 
 # Further behind than this, re-reading what changed costs about what a rebuild does.
 MAX_GENERATIONS_BEHIND = 256
@@ -73,8 +110,6 @@ def snapshot_advance(
     is left as it was, for any resolve still using it."""
     kept = [skill for skill in snapshot.skills if skill.name not in delta.skills]
     skills = tuple(sorted([*kept, *entries], key=lambda skill: skill.name))
-    # Only snapshots built with the indexes move forward (settings.RESOLVE_INDEX).
-    assert isinstance(snapshot.index, TermIndex) and snapshot.rule_set is not None
     changes: dict[str, Any] = {
         "generation": generation,
         "skills": skills,

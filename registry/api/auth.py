@@ -1,13 +1,26 @@
-"""Bearer-token authentication and per-scope permissions for machine clients."""
+"""Bearer-token authentication and per-scope permissions for machine clients.
+
+Every bearer request is checked by one answer, `api_token_grant` (registry/selectors/tokens.py):
+the token is live, its owner active, and its scopes cut to what the owner's role grants now. The
+SKILL.md fast path (fastpath.py) asks it too, without DRF around it.
+"""
 
 from __future__ import annotations
 
+from django.utils import timezone
 from rest_framework import authentication, exceptions, permissions
 
 from registry.models import ApiToken
 from registry.roles import user_has_scope
-from registry.selectors.tokens import api_token_for_secret
+from registry.selectors.tokens import TokenGrant, api_token_grant, api_token_with_owner
 from registry.services.tokens import api_token_used
+
+
+def grant_used(grant: TokenGrant) -> None:
+    """Record the use; the grant (cached for later requests) remembers it, so the next requests
+    within the minute do not try to write again."""
+    if api_token_used(token_id=grant.token_id, last_used_at=grant.last_used_at):
+        grant.last_used_at = timezone.now()
 
 
 class BearerTokenAuthentication(authentication.BaseAuthentication):
@@ -23,10 +36,11 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
         secret = secret.strip()
         if not secret:
             raise exceptions.AuthenticationFailed("Empty bearer token.")
-        token = api_token_for_secret(secret)
-        if token is None or not token.user.is_active:
+        found = api_token_grant(secret_hash=ApiToken.hash_secret(secret))
+        token = api_token_with_owner(token_id=found[0].token_id) if found and found[0].user_active else None
+        if found is None or token is None:
             raise exceptions.AuthenticationFailed("Invalid or revoked token.")
-        api_token_used(token_id=token.pk, last_used_at=token.last_used_at)
+        grant_used(found[0])
         return (token.user, token)
 
     def authenticate_header(self, request):
@@ -36,8 +50,9 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
 def has_scope(request, scope: str) -> bool:
     """A console session has its user's role's scopes; a token has those of its scopes that its
     owner's role still grants, checked on every request (a demoted owner's token shrinks too)."""
-    if isinstance(request.auth, ApiToken) and not request.auth.has_scope(scope):
-        return False
+    if isinstance(request.auth, ApiToken):
+        found = api_token_grant(secret_hash=request.auth.secret_hash)
+        return found is not None and scope in found[0].scopes
     return user_has_scope(request.user, scope)
 
 

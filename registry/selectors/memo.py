@@ -1,15 +1,16 @@
-"""One small per-process cache for reads keyed by the registry generation.
+"""The one per-process LRU for reads keyed by a number that only grows: the registry generation
+(selectors/generation.py), or the token epoch for token grants.
 
-Every key starts with the generation it was computed at (selectors/generation.py); the rest of
-the key says what was read (a skill name, a label). Writes bump the generation, so an entry is
-never invalidated, only outgrown: each rest of a key holds one entry, the newest generation's (no
-reader asks for an older one again), and past `maxsize` the least recently used rest goes.
+Every key starts with that number; the rest of the key says what was read (a skill name, a label,
+a resolve's inputs, a token's secret hash). A change moves the number on, so an entry is never
+invalidated, only outgrown: each rest of a key holds one entry, the newest number's (no reader
+asks for an older one again), and past `maxsize` the least recently used rest goes.
 
 An entry of an older generation is replaced only by one under the same rest, not dropped when any
 newer one is stored: a resolve snapshot is moved forward from the one held at its label
 (registry/snapshot_delta.py), and every label read since the last write must still have one, not
-only the label read first after it. Used for the raw SKILL.md bytes, the skill catalogue and the
-resolve snapshots.
+only the label read first after it. Used for the raw SKILL.md bytes, the skill catalogue, the
+resolve snapshots and results, and token grants.
 """
 
 from __future__ import annotations

@@ -11,12 +11,16 @@
 - one strong ETag over all of it.
 
 Caching has two layers, both keyed by the registry generation, which every write bumps in its
-own transaction: a per-process snapshot of the skills, their match index and the compiled rules
+own transaction: a per-process snapshot of the skills, their inverted index and the compiled rules
 (moved forward by what each write changed, registry/snapshot_delta.py, or rebuilt), and the
-finished result keyed by generation and inputs (in this process: registry/resolve_index.py says
-why; in the Django cache with RESOLVE_INDEX off). A publish, label move, enable/disable or rule
-change is therefore visible to the next call, in every process, without deleting any key
-(selectors/generation.py says how a process learns the current generation).
+finished result keyed by generation and inputs, in this process (`_RESULTS` says why not in the
+shared cache). A publish, label move, enable/disable or rule change is therefore visible to the
+next call, in every process, without deleting any key (selectors/generation.py says how a process
+learns the current generation).
+
+The answers are those of the straightforward matcher (every skill scored, every rule pattern
+searched, the whole ranking sorted), which lives on in tests/registry/resolve_oracle.py as the
+oracle of the property tests; registry/resolve_index.py says how the work is kept small.
 """
 
 from __future__ import annotations
@@ -28,20 +32,18 @@ import json
 import time
 import uuid
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
-from json.encoder import encode_basestring
+from dataclasses import dataclass
 from typing import Any
 from xml.sax.saxutils import escape
 
 from django.conf import settings
-from django.core.cache import cache
 
 from registry.errors import ApplicationError
 from registry.fired_rule import FiredRule
-from registry.matching import Match, MatchIndex, find_skills, match
+from registry.matching import Match, find_skills
 from registry.models import ForceIncludeRule, SkillVersion
 from registry.patterns import compile_pattern, pattern_search
-from registry.resolve_index import ResultCache, RuleSet, TermIndex, rank_for_block
+from registry.resolve_index import Ranking, RuleSet, TermIndex, rank_for_block
 from registry.selectors.generation import change_listener, current_generation
 from registry.selectors.memo import GenerationMemo
 from registry.selectors.skills import (
@@ -51,7 +53,7 @@ from registry.selectors.skills import (
     skill_md_raw_cache_clear,
     skill_sources_cache_clear,
 )
-from registry.snapshot_delta import RegistryDelta, registry_delta, snapshot_advance
+from registry.snapshot_delta import RegistryDelta, RuleEntry, Snapshot, registry_delta, snapshot_advance
 
 # seed 003, verbatim: the lazy-loading instruction that precedes the skill list.
 SKILLS_INSTRUCTION = """## Skills (mandatory)
@@ -66,23 +68,10 @@ Constraints: never read more than one skill up front; only read after selecting.
 Available skills:"""
 
 MATCH_QUERY_MAX_CHARS = 2000  # matching cost grows with query words; the start says what it is about
-CACHE_TIMEOUT = 600
 CONTEXT_TEXT_FIELDS = ("taskDescription", "task_description", "command", "toolName", "tool_name", "error")
 
 
 # --- plain data --------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class RuleEntry:
-    id: int
-    name: str
-    pattern: str
-    skills: tuple[str, ...]
-    tools: tuple[str, ...]
-    instruction: str
-    auto_invoke: dict[str, Any] | None
-    priority: int
 
 
 @dataclass(frozen=True)
@@ -123,9 +112,9 @@ class ResolveResult:
 
     @functools.cached_property
     def etag(self) -> str:
-        """Computed when asked (the API's answers): a turn's resolve never needs it, and
-        encoding the result for it was a third of resolution_for_turn."""
-        return _result_etag(self)
+        """A strong ETag over `_etag_form(self)`, which changes exactly when the content does.
+        Computed when asked (the API's answers): a turn's resolve never needs it."""
+        return strong_etag(_etag_form(self))
 
     def as_dict(self) -> dict[str, Any]:
         body = _content(self)
@@ -138,29 +127,35 @@ def _content(result: ResolveResult) -> dict[str, Any]:
     return {"skills": _skills_content(result), **_content_around_skills(result)}
 
 
+def _skill_fields(skill: EffectiveSkill) -> dict[str, Any]:
+    """A skill's fields in a result that are the same in every result it is in."""
+    return {
+        "name": skill.name,
+        "version": skill.version,
+        "fingerprint": skill.fingerprint,
+        "description": skill.description,
+        "tags": list(skill.tags),
+        "triggers": list(skill.triggers),
+        "tools": list(skill.tools),
+        "source": skill.source,
+    }
+
+
+def _resolved_fields(resolved: ResolvedSkill) -> dict[str, Any]:
+    """A skill's fields that say why this result lists it and how."""
+    return {
+        "score": resolved.score,
+        "reasons": list(resolved.reasons),
+        "forced_by": list(resolved.forced_by),
+        "described": resolved.described,
+    }
+
+
 def _skills_content(result: ResolveResult) -> list[dict[str, Any]]:
-    return [
-        {
-            "name": s.skill.name,
-            "version": s.skill.version,
-            "fingerprint": s.skill.fingerprint,
-            "description": s.skill.description,
-            "tags": list(s.skill.tags),
-            "triggers": list(s.skill.triggers),
-            "tools": list(s.skill.tools),
-            "source": s.skill.source,
-            "score": s.score,
-            "reasons": list(s.reasons),
-            "forced_by": list(s.forced_by),
-            "described": s.described,
-        }
-        for s in result.skills
-    ]
+    return [{**_skill_fields(s.skill), **_resolved_fields(s)} for s in result.skills]
 
 
 def _content_around_skills(result: ResolveResult) -> dict[str, Any]:
-    """The content but its skills: what `_result_etag` encodes as a whole (the skills it
-    encodes from parts kept with each skill)."""
     included = len(result.skills)
     described = sum(1 for s in result.skills if s.described)
     return {
@@ -191,15 +186,40 @@ def _content_around_skills(result: ResolveResult) -> dict[str, Any]:
     }
 
 
+def canonical_json(value: Any) -> bytes:
+    """The one encoding ETags over JSON values hash: keys sorted, no whitespace, UTF-8 with
+    non-ASCII characters as themselves (not \\u escapes), floats as Python's shortest repr. Equal
+    values give equal bytes whatever order their dicts were built in."""
+    return _CANONICAL.encode(value).encode()
+
+
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
 def strong_etag(payload: Any) -> str:
-    encoded = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
-    return f'"{hashlib.sha256(encoded).hexdigest()}"'
+    """A strong ETag (quoted sha256) over `canonical_json(payload)`."""
+    return f'"{hashlib.sha256(canonical_json(payload)).hexdigest()}"'
+
+
+@functools.lru_cache(maxsize=32_768)
+def _skill_digest(skill: EffectiveSkill) -> str:
+    """sha256 of `canonical_json(_skill_fields(skill))`: a skill's part of every ETag it is in,
+    encoded once rather than with every result (most of a result's ~80 KB of JSON)."""
+    return hashlib.sha256(canonical_json(_skill_fields(skill))).hexdigest()
+
+
+def _etag_form(result: ResolveResult) -> dict[str, Any]:
+    """What a result's ETag hashes: its content, each skill given as the digest of its unchanging
+    fields (`_skill_digest`) and the fields of this result (`_resolved_fields`). A function of the
+    content alone (tests/registry/test_resolve_index.py computes it from the JSON a client gets)."""
+    skills = [[_skill_digest(s.skill), _resolved_fields(s)] for s in result.skills]
+    return {**_content_around_skills(result), "skills": skills}
 
 
 # --- the prompt block --------------------------------------------------------------------
 
 
-@functools.lru_cache(maxsize=32_768)  # a skill's entry is the same in every block it is in (issue 12)
+@functools.lru_cache(maxsize=32_768)  # a skill's entry is the same in every block it is in
 def _skill_xml(name: str, description: str | None) -> str:
     lines = ["<skill>", f"  <name>{escape(name)}</name>"]
     if description is not None:
@@ -278,35 +298,7 @@ def render_prompt_block(
     )
 
 
-def prompt_block(
-    skills: Sequence[Any], max_skills: int | None = None, max_chars: int | None = None, forced: Iterable[str] = ()
-) -> str:
-    return render_prompt_block(skills, max_skills=max_skills, max_chars=max_chars, forced=forced).text
-
-
 # --- the snapshot: skills, index and rules of one generation -------------------------------
-
-
-@dataclass
-class Snapshot:
-    generation: int
-    label: str | None
-    skills: tuple[EffectiveSkill, ...]
-    by_name: dict[str, EffectiveSkill]
-    index: MatchIndex | TermIndex  # TermIndex with settings.RESOLVE_INDEX (registry/resolve_index.py)
-    rules: tuple[tuple[RuleEntry, Any], ...]  # (rule, compiled pattern)
-    rule_warnings: tuple[str, ...] = ()
-    rule_set: RuleSet | None = None  # with settings.RESOLVE_INDEX: which rules can match, in one pass
-
-    @functools.cached_property
-    def by_trigger(self) -> dict[str, tuple[EffectiveSkill, ...]]:
-        """The skills declaring each trigger (lower-cased): every turn asks for its turn_start
-        skills, and looking through all skills' triggers for them took a millisecond at 1,000."""
-        found: dict[str, list[EffectiveSkill]] = {}
-        for skill in self.skills:
-            for trigger in {str(t).lower() for t in skill.triggers}:
-                found.setdefault(trigger, []).append(skill)
-        return {trigger: tuple(skills) for trigger, skills in found.items()}
 
 
 # One snapshot per label (the newest read), for the few labels agents resolve at; each moves
@@ -327,8 +319,8 @@ def _pins_key(pins: Pins) -> tuple[tuple[str, int], ...]:
 def _snapshot_rules() -> tuple[tuple[tuple[RuleEntry, Any], ...], tuple[str, ...]]:
     rules = []
     warnings = []
-    # Plain values, not model instances: a third of the time at 1,000 rules, which a rule edit
-    # pays to move every process's snapshot forward (issue 12).
+    # Plain values, not model instances: building those is a third of the time at 1,000 rules,
+    # which a rule edit makes every process pay to move its snapshot forward.
     enabled = ForceIncludeRule.objects.filter(enabled=True).order_by("-priority", "name")
     for rule in enabled.values("id", "name", "pattern", "skills", "tools", "instruction", "auto_invoke", "priority"):
         try:
@@ -358,26 +350,24 @@ def _snapshot_rules() -> tuple[tuple[tuple[RuleEntry, Any], ...], tuple[str, ...
 def _build_snapshot(generation: int, label: str | None) -> Snapshot:
     skills = effective_skills(label=label)
     rules, warnings = _snapshot_rules()
-    invocable = [s for s in skills if s.model_invocable]
-    indexed = settings.RESOLVE_INDEX  # off: today's path (MatchIndex, every pattern), for bench/resolve.py
     return Snapshot(
         generation=generation,
         label=label,
         skills=tuple(skills),
         by_name={s.name: s for s in skills},
-        index=TermIndex(invocable) if indexed else MatchIndex(invocable),
+        index=TermIndex(s for s in skills if s.model_invocable),
         rules=rules,
+        rule_set=RuleSet((rule.id, rule.pattern) for rule, _ in rules),
         rule_warnings=warnings,
-        rule_set=RuleSet((rule.id, rule.pattern) for rule, _ in rules) if indexed else None,
     )
 
 
-# --- hook (issue 12): move a held snapshot forward instead of rebuilding (registry/snapshot_delta.py)
 def _advanced_snapshot(generation: int, label: str | None) -> Snapshot | None:
     """The newest snapshot this process holds for `label`, moved to `generation` by re-reading
-    only what changed since; None when it holds none or the change log cannot say."""
+    only what changed since (registry/snapshot_delta.py); None when it holds none or the change
+    log cannot say."""
     previous = _SNAPSHOTS.newest_before(generation, label)
-    if previous is None or previous.rule_set is None:
+    if previous is None:
         return None
     delta = registry_delta(since=previous.generation, until=generation)
     if delta is None:
@@ -416,18 +406,9 @@ def _pinned_snapshot(generation: int, label: str | None, pins: tuple[tuple[str, 
     base = registry_snapshot(label=label, generation=generation)
     names = frozenset(name for name, _ in pins)
     entries = effective_skills(label=label, names=names, pins=dict(pins))
-    if base.rule_set is not None:
-        snapshot = snapshot_advance(
-            base, generation=generation, delta=RegistryDelta(skills=names, rules=False), entries=entries, rules=None
-        )
-    else:
-        skills = tuple(sorted([*(s for s in base.skills if s.name not in names), *entries], key=lambda s: s.name))
-        snapshot = replace(
-            base,
-            skills=skills,
-            by_name={s.name: s for s in skills},
-            index=MatchIndex([s for s in skills if s.model_invocable]),
-        )
+    snapshot = snapshot_advance(
+        base, generation=generation, delta=RegistryDelta(skills=names, rules=False), entries=entries, rules=None
+    )
     _PINNED_SNAPSHOTS.put((generation, label, pins), snapshot)
     return snapshot
 
@@ -450,18 +431,17 @@ def rules_fire(
     query: str,
     rules: Sequence[tuple[RuleEntry, Any]],
     *,
+    candidates: Collection[int],
     deadline: float | None = None,
-    candidates: Collection[int] | None = None,
 ) -> RulesFired:
     """The rules whose pattern matches `query`, in priority order, each with why it fired.
 
-    Past `deadline` (time.monotonic()) the rest are not matched: a rule saved before the pattern
-    probe existed, or a machine too busy to keep up, cannot make one resolve run on and on.
-    Rules whose ids are not in `candidates` (when given: `RuleSet.candidates`) cannot match and
-    are passed over."""
+    Rules whose ids are not in `candidates` (`RuleSet.candidates`) cannot match and are passed
+    over. Past `deadline` (time.monotonic()) the rest are not matched: a rule saved before the
+    pattern probe existed, or a machine too busy to keep up, cannot make one resolve run on and on."""
     fired: list[FiredRule] = []
     for index, (rule, compiled) in enumerate(rules):
-        if candidates is not None and rule.id not in candidates:
+        if rule.id not in candidates:
             continue
         if deadline is not None and time.monotonic() > deadline:
             return RulesFired(fired, tuple(entry.name for entry, _ in rules[index:]))
@@ -502,7 +482,12 @@ def _match_text(query: str, context: Mapping[str, Any] | None) -> str:
 # back between tests (or a restored backup) repeats them: `registry_caches_reset()` moves to a
 # fresh namespace so results computed for another state can never be served.
 _NAMESPACE = {"token": "0"}
-_RESULTS = ResultCache(256)
+# This process's most recent results, kept as the objects themselves. Computing a result for a
+# new query costs about what fetching and unpickling a cached one (~80 KB) from Redis does, and an
+# agent sends each message once: a shared cache would add a round trip to every new query to find
+# nothing, and another to store a result nobody asks for again. Keys carry the generation, so an
+# entry is never stale.
+_RESULTS: GenerationMemo[ResolveResult] = GenerationMemo(maxsize=256)
 
 
 def registry_caches_reset() -> None:
@@ -520,9 +505,9 @@ def cache_namespace() -> str:
     return _NAMESPACE["token"]
 
 
-def _cache_key(generation: int, inputs: dict[str, Any]) -> str:
+def _cache_key(generation: int, inputs: dict[str, Any]) -> tuple[int, str, str]:
     digest = hashlib.sha256(json.dumps(inputs, sort_keys=True, default=str).encode()).hexdigest()
-    return f"resolve:{_NAMESPACE['token']}:{generation}:{digest}"
+    return (generation, _NAMESPACE["token"], digest)
 
 
 def resolve(
@@ -551,9 +536,8 @@ def resolve(
         "pins": _pins_key(pins or {}),
     }
     key = _cache_key(generation, inputs)
-    results = _RESULTS if settings.RESOLVE_INDEX else cache  # hook (issue 12): see ResultCache
     if use_cache:
-        cached = results.get(key)
+        cached = _RESULTS.get(key)
         if cached is not None:
             return cached
     result = _resolve(
@@ -567,7 +551,7 @@ def resolve(
         pins=pins,
     )
     if use_cache and result.complete:
-        results.set(key, result, CACHE_TIMEOUT)
+        _RESULTS.put(key, result)
     return result
 
 
@@ -580,145 +564,118 @@ def _resolve(
     context: Mapping[str, Any] | None,
     max_skills: int,
     max_chars: int,
-    snapshot: Snapshot | None = None,  # the registry's at `generation` unless given (tests compare two)
+    snapshot: Snapshot | None = None,  # the registry's at `generation` unless given (tests build their own)
     pins: Pins | None = None,
 ) -> ResolveResult:
     if snapshot is None:
         snapshot = registry_snapshot(label=label, generation=generation, pins=pins)
-    # The budget is for matching rules: a snapshot built first (seconds at 10,000 skills) must
-    # not leave every rule unchecked in the first resolve after a change.
-    started = time.monotonic()
-    warnings = list(snapshot.rule_warnings)
-    candidates = snapshot.rule_set.candidates(query) if snapshot.rule_set is not None else None
-    matched = rules_fire(query, snapshot.rules, deadline=started + settings.RESOLVE_MAX_SECONDS, candidates=candidates)
-    fired = matched.fired
-    if matched.unchecked:
-        shown = ", ".join(f"'{name}'" for name in matched.unchecked[:10])
-        more = f" and {len(matched.unchecked) - 10} more" if len(matched.unchecked) > 10 else ""
-        warnings.append(
-            f"Rule matching stopped after {settings.RESOLVE_MAX_SECONDS:g} s (RESOLVE_MAX_SECONDS); "
-            f"not checked: {shown}{more}."
-        )
+    matched = rules_fire_in_budget(query, snapshot)
+    forced = forced_skills(snapshot, forced_skill=forced_skill, fired=matched.fired)
+    ranking = rank_for_block(
+        snapshot.index,
+        _match_text(query, context) if query or context else None,
+        forced=[snapshot.by_name[name] for name in forced.by],
+        skills=snapshot.skills,
+        limit=max_skills,
+    )
+    return resolve_result(
+        snapshot=snapshot,
+        label=label,
+        matched=matched,
+        forced=forced,
+        ranking=ranking,
+        max_skills=max_skills,
+        max_chars=max_chars,
+    )
 
-    # Forced first: the forced skill, then fired rules' skills in rule priority order.
-    forced_by: dict[str, list[str]] = {}
+
+def rules_fire_in_budget(query: str, snapshot: Snapshot) -> RulesFired:
+    """The snapshot's rules that fire for `query`, within RESOLVE_MAX_SECONDS. The budget starts
+    here, not with the request: a snapshot built first (seconds at 10,000 skills) must not leave
+    every rule unchecked in the first resolve after a change."""
+    deadline = time.monotonic() + settings.RESOLVE_MAX_SECONDS
+    return rules_fire(query, snapshot.rules, deadline=deadline, candidates=snapshot.rule_set.candidates(query))
+
+
+@dataclass(frozen=True)
+class ForcedSkills:
+    """The skills listed first, whatever the budget: the forced skill, then fired rules' skills in
+    rule priority order, each with who forced it."""
+
+    by: dict[str, list[str]]  # skill name -> "forced_skill" and/or the names of fired rules
+    forced_skill: str | None  # None when the one asked for is not an enabled skill
+    warnings: tuple[str, ...]
+
+
+def forced_skills(snapshot: Snapshot, *, forced_skill: str | None, fired: Sequence[FiredRule]) -> ForcedSkills:
+    by: dict[str, list[str]] = {}
+    warnings = []
     if forced_skill:
         if forced_skill in snapshot.by_name:
-            forced_by.setdefault(forced_skill, []).append("forced_skill")
+            by.setdefault(forced_skill, []).append("forced_skill")
         else:
             warnings.append(f"The forced skill '{forced_skill}' is not an enabled skill.")
             forced_skill = None
     for rule in fired:
         for name in rule.skills:
             if name in snapshot.by_name:
-                forced_by.setdefault(name, []).append(rule.name)
+                by.setdefault(name, []).append(rule.name)
             else:
                 warnings.append(f"Rule '{rule.name}' names the skill '{name}', which is not an enabled skill.")
+    return ForcedSkills(by=by, forced_skill=forced_skill, warnings=tuple(warnings))
 
-    if isinstance(snapshot.index, TermIndex):  # hook (issue 12): only the head of the ranking
-        ranking = rank_for_block(
-            snapshot.index,
-            _match_text(query, context) if query or context else None,
-            forced=[snapshot.by_name[name] for name in forced_by],
-            skills=snapshot.skills,
-            limit=max_skills,
-        )
-        matches, ordered, total = ranking.matches, ranking.ordered, ranking.total
-    else:
-        matches = (
-            {m.skill.name: m for m in match(_match_text(query, context), snapshot.index)} if query or context else {}
-        )
-        ordered = [snapshot.by_name[name] for name in forced_by]
-        ordered += [m.skill for m in matches.values() if m.skill.name not in forced_by]
-        ordered += [
-            s for s in snapshot.skills if s.model_invocable and s.name not in forced_by and s.name not in matches
-        ]
-        total = len(ordered)
 
-    block = render_prompt_block(ordered, max_skills=max_skills, max_chars=max_chars, forced=forced_by, total=total)
+def _unchecked_warning(unchecked: Sequence[str]) -> list[str]:
+    if not unchecked:
+        return []
+    shown = ", ".join(f"'{name}'" for name in unchecked[:10])
+    more = f" and {len(unchecked) - 10} more" if len(unchecked) > 10 else ""
+    return [
+        f"Rule matching stopped after {settings.RESOLVE_MAX_SECONDS:g} s (RESOLVE_MAX_SECONDS); "
+        f"not checked: {shown}{more}."
+    ]
+
+
+def resolve_result(
+    *,
+    snapshot: Snapshot,
+    label: str | None,
+    matched: RulesFired,
+    forced: ForcedSkills,
+    ranking: Ranking,
+    max_skills: int,
+    max_chars: int,
+) -> ResolveResult:
+    """The result for a ranking: the prompt block over its head, and the skills that block lists."""
+    block = render_prompt_block(
+        ranking.ordered, max_skills=max_skills, max_chars=max_chars, forced=forced.by, total=ranking.total
+    )
     included = set(block.included)
+    matches = ranking.matches
     skills = tuple(
         ResolvedSkill(
             skill=s,
             score=matches[s.name].score if s.name in matches else 0.0,
             reasons=tuple(matches[s.name].reasons) if s.name in matches else (),
-            forced_by=tuple(forced_by.get(s.name, ())),
+            forced_by=tuple(forced.by.get(s.name, ())),
             described=s.name in block.described,
         )
-        for s in ordered
+        for s in ranking.ordered
         if s.name in included
     )
-    instructions = tuple(rule.instruction for rule in fired if rule.instruction)
-    result = ResolveResult(
+    warnings = [*snapshot.rule_warnings, *_unchecked_warning(matched.unchecked), *forced.warnings]
+    return ResolveResult(
         skills=skills,
         prompt_block=block.text,
-        instructions=instructions,
-        fired_rules=tuple(fired),
+        instructions=tuple(rule.instruction for rule in matched.fired if rule.instruction),
+        fired_rules=tuple(matched.fired),
         label=label,
-        forced_skill=forced_skill,
+        forced_skill=forced.forced_skill,
         total_skills=block.total,
         warnings=tuple(dict.fromkeys(warnings)),
-        generation=generation,
+        generation=snapshot.generation,
         complete=not matched.unchecked,
     )
-    return result
-
-
-# --- hook (issue 12): the ETag without encoding every skill's unchanging JSON for every query.
-# Encoding ~80 KB of JSON was a third of a new query's cost; a skill's JSON is the same in every
-# result but for four values (`described`, `forced_by`, `reasons`, `score`), so the rest is
-# encoded once. tests/registry/test_resolve_index.py checks it equals strong_etag(_content(...)).
-_ENCODE = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode
-
-
-@functools.lru_cache(maxsize=32_768)
-def _skill_json_parts(
-    name: str,
-    description: str,
-    version: int,
-    fingerprint: str,
-    tags: tuple[str, ...],
-    triggers: tuple[str, ...],
-    tools: tuple[str, ...],
-    source: str,
-) -> tuple[str, str, str]:
-    """A skill's JSON as `_content` gives it (keys sorted), around its per-result values."""
-    return (
-        f',"description":{_ENCODE(description)},"fingerprint":{_ENCODE(fingerprint)},"forced_by":',
-        f',"name":{_ENCODE(name)},"reasons":',
-        f',"source":{_ENCODE(source)},"tags":{_ENCODE(list(tags))},"tools":{_ENCODE(list(tools))}'
-        f',"triggers":{_ENCODE(list(triggers))},"version":{_ENCODE(version)}}}',
-    )
-
-
-def _strings_json(values: tuple[str, ...]) -> str:
-    return "[" + ",".join(map(encode_basestring, values)) + "]"
-
-
-def _result_etag(result: ResolveResult) -> str:
-    """`strong_etag(_content(result))`, byte for byte."""
-    content = _content_around_skills(result)  # keys sort around "skills": fired_rules .. prompt_block, truncated, ..
-    head = _ENCODE({key: value for key, value in content.items() if key < "skills"})
-    tail = _ENCODE({key: value for key, value in content.items() if key > "skills"})
-    skills = []
-    for s in result.skills:
-        skill = s.skill
-        description, name, rest = _skill_json_parts(
-            skill.name,
-            skill.description,
-            skill.version,
-            skill.fingerprint,
-            skill.tags,
-            skill.triggers,
-            skill.tools,
-            skill.source,
-        )
-        skills.append(
-            f'{{"described":{"true" if s.described else "false"}{description}{_strings_json(s.forced_by)}'
-            f'{name}{_strings_json(s.reasons)},"score":{float.__repr__(s.score)}{rest}'
-        )
-    encoded = f'{head[:-1]},"skills":[{",".join(skills)}],{tail[1:]}'.encode()
-    return f'"{hashlib.sha256(encoded).hexdigest()}"'
 
 
 def rules_test(*, query: str, label: str | None = None) -> ResolveResult:
@@ -764,9 +721,7 @@ def skills_match(
     def declares(skill: Any) -> bool:
         return trigger is None or trigger in skill.triggers
 
-    if isinstance(snapshot.index, TermIndex):
-        return snapshot.index.top(text, limit=limit, where=declares)
-    return [m for m in match(text, snapshot.index) if declares(m.skill)][:limit]
+    return snapshot.index.top(text, limit=limit, where=declares)
 
 
 def skills_find(

@@ -1,24 +1,23 @@
-"""The indexed resolve path (registry/resolve_index.py) gives exactly the answers of the
-straightforward one — MatchIndex over every skill, every rule pattern searched in turn, the whole
-ranking sorted — on random registries and queries (issue 12)."""
+"""Resolve through the inverted index and RE2 sets (registry/resolve_index.py) gives exactly the
+answers of the straightforward matcher (tests/registry/resolve_oracle.py) — MatchIndex over every
+skill, every rule pattern searched in turn, the whole ranking sorted — on random registries and
+queries; and its ETag is a function of the JSON it is sent as."""
 
 from __future__ import annotations
+
+import hashlib
+import json
+import pickle
 
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from registry.matching import MatchIndex, match
 from registry.patterns import compile_pattern, pattern_search
-from registry.resolve_index import ResultCache, RuleSet, TermIndex
-from registry.selectors.resolve import (
-    RuleEntry,
-    Snapshot,
-    _content,
-    _resolve,
-    rules_fire,
-    strong_etag,
-)
+from registry.resolve_index import RuleSet, TermIndex
+from registry.selectors.resolve import RuleEntry, _content, _resolve, canonical_json, rules_fire, strong_etag
 from registry.selectors.skills import EffectiveSkill
+from tests.registry.resolve_oracle import reference_resolve, rules_fire_all, snapshot_of
 
 # Words that exercise the matcher: stems shared by several forms, stop words, camelCase and
 # snake_case, digits, a word every skill may share (df = N), and non-ASCII.
@@ -99,20 +98,6 @@ def rule_entries(draw, skill_names: list[str]) -> tuple[tuple[RuleEntry, object]
     return tuple(rules)
 
 
-def both_snapshots(entries: list[EffectiveSkill], rules) -> tuple[Snapshot, Snapshot]:
-    invocable = [e for e in entries if e.model_invocable]
-    common = {
-        "generation": 1,
-        "label": None,
-        "skills": tuple(sorted(entries, key=lambda e: e.name)),
-        "by_name": {e.name: e for e in entries},
-        "rules": rules,
-    }
-    plain = Snapshot(index=MatchIndex(invocable), **common)
-    indexed = Snapshot(index=TermIndex(invocable), rule_set=RuleSet((r.id, r.pattern) for r, _ in rules), **common)
-    return plain, indexed
-
-
 queries = st.one_of(words, st.text(alphabet="pdf REPORT summar é2026 x\n-_.", max_size=40))
 
 
@@ -175,23 +160,83 @@ def test_a_rule_set_never_misses_a_rule_whose_pattern_matches(rule_patterns, que
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data(), query=queries)
-def test_resolve_gives_the_same_answer_on_both_paths(data, query):
+def test_resolve_gives_the_answer_of_the_straightforward_matcher(data, query):
     entries = data.draw(skill_entries())
     rules = data.draw(rule_entries([e.name for e in entries]))
-    plain, indexed = both_snapshots(entries, rules)
+    snapshot = snapshot_of(entries, rules)
     inputs = {
-        "generation": 1,
         "query": query,
-        "label": None,
         "forced_skill": data.draw(st.one_of(st.none(), st.sampled_from([e.name for e in entries] or ["none"]))),
         "context": data.draw(st.one_of(st.none(), st.fixed_dictionaries({"taskDescription": words}))),
         "max_skills": data.draw(st.integers(0, 14)),
         "max_chars": data.draw(st.sampled_from([300, 800, 2000, 18_000])),
     }
-    found = _resolve(snapshot=indexed, **inputs)
-    assert found == _resolve(snapshot=plain, **inputs)
-    assert found.etag == strong_etag(_content(found))  # the ETag as it was always computed
-    assert rules_fire(query, rules, candidates=indexed.rule_set.candidates(query)) == rules_fire(query, rules)
+    found = _resolve(snapshot=snapshot, generation=1, label=None, **inputs)
+    assert found == reference_resolve(snapshot, **inputs)
+    assert rules_fire(query, rules, candidates=snapshot.rule_set.candidates(query)) == rules_fire_all(query, rules)
+
+
+# A skill's fields that are the same in every result it is in: the ETag hashes their digest.
+UNCHANGING = ("name", "version", "fingerprint", "description", "tags", "triggers", "tools", "source")
+
+
+def etag_of_sent(sent: dict) -> str:
+    """The ETag as its documented form says, from nothing but the JSON a client is sent."""
+    skills = [
+        [
+            hashlib.sha256(canonical_json({key: skill[key] for key in UNCHANGING})).hexdigest(),
+            {key: value for key, value in skill.items() if key not in UNCHANGING},
+        ]
+        for skill in sent["skills"]
+    ]
+    return strong_etag({**sent, "skills": skills})
+
+
+def resolved(snapshot, query: str, max_skills: int):
+    return _resolve(
+        snapshot=snapshot,
+        generation=1,
+        label=None,
+        query=query,
+        forced_skill=None,
+        context=None,
+        max_skills=max_skills,
+        max_chars=18_000,
+    )
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data(), query=queries, other=queries)
+def test_the_etag_depends_only_on_the_json_sent(data, query, other):
+    # Given a result and its content as a client receives it ...
+    entries = data.draw(skill_entries())
+    snapshot = snapshot_of(entries, data.draw(rule_entries([e.name for e in entries])))
+    found = resolved(snapshot, query, data.draw(st.integers(0, 14)))
+    sent = json.loads(json.dumps(_content(found)))
+    # ... its canonical bytes do not depend on the order its keys come in ...
+    reordered = json.loads(json.dumps(sent, sort_keys=True), object_pairs_hook=lambda pairs: dict(reversed(pairs)))
+    assert canonical_json(reordered) == canonical_json(sent)
+    # ... the ETag is computed from that content alone, and a copy of the result has the same one ...
+    assert found.etag == etag_of_sent(sent) == etag_of_sent(reordered)
+    assert pickle.loads(pickle.dumps(found)).etag == found.etag
+    # ... and another result has the same ETag exactly when it has the same content.
+    again = resolved(snapshot_of(reversed(entries), snapshot.rules), other, len(found.skills))
+    assert (again.etag == found.etag) == (_content(again) == _content(found))
+
+
+def test_the_etag_changes_with_any_value_sent():
+    entry = EffectiveSkill(0, "pdf", "user", 1, "Reads pdf reports.", "f")
+    found = resolved(snapshot_of([entry]), "pdf", 5)
+    sent = json.loads(json.dumps(_content(found)))
+    skill = sent["skills"][0]
+    assert etag_of_sent(sent) == found.etag
+    for changed in (
+        {**sent, "label": "production"},
+        {**sent, "skills": [{**skill, "score": skill["score"] + 0.0001}]},
+        {**sent, "skills": [{**skill, "description": "Reads pdf reports!"}]},
+        {**sent, "skills": [{**skill, "tags": ["pdf"]}]},
+    ):
+        assert etag_of_sent(changed) != found.etag
 
 
 def test_a_rule_set_reuses_the_compiled_buckets_a_change_left_alone():
@@ -203,25 +248,16 @@ def test_a_rule_set_reuses_the_compiled_buckets_a_change_left_alone():
     assert after.candidates("changed word5") == {5, 199}
 
 
-def test_the_result_cache_keeps_the_most_recent_results():
-    results = ResultCache(2)
-    results.set("a", 1)
-    results.set("b", 2)
-    results.get("a")
-    results.set("c", 3)
-    assert (results.get("a"), results.get("b"), results.get("c")) == (1, None, 3)
-
-
-def test_a_word_every_skill_has_scores_zero_and_matches_nothing_on_both_paths():
+def test_a_word_every_skill_has_scores_zero_and_matches_nothing():
     # Past ~2,500 skills sharing a word its IDF is so small that a skill's score rounds to 0.0,
     # and `match` leaves out scores of 0: they rank as unmatched skills, by name, with no reasons.
     entries = [EffectiveSkill(0, f"s{i:04d}", "user", 1, "Writes the report.", "f") for i in range(3000)]
     entries.append(EffectiveSkill(0, "rare", "user", 1, "Writes the kubernetes report.", "f"))
-    plain, indexed = both_snapshots(entries, ())
-    inputs = {"generation": 1, "label": None, "forced_skill": None, "context": None, "max_chars": 18_000}
-    found = _resolve(snapshot=indexed, query="kubernetes report", max_skills=5, **inputs)
+    snapshot = snapshot_of(entries)
+    inputs = {"forced_skill": None, "context": None, "max_chars": 18_000}
+    found = _resolve(snapshot=snapshot, generation=1, label=None, query="kubernetes report", max_skills=5, **inputs)
     assert [(s.skill.name, s.score > 0, bool(s.reasons)) for s in found.skills] == [
         ("rare", True, True),
         *((f"s{i:04d}", False, False) for i in range(4)),
     ]
-    assert found == _resolve(snapshot=plain, query="kubernetes report", max_skills=5, **inputs)
+    assert found == reference_resolve(snapshot, query="kubernetes report", max_skills=5, **inputs)
