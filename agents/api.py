@@ -18,6 +18,7 @@ from registry.api.auth import ScopeRequired, has_scope
 from registry.api.base import ApiView
 from registry.api.schema import errors
 from registry.api.serializers import DayField, LabelField, TextField, WholeNumberField
+from registry.models import SkillSource
 
 # Reading turns: `agent:run` reads one's own, `analytics:read` (analysts, admins) every turn.
 READ_SCOPES = (RUN, ANALYTICS)
@@ -47,6 +48,11 @@ class TurnFilterSerializer(serializers.Serializer):
     """The turn list's filters (query parameters), shared by the API and the console."""
 
     skill = TextField(required=False, max_length=128, help_text="Turns that loaded this skill.")
+    source = serializers.ChoiceField(
+        choices=SkillSource.values,
+        required=False,
+        help_text="With `skill`: the one of that source (a name may be bundled, user and workspace skills).",
+    )
     version = WholeNumberField(
         required=False, min_value=1, max_value=2**31 - 1, help_text="With `skill`: that version of it."
     )
@@ -76,6 +82,8 @@ class TurnFilterSerializer(serializers.Serializer):
     to = DayField(required=False, help_text="Last day (UTC), inclusive.")
 
     def validate(self, attrs):
+        if attrs.get("source") and not attrs.get("skill"):
+            raise serializers.ValidationError({"source": "needs `skill`."})
         if attrs.get("version") is not None and not attrs.get("skill"):
             raise serializers.ValidationError({"version": "needs `skill`: versions are numbered per skill."})
         if "detail" in attrs and not attrs.get("cause"):

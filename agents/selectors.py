@@ -74,6 +74,7 @@ class TurnFilter:
     `event` of the event, as the analytics pages count them."""
 
     skill: str | None = None
+    source: str | None = None  # which of the skills of that name (bundled, user, workspace)
     version: int | None = None
     trigger: str | None = None
     event: str | None = None
@@ -89,7 +90,7 @@ class TurnFilter:
 
     @property
     def by_event(self) -> bool:
-        return any(value is not None for value in (self.skill, self.version, self.trigger, self.event))
+        return any(value is not None for value in (self.skill, self.source, self.version, self.trigger, self.event))
 
 
 def _day_start(day: dt.date) -> dt.datetime:
@@ -102,6 +103,8 @@ def _event_filter(filters: TurnFilter) -> Q:
     events = Q(kind__in=(UsageKind.SUCCEEDED, UsageKind.FAILED)) if kind == OUTCOME else Q(kind=kind)
     if filters.skill is not None:
         events &= Q(skill_name=filters.skill)
+    if filters.source is not None:
+        events &= Q(skill_source=filters.source)
     if filters.version is not None:
         events &= Q(version=filters.version)
     if filters.trigger is not None:
@@ -262,6 +265,8 @@ def turn_event_count(*, reader: TurnReader, filters: TurnFilter) -> EventCount |
     if filters.event == UsageKind.FEEDBACK and filters.feedback:
         counters = ("feedback_up",) if filters.feedback == "up" else ("feedback_down",)
     rows = HourlyRollup.objects.filter(source=UsageSource.API, skill_name=filters.skill)
+    if filters.source is not None:
+        rows = rows.filter(skill_source=filters.source)
     if filters.version is not None:
         rows = rows.filter(version=filters.version)
     if filters.trigger is not None:

@@ -36,6 +36,7 @@ DEFAULT_DAYS = 30
 # The filters the list keeps in its links, in the order the query string shows them.
 FILTER_KEYS = (
     "skill",
+    "source",
     "version",
     "trigger",
     "event",

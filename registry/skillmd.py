@@ -1155,8 +1155,7 @@ def _outside_spec(key: str) -> str:
     spec = f"`{key}` is not an Agent Skills field: {rejected}."
     if key in ("tools", "tools_required", "tools-required"):
         return (
-            f"{spec} To load everywhere, write them as `metadata:` `tools: a b` (or in `allowed-tools`), "
-            "read here too."
+            f"{spec} To load everywhere, write them as `metadata:` `tools: a b` (or in `allowed-tools`), read here too."
         )
     if key == "allowed_tools":
         return f"{spec} Spell it `allowed-tools` (with a hyphen) to load everywhere."

@@ -218,7 +218,7 @@ def analytics_skill(request, name: str):
         else None
     )
     totals = analytics.usage_funnel(filters=filters)
-    turns_query = form.turns_query() + "&" + urlencode({"skill": name})
+    turns_query = form.turns_query() + "&" + urlencode({"skill": name, "source": filters.skill_source or ""})
     (overall,) = analytics.skill_analytics(filters=filters) or [
         SkillStats(skill=name, source=filters.skill_source or "", version=None)
     ]

@@ -129,6 +129,8 @@ def test_the_filters_narrow_the_list(make_token, people):
         ("feedback=meh", "feedback"),
         ("version=2", "version"),
         ("skill=x&version=0", "version"),
+        ("source=workspace", "source"),
+        ("skill=x&source=elsewhere", "source"),
         ("from=2026-13-01", "from"),
         ("from=2026-02-02&to=2026-02-01", "from"),
         ("event=offered", "event"),

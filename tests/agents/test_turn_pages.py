@@ -175,3 +175,29 @@ def test_each_analytics_count_equals_the_total_of_the_list_it_links_to():
     # The outside agent's events are named as such on the list of v1's failures.
     v1_failed = text(analyst.get("/turns/?skill=sql-query&version=1&event=failed"))
     assert figure(v1_failed, "turn-total") == 2 and figure(v1_failed, "drill-outside") == 3
+
+
+def test_a_name_in_two_sources_links_each_skills_counts_to_its_own_turns():
+    """A workspace skill shadowing the user one has analytics of its own; each count links to the
+    turns behind it, not to the other skill's of the same name."""
+    author = user_with_role(AUTHOR)
+    run_turn(author, SUCCEEDS)
+    run_turn(author, ABORTS)  # the user skill's history: 1 succeeded, 1 failed
+    publish("sql-query", source="workspace", description="Writes SQL queries, the workspace's way.")
+    for _ in range(3):
+        run_turn(author, SUCCEEDS)  # the workspace skill's: 3 succeeded
+    analyst = console(user_with_role(ANALYST))
+
+    checked = 0
+    for source, outcomes in (("user", 2), ("workspace", 3)):
+        page = text(analyst.get(f"/analytics/skills/sql-query/?source={source}"))
+        assert figure(page, "overall-n") == outcomes
+        for href, count in linked_counts(page):
+            assert f"source={source}" in href, href
+            listed = text(analyst.get(href))
+            assert figure(listed, "drill-count") == count == figure(listed, "turn-total"), href
+            checked += 1
+    assert checked >= 8
+    overview = text(analyst.get("/analytics/"))
+    assert {href for href, _ in linked_counts(overview) if "source=workspace" in href}
+    assert {href for href, _ in linked_counts(overview) if "source=user" in href}

@@ -85,9 +85,9 @@ UNSTATED_RULES: dict[str, set[str]] = {
     # and follows the script format; a forced skill (`forced_skill`, or a leading `/name` in
     # `message`) must name an enabled skill, and a pin (`skill_versions.<name>`) a version of one.
     "POST /api/v1/agent/turns": {"model", "script", "forced_skill", "message", "skill_versions"},
-    # `version` goes with `skill`, `detail` with `cause`; `from` must not be after `to`.
-    "GET /api/v1/agent/turns": {"version", "detail", "from", "to"},
-    "GET /api/v1/agent/turns/causes": {"version", "detail", "from", "to"},
+    # `version` and `source` go with `skill`, `detail` with `cause`; `from` must not be after `to`.
+    "GET /api/v1/agent/turns": {"version", "source", "detail", "from", "to"},
+    "GET /api/v1/agent/turns/causes": {"version", "source", "detail", "from", "to"},
 }
 
 
