@@ -5,7 +5,7 @@ An agent resolves once per turn with the user's message, almost never a query it
 the result cache rarely helps; the work per query has to be small. The answers are exactly those
 of the straightforward matcher (`MatchIndex.score` over every skill, every rule pattern searched
 in turn, the whole ranking sorted), which tests/registry/resolve_oracle.py keeps as the oracle
-that tests/registry/test_resolve_index.py compares with on random registries and queries; only
+that tests/registry/test_matching_index.py compares with on random registries and queries; only
 the work differs:
 
 - `TermIndex` scores only the skills that share a term with the query, from per-term

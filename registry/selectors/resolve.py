@@ -211,7 +211,7 @@ def _skill_digest(skill: EffectiveSkill) -> str:
 def _etag_form(result: ResolveResult) -> dict[str, Any]:
     """What a result's ETag hashes: its content, each skill given as the digest of its unchanging
     fields (`_skill_digest`) and the fields of this result (`_resolved_fields`). A function of the
-    content alone (tests/registry/test_resolve_index.py computes it from the JSON a client gets)."""
+    content alone (tests/registry/test_matching_index.py computes it from the JSON a client gets)."""
     skills = [[_skill_digest(s.skill), _resolved_fields(s)] for s in result.skills]
     return {**_content_around_skills(result), "skills": skills}
 
