@@ -33,9 +33,9 @@ from agents.runtime.forcing import forced_skill_and_query
 from registry.console.access import console_view, user_scopes
 from registry.console.inputs import json_from_text, text_problem
 from registry.errors import ApplicationError, NotFound
-from registry.rendering import render_markdown
 from registry.selectors.resolve import registry_snapshot
 from registry.selectors.versions import label_names_in_use, skill_version_numbers
+from registry.skillformat.rendering import render_markdown
 
 RUN = "agent:run"
 POLL_EVERY = "700ms"

@@ -45,8 +45,8 @@ from agents.runtime.llm import provider_of
 from agents.runtime.loop import run_turn
 from agents.runtime.types import TurnRequest, TurnResult
 from agents.store import RegistrySkillStore, resolution_for_turn
-from agents.tools import tool_registry
 from agents.trace import DatabaseTraceSink, trace_event_append
+from agents.turn_tools import tool_registry
 from registry.errors import ApplicationError, Conflict, NotFound
 from registry.models import Skill, UsageKind, UsageSource
 from registry.selectors import resolve as registry_resolve

@@ -17,8 +17,8 @@ from agents.lease import TurnLost
 from agents.runtime.llm import TransientLLMError, complete, warm_up
 from agents.runtime.providers import USAGE_TOKENIZER_MODEL, register_providers
 from agents.store import RegistrySkillStore, resolution_for_turn
-from agents.tools import tool_registry
 from agents.trace import step_writer_warm_up
+from agents.turn_tools import tool_registry
 from registry.services.usage import usage_offers_roll_up, usage_statements_compile
 
 logger = logging.getLogger(__name__)

@@ -29,7 +29,7 @@ from agents.playground import event_view
 from agents.selectors import ANALYTICS, RUN, TurnFilter, TurnReader
 from registry.console.access import console_view, user_scopes
 from registry.errors import NotFound
-from registry.rendering import render_markdown
+from registry.skillformat.rendering import render_markdown
 
 PAGE_SIZE = 50
 DEFAULT_DAYS = 30

@@ -40,10 +40,10 @@ def populate(skills: int, versions: int) -> None:
     take most of an hour on a busy machine, and only the read side is measured here."""
     from django.db import transaction
 
-    from registry.bundle import bundle_from_parts
     from registry.models import Blob, Skill, SkillFile, SkillVersion
     from registry.selectors.generation import registry_changed
-    from registry.skillmd import parse_skill_md
+    from registry.skillformat.bundle import bundle_from_parts
+    from registry.skillformat.skillmd import parse_skill_md
 
     if Skill.objects.filter(name__startswith="bench-console-").count() >= skills:
         return

@@ -259,10 +259,10 @@ def setup_registry(env: dict[str, str], skills: int) -> tuple[str, list[str]]:
     from django.contrib.auth import get_user_model
     from django.db import connections
 
-    from registry.bundle import bundle_from_parts
     from registry.services.labels import label_move
     from registry.services.skills import skill_version_publish
     from registry.services.tokens import api_token_create
+    from registry.skillformat.bundle import bundle_from_parts
 
     get_user_model().objects.get_or_create(username="load", defaults={"is_superuser": True, "is_staff": True})
     _, token = api_token_create(

@@ -7,7 +7,7 @@ lazy block with the registry's own `render_prompt_block` (default budgets: MAX_P
 MAX_SKILLS_IN_PROMPT, and unbounded), and an eager variant: the same list with each skill's full
 SKILL.md body inside its entry. Each block is also put through the runtime's
 `build_system_prompt` (with the default tool set) to count the whole system prompt. Tokens are
-counted with registry.token_count (tiktoken cl100k_base). SPEC sets no number; the verdict checks
+counted with registry.skillformat.token_count (tiktoken cl100k_base). SPEC sets no number; the verdict checks
 the lazy block holds its character budget and is smaller than the inlined one. Needs no database.
 """
 
@@ -41,10 +41,10 @@ def main() -> None:
 
     from agents.runtime.builtin_tools import default_tool_registry
     from agents.runtime.prompt import build_system_prompt
-    from registry.bundle import find_skill_folders, read_folder
     from registry.selectors.resolve import SKILLS_INSTRUCTION, _skill_xml, render_prompt_block
-    from registry.skillmd import parse_skill_md
-    from registry.token_count import count_tokens
+    from registry.skillformat.bundle import find_skill_folders, read_folder
+    from registry.skillformat.skillmd import parse_skill_md
+    from registry.skillformat.token_count import count_tokens
 
     skills: dict[str, tuple[str, str]] = {}  # name -> (description, body); first folder wins, as one registry name
     hidden = 0

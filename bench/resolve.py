@@ -103,11 +103,11 @@ def measure(queries: list[str], *, cold_rounds: int, updates: int, rng: random.R
 
 def _edits(updates: int, rng: random.Random) -> dict[str, list]:
     """`updates` writes of each kind, as callables."""
-    from registry.bundle import bundle_from_parts
     from registry.models import ForceIncludeRule, Label, Skill
     from registry.services.labels import label_delete, label_move
     from registry.services.rules import rule_update
     from registry.services.skills import skill_set_enabled, skill_version_publish
+    from registry.skillformat.bundle import bundle_from_parts
 
     def move_production(skill: Skill) -> None:
         if Label.objects.filter(skill=skill, name="production").exists():

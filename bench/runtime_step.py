@@ -96,8 +96,8 @@ class MemoryTraceSink:
 def publish_skills(count: int) -> None:
     from django.db import transaction
 
-    from registry.bundle import bundle_from_parts
     from registry.services.skills import skill_version_publish
+    from registry.skillformat.bundle import bundle_from_parts
 
     rng = random.Random(11)
     with transaction.atomic():
@@ -129,8 +129,8 @@ def run_one(*, message: str, steps: int, database_trace: bool, counter: TimedTok
     from agents.runtime.types import TurnRequest
     from agents.services import agent_turn_finish
     from agents.store import RegistrySkillStore, resolution_for_turn
-    from agents.tools import tool_registry
     from agents.trace import DatabaseTraceSink
+    from agents.turn_tools import tool_registry
     from bench.trace_size import stored_bytes
 
     script = script_for(steps)

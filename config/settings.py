@@ -18,7 +18,7 @@ from csp.constants import NONCE, NONE, SELF, UNSAFE_INLINE
 from django.core.exceptions import ImproperlyConfigured
 
 from agents.model_strings import model_string_problem
-from registry.rate import parse_rate
+from config.rate import parse_rate
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -137,11 +137,11 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = env.str("REDIS_URL", default="")
 if REDIS_URL:
-    # A cache outage degrades to database reads instead of failing requests (registry/cache.py);
+    # A cache outage degrades to database reads instead of failing requests (config/cache.py);
     # a cache slower than these timeouts is no faster than the database behind it.
     CACHES = {
         "default": {
-            "BACKEND": "registry.cache.ResilientRedisCache",
+            "BACKEND": "config.cache.ResilientRedisCache",
             "LOCATION": REDIS_URL,
             "OPTIONS": {"socket_connect_timeout": 0.5, "socket_timeout": 1.0},
         }
@@ -161,7 +161,7 @@ LOGIN_FAILURE_LIMIT = env.int("LOGIN_FAILURE_LIMIT", default=10)
 LOGIN_IP_FAILURE_LIMIT = env.int("LOGIN_IP_FAILURE_LIMIT", default=50)
 LOGIN_FAILURE_WINDOW_SECONDS = env.int("LOGIN_FAILURE_WINDOW_SECONDS", default=15 * 60)
 # The throttle's backend in place of Django's ModelBackend (same checks, plus the lockout).
-AUTHENTICATION_BACKENDS = ["registry.login.ThrottledModelBackend"]
+AUTHENTICATION_BACKENDS = ["registry.console.login.ThrottledModelBackend"]
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
@@ -309,7 +309,7 @@ FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 MAX_SKILLS_IN_PROMPT = env.int("MAX_SKILLS_IN_PROMPT", default=150)
 MAX_PROMPT_CHARS = env.int("MAX_PROMPT_CHARS", default=18000)
 RULE_PATTERN_MAX_LENGTH = env.int("RULE_PATTERN_MAX_LENGTH", default=1000)
-# Rule patterns are matched against at most this many characters of the query (registry/patterns.py),
+# Rule patterns are matched against at most this many characters of the query (registry/matching/patterns.py),
 # so the cost of one match is bounded whatever the agent was sent.
 RULE_QUERY_MAX_CHARS = env.int("RULE_QUERY_MAX_CHARS", default=10_000)
 # A pattern whose worst-case probe (a query of RULE_QUERY_MAX_CHARS built from its own characters)

@@ -6,8 +6,8 @@ from django.views.generic import RedirectView
 
 from registry.api import errors
 from registry.api.docs import ApiSchemaView, api_docs
-from registry.health import healthz
-from registry.login import ThrottledLoginView
+from registry.api.health import healthz
+from registry.console.login import ThrottledLoginView
 
 # JSON `{"error", "detail"}` under /api/, Django's HTML pages elsewhere.
 handler400 = errors.bad_request

@@ -49,8 +49,8 @@ def make_skill_md(
 
 def publish(name: str = "demo-skill", *, source: str = "user", files=(), **fields):
     """Publish a skill through the real service and return the PublishResult."""
-    from registry.bundle import bundle_from_parts
     from registry.services.skills import skill_version_publish
+    from registry.skillformat.bundle import bundle_from_parts
 
     bundle = bundle_from_parts(make_skill_md(name, **fields).encode(), files)
     return skill_version_publish(bundle=bundle, source=source)

@@ -6,6 +6,11 @@ those under `if TYPE_CHECKING`):
 - the registry never imports the agents app;
 - the agent runtime (agents/runtime/) imports nothing from Django, DRF or Celery, and from the
   registry only modules that import none of them either, however indirectly;
+- at most six modules lie loose at the registry root besides `apps`, `models`, `admin` and `urls`:
+  the rest live in a folder that names their concept;
+- the SKILL.md format (registry/skillformat/) and the matching libraries (registry/matching/) import
+  nothing from Django, DRF or Celery, however indirectly, except the rule patterns, which read their
+  limits from settings;
 - a function-level import exists only for a heavy library (litellm, tiktoken) or where Django asks
   for one (AppConfig.ready).
 """
@@ -20,6 +25,11 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("agents", "registry", "config")
 HEAVY = {"litellm", "tiktoken"}
 FRAMEWORKS = ("django", "rest_framework", "celery")
+
+ROOT_FRAMEWORK_MODULES = {"__init__", "apps", "models", "admin", "urls"}
+PURE_PACKAGES = ("registry.skillformat", "registry.matching")
+# RULE_QUERY_MAX_CHARS and the pattern limits are deployment settings; the index reads the query cut.
+READS_SETTINGS = {"registry.matching.patterns", "registry.matching.index"}
 
 # Known exceptions, each in a file other work is changing at the time of writing; remove the entry
 # when it is fixed (the tests below fail on an entry that no longer applies).
@@ -190,3 +200,18 @@ def test_function_level_imports_are_only_for_heavy_libraries_or_app_ready():
                     if not all(name.split(".")[0] in HEAVY for name in _imported(node)):
                         found.append(f"{path.relative_to(ROOT)}:{node.lineno} {', '.join(_imported(node))}")
     assert found == []
+
+
+def test_few_modules_lie_loose_at_the_registry_root():
+    loose = sorted(path.stem for path in (ROOT / "registry").glob("*.py") if path.stem not in ROOT_FRAMEWORK_MODULES)
+    assert len(loose) <= 6, loose
+
+
+def test_the_skill_format_and_matching_packages_import_no_framework():
+    found = [
+        module
+        for module in _modules()
+        if module.startswith(PURE_PACKAGES) and module not in READS_SETTINGS and _imports_a_framework(module)
+    ]
+    assert found == []
+    assert all(module in _modules() for module in READS_SETTINGS)

@@ -21,7 +21,7 @@ from agents.runtime.types import (
     TurnRequest,
     TurnResult,
 )
-from registry.fired_rule import FiredRule
+from registry.matching.fired_rule import FiredRule
 
 __all__ = [
     "FiredRule",

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from registry.fired_rule import FiredRule
+from registry.matching.fired_rule import FiredRule
 
 # Values of `skill_activated.trigger` (SPEC §6.10).
 Trigger = Literal[

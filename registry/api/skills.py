@@ -20,12 +20,12 @@ from registry.api import fastpath
 from registry.api import serializers as s
 from registry.api.base import ApiView, RawApiView, SafeJSONParser, ZipParser, if_none_match, not_modified
 from registry.api.schema import Responses, errors
-from registry.bundle import Bundle, bundle_from_parts, read_zip
 from registry.errors import ApplicationError, InvalidBundle, NotFound
 from registry.models import Skill, SkillSource, SkillVersion
 from registry.services.labels import LABEL_NAME, label_delete, label_move, label_name_check
 from registry.services.rules import SKILL_REFERENCE
 from registry.services.skills import registry_limits, skill_set_enabled, skill_version_publish
+from registry.skillformat.bundle import Bundle, bundle_from_parts, read_zip
 
 READ, WRITE = "skills:read", "skills:write"
 

@@ -24,8 +24,8 @@ import redis
 from django.conf import settings
 from rest_framework.throttling import BaseThrottle
 
+from config.rate import parse_rate
 from registry.models import ApiToken
-from registry.rate import parse_rate
 
 log = logging.getLogger(__name__)
 

@@ -23,9 +23,9 @@ from registry.api.serializers import RulesTestInputSerializer
 from registry.console.access import console_view
 from registry.console.inputs import json_from_text, text_problem
 from registry.errors import ApplicationError, NotFound
-from registry.fired_rule import QUERY_PLACEHOLDER, FiredRule
+from registry.matching.fired_rule import QUERY_PLACEHOLDER, FiredRule
+from registry.matching.patterns import pattern_check, pattern_search
 from registry.models import ForceIncludeRule
-from registry.patterns import pattern_check, pattern_search
 from registry.selectors.resolve import rules_test
 from registry.services.audit import Actor
 from registry.services.rules import (

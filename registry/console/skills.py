@@ -26,11 +26,9 @@ from django_htmx.http import HttpResponseClientRedirect
 
 from registry import selectors
 from registry.api.serializers import PUBLISH_SOURCES, PublishSourceField
-from registry.bundle import SKILL_MD, Bundle, bundle_from_parts, read_picked_folder, read_zip
 from registry.console.access import console_view
 from registry.errors import ApplicationError, LenientReadingRefused, NotFound, VersionConflict
 from registry.models import Skill, SkillSource, SkillVersion
-from registry.rendering import render_markdown
 from registry.selectors.analytics import AnalyticsFilter, skill_analytics
 from registry.selectors.resolve import render_prompt_block
 from registry.services.audit import Actor
@@ -44,9 +42,11 @@ from registry.services.skills import (
     skill_version_publish,
     skill_version_revise,
 )
-from registry.skill_templates import KINDS, PROMPT, skill_template
-from registry.skillmd import Issue, parse_skill_md
-from registry.token_count import count_tokens
+from registry.skillformat.bundle import SKILL_MD, Bundle, bundle_from_parts, read_picked_folder, read_zip
+from registry.skillformat.rendering import render_markdown
+from registry.skillformat.skill_templates import KINDS, PROMPT, skill_template
+from registry.skillformat.skillmd import Issue, parse_skill_md
+from registry.skillformat.token_count import count_tokens
 
 READ, WRITE = "skills:read", "skills:write"
 PAGE_SIZE = 50

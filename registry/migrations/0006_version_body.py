@@ -4,8 +4,8 @@ from django.db import migrations, models
 
 
 def fill_bodies(apps, schema_editor):
-    from registry.bundle import Limits
-    from registry.skillmd import parse_skill_md
+    from registry.skillformat.bundle import Limits
+    from registry.skillformat.skillmd import parse_skill_md
 
     SkillVersion = apps.get_model("registry", "SkillVersion")
     for version in SkillVersion.objects.only("id", "skill_md").iterator():

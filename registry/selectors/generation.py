@@ -80,7 +80,7 @@ def registry_changed(*, skill: str | None = None, rules: bool = False) -> None:
 
     Say what changed — `skill`, the name whose effective skill may now differ (a publish, label
     move, enable/disable), and/or `rules` — and processes update their resolve snapshots in place
-    (registry/snapshot_delta.py); say nothing and they rebuild them.
+    (registry/selectors/snapshot_delta.py); say nothing and they rebuild them.
     """
     updated = RegistryState.objects.filter(pk=_ROW).update(generation=F("generation") + 1)
     if not updated:

@@ -8,7 +8,7 @@ asks for an older one again), and past `maxsize` the least recently used rest go
 
 An entry of an older generation is replaced only by one under the same rest, not dropped when any
 newer one is stored: a resolve snapshot is moved forward from the one held at its label
-(registry/snapshot_delta.py), and every label read since the last write must still have one, not
+(registry/selectors/snapshot_delta.py), and every label read since the last write must still have one, not
 only the label read first after it. Used for the raw SKILL.md bytes, the skill catalogue, the
 resolve snapshots and results, and token grants.
 """
@@ -40,7 +40,7 @@ class GenerationMemo(Generic[Value]):
 
     def newest_before(self, generation: int, *rest: object) -> Value | None:
         """The entry held under `rest` when it is of a generation below `generation`: what a
-        resolve snapshot is moved forward from (registry/snapshot_delta.py)."""
+        resolve snapshot is moved forward from (registry/selectors/snapshot_delta.py)."""
         with self._lock:
             held = self._entries.get(rest)
         return held[1] if held is not None and held[0] < generation else None

@@ -12,7 +12,7 @@
 
 Caching has two layers, both keyed by the registry generation, which every write bumps in its
 own transaction: a per-process snapshot of the skills, their inverted index and the compiled rules
-(moved forward by what each write changed, registry/snapshot_delta.py, or rebuilt), and the
+(moved forward by what each write changed, registry/selectors/snapshot_delta.py, or rebuilt), and the
 finished result keyed by generation and inputs, in this process (`_RESULTS` says why not in the
 shared cache). A publish, label move, enable/disable or rule change is therefore visible to the
 next call, in every process, without deleting any key (selectors/generation.py says how a process
@@ -20,7 +20,7 @@ learns the current generation).
 
 The answers are those of the straightforward matcher (every skill scored, every rule pattern
 searched, the whole ranking sorted), which lives on in tests/registry/resolve_oracle.py as the
-oracle of the property tests; registry/resolve_index.py says how the work is kept small.
+oracle of the property tests; registry/matching/index.py says how the work is kept small.
 """
 
 from __future__ import annotations
@@ -39,11 +39,11 @@ from xml.sax.saxutils import escape
 from django.conf import settings
 
 from registry.errors import ApplicationError
-from registry.fired_rule import FiredRule
-from registry.matching import Match, find_skills
+from registry.matching.fired_rule import FiredRule
+from registry.matching.index import Ranking, RuleSet, TermIndex, rank_for_block
+from registry.matching.patterns import compile_pattern, pattern_search
+from registry.matching.ranking import Match, find_skills
 from registry.models import ForceIncludeRule, SkillVersion
-from registry.patterns import compile_pattern, pattern_search
-from registry.resolve_index import Ranking, RuleSet, TermIndex, rank_for_block
 from registry.selectors.generation import change_listener, current_generation
 from registry.selectors.memo import GenerationMemo
 from registry.selectors.skills import (
@@ -53,7 +53,7 @@ from registry.selectors.skills import (
     skill_md_raw_cache_clear,
     skill_sources_cache_clear,
 )
-from registry.snapshot_delta import RegistryDelta, RuleEntry, Snapshot, registry_delta, snapshot_advance
+from registry.selectors.snapshot_delta import RegistryDelta, RuleEntry, Snapshot, registry_delta, snapshot_advance
 
 # seed 003, verbatim: the lazy-loading instruction that precedes the skill list.
 SKILLS_INSTRUCTION = """## Skills (mandatory)
@@ -211,7 +211,7 @@ def _skill_digest(skill: EffectiveSkill) -> str:
 def _etag_form(result: ResolveResult) -> dict[str, Any]:
     """What a result's ETag hashes: its content, each skill given as the digest of its unchanging
     fields (`_skill_digest`) and the fields of this result (`_resolved_fields`). A function of the
-    content alone (tests/registry/test_resolve_index.py computes it from the JSON a client gets)."""
+    content alone (tests/registry/test_matching_index.py computes it from the JSON a client gets)."""
     skills = [[_skill_digest(s.skill), _resolved_fields(s)] for s in result.skills]
     return {**_content_around_skills(result), "skills": skills}
 
@@ -251,7 +251,7 @@ def render_prompt_block(
     dropped, and the block says `Skills truncated: included X of Y`. Skills named in `forced`
     (fired rules, a forced skill) are always listed, even when that breaks the budget.
     `total` is the length of the whole ranking when `skills` is only its head (forced skills
-    and at least `max_skills` others, as resolve_index.rank_for_block gives).
+    and at least `max_skills` others, as matching.index.rank_for_block gives).
     """
     max_skills = settings.MAX_SKILLS_IN_PROMPT if max_skills is None else max_skills
     max_chars = settings.MAX_PROMPT_CHARS if max_chars is None else max_chars
@@ -364,7 +364,7 @@ def _build_snapshot(generation: int, label: str | None) -> Snapshot:
 
 def _advanced_snapshot(generation: int, label: str | None) -> Snapshot | None:
     """The newest snapshot this process holds for `label`, moved to `generation` by re-reading
-    only what changed since (registry/snapshot_delta.py); None when it holds none or the change
+    only what changed since (registry/selectors/snapshot_delta.py); None when it holds none or the change
     log cannot say."""
     previous = _SNAPSHOTS.newest_before(generation, label)
     if previous is None:

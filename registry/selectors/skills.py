@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from django.db.models import F
 
 from registry.errors import NotFound
-from registry.matching import MatchIndex, match, words
+from registry.matching.ranking import MatchIndex, match, words
 from registry.models import Label, Skill, SkillVersion
 from registry.selectors.generation import current_generation
 from registry.selectors.memo import GenerationMemo
@@ -184,7 +184,7 @@ def effective_skills(
     skill that wins the name, and a pinned number it does not have leaves the skill out. A skill
     whose SKILL.md says `enabled: false` is left out. Three queries (four with pins), whatever
     the number of skills, and no SKILL.md text is loaded. With `names`, only skills of those
-    names (what a resolve snapshot re-reads after a change, registry/snapshot_delta.py).
+    names (what a resolve snapshot re-reads after a change, registry/selectors/snapshot_delta.py).
     """
     skills = Skill.objects.filter(enabled=True)
     versions = SkillVersion.objects.filter(skill__enabled=True)

@@ -9,12 +9,12 @@ from dataclasses import dataclass, field
 
 from django.core.cache import cache
 
-from registry.bundle import Bundle, BundleFile, write_zip
 from registry.errors import NotFound
 from registry.models import Label, LabelHistory, Skill, SkillFile, SkillVersion
 from registry.selectors.resolve import cache_namespace
 from registry.selectors.skills import skill_others, skill_winner
-from registry.skillmd import Issue
+from registry.skillformat.bundle import Bundle, BundleFile, write_zip
+from registry.skillformat.skillmd import Issue
 
 
 def version_bundle(version: SkillVersion) -> Bundle:

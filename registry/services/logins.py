@@ -38,7 +38,7 @@ log = logging.getLogger(__name__)
 
 _CACHE_DOWN = (redis.RedisError, OSError)
 # Counts recorded while the shared cache is down. The shared cache reads as empty then
-# (registry/cache.py), so a lock is whichever of the two says so.
+# (config/cache.py), so a lock is whichever of the two says so.
 _local = LocMemCache("login-throttle", {"OPTIONS": {"MAX_ENTRIES": 100_000}})
 # Part of every key; `login_throttle_reset` moves to a fresh one (tests: counts must not leak from
 # one test's failed logins into the next through the shared Redis).

@@ -1,6 +1,6 @@
 """Force-include rules (seed 004, SPEC §3): create, update, delete — validated, audited, atomic.
 
-A rule is untrusted input in every field: the pattern is compiled with RE2 (registry/patterns.py)
+A rule is untrusted input in every field: the pattern is compiled with RE2 (registry/matching/patterns.py)
 before it is stored, skill names must look like skill names, and `auto_invoke` must be a tool
 name plus a JSON object of arguments. A rule may name a skill that does not exist (yet): that is
 allowed, with a warning, so rules can be written before the skill is published.
@@ -17,8 +17,8 @@ from typing import Any
 from django.db import IntegrityError, transaction
 
 from registry.errors import ApplicationError, Conflict
+from registry.matching.patterns import pattern_check
 from registry.models import ForceIncludeRule, Skill
-from registry.patterns import pattern_check
 from registry.selectors.generation import registry_changed
 from registry.services.audit import SYSTEM, Actor, audit_record
 

@@ -14,7 +14,6 @@ from django.db import IntegrityError, transaction
 from django.db.models.functions import Lower
 
 from registry import selectors
-from registry.bundle import Bundle, Limits, bundle_from_parts, find_skill_folders, read_folder, read_zip
 from registry.errors import (
     ApplicationError,
     Conflict,
@@ -26,8 +25,9 @@ from registry.errors import (
 from registry.models import Blob, Skill, SkillFile, SkillSource, SkillVersion
 from registry.selectors.generation import registry_changed
 from registry.services.audit import SYSTEM, Actor, audit_record
-from registry.skillmd import Issue, ParsedSkill, read_skill_md
-from registry.token_count import count_tokens
+from registry.skillformat.bundle import Bundle, Limits, bundle_from_parts, find_skill_folders, read_folder, read_zip
+from registry.skillformat.skillmd import Issue, ParsedSkill, read_skill_md
+from registry.skillformat.token_count import count_tokens
 
 
 def registry_limits() -> Limits:

@@ -16,7 +16,7 @@ from agents import store
 from agents.runtime.forcing import forced_skill_and_query
 from agents.runtime.loop import run_turn
 from agents.runtime.types import Resolution, SkillSummary, TurnRequest, TurnResult
-from agents.tools import tool_registry
+from agents.turn_tools import tool_registry
 from registry.models import Skill
 from registry.selectors.resolve import registry_caches_reset, resolve
 from registry.services.labels import label_move

@@ -237,8 +237,8 @@ def test_stored_xss_in_skill_text_file_names_and_messages_stays_inert(live_serve
         "[click me](javascript:window.__xss=1) [data](data:text/html,<script>window.__xss=1</script>)\n\n"
         f'<a href="javascript:window.__xss=1">raw</a> {XSS}\n'
     )
-    from registry.bundle import bundle_from_parts
     from registry.services.skills import skill_version_publish
+    from registry.skillformat.bundle import bundle_from_parts
 
     bundle = bundle_from_parts(skill_md.encode(), [("scripts/<img src=x onerror=window.__xss=1>.sh", b"echo\n", True)])
     skill_version_publish(bundle=bundle, message=XSS)

@@ -1,6 +1,6 @@
 """The straightforward resolve: every skill scored with `MatchIndex`, every rule pattern searched in
 turn, the whole ranking sorted. The product answers through the inverted index and RE2 sets
-(registry/resolve_index.py); this is the oracle the property tests compare it with, and what
+(registry/matching/index.py); this is the oracle the property tests compare it with, and what
 bench/resolve.py checks its answers against."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from registry.matching import MatchIndex, match
-from registry.resolve_index import Ranking, RuleSet, TermIndex
+from registry.matching.index import Ranking, RuleSet, TermIndex
+from registry.matching.ranking import MatchIndex, match
 from registry.selectors.resolve import (
     ResolveResult,
     RuleEntry,

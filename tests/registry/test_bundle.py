@@ -1,4 +1,4 @@
-"""Skill folders and zips (registry/bundle.py). No database, no Django."""
+"""Skill folders and zips (registry/skillformat/bundle.py). No database, no Django."""
 
 from __future__ import annotations
 
@@ -15,7 +15,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from registry.bundle import (
+from registry.errors import BundleTooLarge, InvalidBundle
+from registry.skillformat.bundle import (
     DEFAULT_LIMITS,
     SKIPPED_NAMES,
     Bundle,
@@ -30,7 +31,6 @@ from registry.bundle import (
     write_folder,
     write_zip,
 )
-from registry.errors import BundleTooLarge, InvalidBundle
 
 PROPERTY = settings(
     deadline=None, max_examples=200, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]

@@ -1,4 +1,4 @@
-"""Symbolic links inside a skill (registry/bundle.py): kept as links when they stay inside the
+"""Symbolic links inside a skill (registry/skillformat/bundle.py): kept as links when they stay inside the
 folder, refused with their path when they leave it, loop, dangle or name a folder. No database."""
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from registry.bundle import (
+from registry.errors import BundleTooLarge, InvalidBundle
+from registry.skillformat.bundle import (
     Bundle,
     BundleFile,
     Limits,
@@ -22,7 +23,6 @@ from registry.bundle import (
     write_folder,
     write_zip,
 )
-from registry.errors import BundleTooLarge, InvalidBundle
 from tests.registry.test_bundle import SKILL_MD, make_folder, make_zip
 
 AGENTS = b"# Agents\nRun the tests before you commit.\n"

@@ -1,4 +1,4 @@
-"""registry/cache.py against a real, private redis-server that the test kills and restarts."""
+"""config/cache.py against a real, private redis-server that the test kills and restarts."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import pytest
 import redis
 
 from bench._services import PrivateRedis
-from registry import cache as resilient
-from registry.cache import ResilientRedisCache
+from config import cache as resilient
+from config.cache import ResilientRedisCache
 from tests.faults.support import need_redis_server
 
 need_redis_server()

@@ -10,7 +10,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from registry.models import Label, LabelHistory, Skill, SkillVersion
-from registry.skillmd import parse_skill_md
+from registry.skillformat.skillmd import parse_skill_md
 from tests.factories import publish
 
 pytestmark = pytest.mark.django_db

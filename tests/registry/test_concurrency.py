@@ -14,7 +14,6 @@ import pytest
 from django.db import connection, connections, transaction
 from django.db.models import Sum
 
-from registry.bundle import bundle_from_parts
 from registry.models import DailyRollup, HourlyRollup, LabelHistory, QueuedOffer, Skill, SkillVersion, WeeklyRollup
 from registry.selectors.analytics import skill_analytics, usage_funnel
 from registry.services.labels import label_move
@@ -28,6 +27,7 @@ from registry.services.usage import (
     usage_record,
     usage_rollups_rebuild,
 )
+from registry.skillformat.bundle import bundle_from_parts
 from tests.factories import make_skill_md
 
 THREADS, PUBLISHES = 8, 5

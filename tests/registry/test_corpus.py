@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from registry.bundle import Bundle, find_skill_folders, read_folder, read_zip, write_folder, write_zip
 from registry.selectors import version_bundle
 from registry.services.skills import skill_import_path
-from registry.skillmd import parse_skill_md
+from registry.skillformat.bundle import Bundle, find_skill_folders, read_folder, read_zip, write_folder, write_zip
+from registry.skillformat.skillmd import parse_skill_md
 
 CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus"
 

@@ -139,7 +139,7 @@ def test_a_hostile_username_is_counted_and_audited_without_a_500():
 
 def test_with_the_cache_down_failures_are_counted_in_the_process(settings, caplog):
     """A Redis that cannot be reached (nothing listens on port 1) must not turn the throttle off."""
-    settings.CACHES = {"default": {"BACKEND": "registry.cache.ResilientRedisCache", "LOCATION": "redis://127.0.0.1:1/0"}}
+    settings.CACHES = {"default": {"BACKEND": "config.cache.ResilientRedisCache", "LOCATION": "redis://127.0.0.1:1/0"}}
     UserFactory(username="ada")
     answers = [attempt("ada", "wrong").status_code for _ in range(15)]
     assert answers[: settings.LOGIN_FAILURE_LIMIT - 1] == [200] * (settings.LOGIN_FAILURE_LIMIT - 1)

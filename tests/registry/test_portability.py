@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 from skills_ref.validator import validate as skills_ref_validate
 
-from registry.bundle import find_skill_folders
-from registry.skill_templates import KINDS, skill_template
-from registry.skillmd import STRICT_CLIENTS, Issue, parse_skill_md, validate_skill_md
+from registry.skillformat.bundle import find_skill_folders
+from registry.skillformat.skill_templates import KINDS, skill_template
+from registry.skillformat.skillmd import STRICT_CLIENTS, Issue, parse_skill_md, validate_skill_md
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = Path(os.environ.get("SKILL_CORPUS") or ROOT.parent / "shared" / "corpus")

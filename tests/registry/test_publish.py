@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from registry.bundle import bundle_from_parts
 from registry.errors import InvalidSkill
 from registry.models import Skill, SkillVersion
 from registry.services.skills import skill_version_publish
+from registry.skillformat.bundle import bundle_from_parts
 from tests.factories import make_skill_md
 
 pytestmark = pytest.mark.django_db

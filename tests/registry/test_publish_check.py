@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
-from registry.bundle import bundle_from_parts
 from registry.errors import InvalidSkill, LenientReadingRefused
 from registry.models import Skill, SkillVersion
 from registry.services.skills import (
@@ -20,7 +19,8 @@ from registry.services.skills import (
     skill_version_revise,
     skills_import_tree,
 )
-from registry.skillmd import MAX_ISSUES, validate_skill_md
+from registry.skillformat.bundle import bundle_from_parts
+from registry.skillformat.skillmd import MAX_ISSUES, validate_skill_md
 
 # tags is missing its `]`, so the field-by-field reading takes the triggers line into it.
 UNCLOSED_TAGS = """---

@@ -7,9 +7,9 @@ import time
 import pytest
 
 from registry.errors import ApplicationError, InvalidPattern
-from registry.fired_rule import FiredRule
+from registry.matching.fired_rule import FiredRule
+from registry.matching.patterns import compile_pattern, pattern_search
 from registry.models import AuditLog, ForceIncludeRule, RegistryState
-from registry.patterns import compile_pattern, pattern_search
 from registry.services.rules import rule_create, rule_delete, rule_update
 from tests.factories import publish
 

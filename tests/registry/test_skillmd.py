@@ -1,4 +1,4 @@
-"""SKILL.md parsing, validation and rendering (registry/skillmd.py). No database, no Django."""
+"""SKILL.md parsing, validation and rendering (registry/skillformat/skillmd.py). No database, no Django."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from registry.bundle import Limits
 from registry.errors import InvalidSkill
-from registry.skillmd import (
+from registry.skillformat.bundle import Limits
+from registry.skillformat.skillmd import (
     KNOWN_FIELDS,
     KNOWN_TRIGGERS,
     MAX_ISSUES,

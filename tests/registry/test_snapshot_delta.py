@@ -1,4 +1,4 @@
-"""A resolve snapshot moved forward by what changed (registry/snapshot_delta.py) equals one built
+"""A resolve snapshot moved forward by what changed (registry/selectors/snapshot_delta.py) equals one built
 afresh, after any series of publishes, label moves, enables/disables and rule edits (issue 12)."""
 
 from __future__ import annotations
@@ -20,10 +20,10 @@ from registry.selectors.resolve import (
     registry_caches_reset,
     registry_snapshot,
 )
+from registry.selectors.snapshot_delta import registry_delta
 from registry.services.labels import label_delete, label_move
 from registry.services.rules import rule_create, rule_delete, rule_update
 from registry.services.skills import skill_set_enabled
-from registry.snapshot_delta import registry_delta
 from tests.factories import publish
 
 pytestmark = pytest.mark.django_db

@@ -9,7 +9,6 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
 from registry import selectors
-from registry.bundle import bundle_from_parts, find_skill_folders, read_folder, read_zip, write_folder
 from registry.errors import ApplicationError, NotFound
 from registry.management.table import text_table
 from registry.models import Skill, SkillSource
@@ -24,8 +23,9 @@ from registry.services.skills import (
     skills_import_tree,
     skills_sync_bundled,
 )
-from registry.skill_templates import CODE, PROMPT, skill_template
-from registry.skillmd import validate_skill_md
+from registry.skillformat.bundle import bundle_from_parts, find_skill_folders, read_folder, read_zip, write_folder
+from registry.skillformat.skill_templates import CODE, PROMPT, skill_template
+from registry.skillformat.skillmd import validate_skill_md
 
 CLI = Actor(via="cli")
 

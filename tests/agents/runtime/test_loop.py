@@ -6,7 +6,7 @@ import pytest
 
 from agents.runtime.llm import LLMError, LLMResponse, TransientLLMError
 from agents.runtime.types import Resolution, SkillActivation, SkillExecution
-from registry.fired_rule import FiredRule
+from registry.matching.fired_rule import FiredRule
 
 from .conftest import FakeModel, answer, call, tool_step
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from agents.runtime.types import Resolution, SkillSummary
-from registry.fired_rule import FiredRule
+from registry.matching.fired_rule import FiredRule
 
 from .conftest import FakeModel, answer
 

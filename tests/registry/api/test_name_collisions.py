@@ -16,9 +16,9 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import CommandError, call_command
 from django.db import IntegrityError, transaction
 
-from registry.bundle import read_zip
 from registry.models import Skill, SkillVersion
 from registry.roles import AUTHOR
+from registry.skillformat.bundle import read_zip
 from tests.factories import make_skill_md, publish, user_with_role
 
 pytestmark = pytest.mark.django_db

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
+from registry.matching.patterns import pattern_check
 from registry.models import AuditLog, ForceIncludeRule
-from registry.patterns import pattern_check
 from tests.factories import publish
 
 pytestmark = pytest.mark.django_db

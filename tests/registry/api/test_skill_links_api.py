@@ -13,8 +13,8 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 
-from registry.bundle import read_zip
 from registry.models import AuditLog, Skill, SkillFile, SkillVersion
+from registry.skillformat.bundle import read_zip
 from tests.factories import make_skill_md
 
 pytestmark = pytest.mark.django_db

@@ -11,8 +11,8 @@ import zipfile
 import pytest
 from django.test import override_settings
 
-from registry.bundle import read_zip
 from registry.models import AuditLog, Label, LabelHistory, Skill, SkillVersion
+from registry.skillformat.bundle import read_zip
 from tests.factories import make_skill_md, publish
 
 pytestmark = pytest.mark.django_db

@@ -12,9 +12,9 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 
-from registry.bundle import bundle_from_parts
 from registry.models import Skill
 from registry.services.skills import skill_version_publish
+from registry.skillformat.bundle import bundle_from_parts
 from tests.factories import make_skill_md
 
 pytestmark = pytest.mark.django_db

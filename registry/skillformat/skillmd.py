@@ -53,8 +53,8 @@ try:
 except ImportError:  # PyYAML built without libyaml
     _CParser = None  # type: ignore[assignment, misc]
 
-from registry.bundle import DEFAULT_LIMITS, Limits
 from registry.errors import InvalidSkill
+from registry.skillformat.bundle import DEFAULT_LIMITS, Limits
 
 NAME_MAX_CHARS = 64
 DESCRIPTION_MAX_CHARS = 1024

@@ -23,8 +23,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from registry.matching.index import RuleSet, TermIndex
 from registry.models import RegistryChange
-from registry.resolve_index import RuleSet, TermIndex
 
 if TYPE_CHECKING:
     from registry.selectors.skills import EffectiveSkill

@@ -1,4 +1,4 @@
-"""registry.matching: better than seed 002's baseline on realistic queries, with reasons; and
+"""registry.matching.ranking: better than seed 002's baseline on realistic queries, with reasons; and
 seed 001's findSkills. Pure functions: no database."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from registry.matching import MatchIndex, find_skills, match, seed002_match, seed002_score, stem
+from registry.matching.ranking import MatchIndex, find_skills, match, seed002_match, seed002_score, stem
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from agents import tools
+from agents import turn_tools
 from agents.runtime.tools import Tool, ToolResult
 
 ECHO = Tool(
@@ -22,18 +22,18 @@ def make_echo() -> Tool:
 
 @pytest.fixture(autouse=True)
 def _fresh_tool_cache():
-    tools._extra_tools.cache_clear()
-    tools._tools.cache_clear()
+    turn_tools._extra_tools.cache_clear()
+    turn_tools._tools.cache_clear()
     yield
-    tools._extra_tools.cache_clear()
-    tools._tools.cache_clear()
+    turn_tools._extra_tools.cache_clear()
+    turn_tools._tools.cache_clear()
 
 
-@pytest.mark.parametrize("path", ["tests.agents.test_tools_setting.ECHO", "tests.agents.test_tools_setting.make_echo"])
+@pytest.mark.parametrize("path", ["tests.agents.test_turn_tools.ECHO", "tests.agents.test_turn_tools.make_echo"])
 def test_a_tool_named_in_settings_is_offered_beside_the_built_in_ones(settings, path):
     settings.AGENT_EXTRA_TOOLS = [path]
 
-    registry = tools.tool_registry()
+    registry = turn_tools.tool_registry()
 
     assert registry.get("echo") is ECHO
     assert {"read_skill", "run_skill", "abort", "file_read", "calculator"} <= set(registry.names())
@@ -41,9 +41,9 @@ def test_a_tool_named_in_settings_is_offered_beside_the_built_in_ones(settings, 
 
 @pytest.mark.parametrize(
     "path, message",
-    [("tests.agents.nowhere.TOOL", "cannot import"), ("tests.agents.test_tools_setting.pytest", "is not an")],
+    [("tests.agents.nowhere.TOOL", "cannot import"), ("tests.agents.test_turn_tools.pytest", "is not an")],
 )
 def test_a_bad_entry_is_a_configuration_error(settings, path, message):
     settings.AGENT_EXTRA_TOOLS = [path]
     with pytest.raises(ImproperlyConfigured, match=message):
-        tools.tool_registry()
+        turn_tools.tool_registry()

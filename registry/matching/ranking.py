@@ -268,7 +268,7 @@ def contains_sequence(haystack: Sequence[str], needle: Sequence[str]) -> bool:
 @runtime_checkable
 class Ranker(Protocol):
     """A prebuilt index: `MatchIndex`, or the resolve snapshot's inverted index that gives the
-    same answers (registry/resolve_index.py)."""
+    same answers (registry/matching/index.py)."""
 
     def score(self, query: str) -> list[Match]: ...
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from registry.skillmd import render_skill_md
+from registry.skillformat.skillmd import render_skill_md
 
 PROMPT, CODE, SCRIPT = "prompt", "code", "script"
 KINDS = {

@@ -5,7 +5,7 @@ An agent resolves once per turn with the user's message, almost never a query it
 the result cache rarely helps; the work per query has to be small. The answers are exactly those
 of the straightforward matcher (`MatchIndex.score` over every skill, every rule pattern searched
 in turn, the whole ranking sorted), which tests/registry/resolve_oracle.py keeps as the oracle
-that tests/registry/test_resolve_index.py compares with on random registries and queries; only
+that tests/registry/test_matching_index.py compares with on random registries and queries; only
 the work differs:
 
 - `TermIndex` scores only the skills that share a term with the query, from per-term
@@ -15,7 +15,7 @@ the work differs:
 - `rank_for_block` picks the few best matches with a heap instead of sorting them all.
 
 Both indexes are immutable once built; `with_changes` makes the next one from the previous one
-(registry/snapshot_delta.py), so a resolve still using the old one is never disturbed.
+(registry/selectors/snapshot_delta.py), so a resolve still using the old one is never disturbed.
 """
 
 from __future__ import annotations
@@ -29,7 +29,8 @@ from typing import Any
 
 import re2
 
-from registry.matching import (
+from registry.matching.patterns import query_max_chars
+from registry.matching.ranking import (
     BM25_FIELDS,
     BM25_K1,
     NAME_PHRASE_BONUS,
@@ -42,7 +43,6 @@ from registry.matching import (
     stem,
     words,
 )
-from registry.patterns import query_max_chars
 
 _FIELD_NAMES = tuple(f for f, _, _ in BM25_FIELDS)
 # (position in BM25_FIELDS, reason prefix), in the order MatchIndex gives reasons.
@@ -325,7 +325,7 @@ _SENTINEL = 0  # index of the empty pattern each set starts with: it matches eve
 
 def _set_options() -> re2.Options:
     options = re2.Options()
-    options.case_sensitive = False  # as each rule's own pattern (registry/patterns.py)
+    options.case_sensitive = False  # as each rule's own pattern (registry/matching/patterns.py)
     options.max_mem = _SET_MAX_MEMORY
     options.log_errors = False
     return options

@@ -1,4 +1,4 @@
-"""Resolve through the inverted index and RE2 sets (registry/resolve_index.py) gives exactly the
+"""Resolve through the inverted index and RE2 sets (registry/matching/index.py) gives exactly the
 answers of the straightforward matcher (tests/registry/resolve_oracle.py) — MatchIndex over every
 skill, every rule pattern searched in turn, the whole ranking sorted — on random registries and
 queries; and its ETag is a function of the JSON it is sent as."""
@@ -12,9 +12,9 @@ import pickle
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from registry.matching import MatchIndex, match
-from registry.patterns import compile_pattern, pattern_search
-from registry.resolve_index import RuleSet, TermIndex
+from registry.matching.index import RuleSet, TermIndex
+from registry.matching.patterns import compile_pattern, pattern_search
+from registry.matching.ranking import MatchIndex, match
 from registry.selectors.resolve import RuleEntry, _content, _resolve, canonical_json, rules_fire, strong_etag
 from registry.selectors.skills import EffectiveSkill
 from tests.registry.resolve_oracle import reference_resolve, rules_fire_all, snapshot_of
