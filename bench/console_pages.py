@@ -42,7 +42,7 @@ def populate(skills: int, versions: int) -> None:
 
     from registry.bundle import bundle_from_parts
     from registry.models import Blob, Skill, SkillFile, SkillVersion
-    from registry.selectors.generation import registry_changed
+    from registry.services.generation import registry_changed
     from registry.skillmd import parse_skill_md
 
     if Skill.objects.filter(name__startswith="bench-console-").count() >= skills:
@@ -153,7 +153,7 @@ def main() -> None:
     from django.test import Client
 
     from registry.models import Skill, SkillVersion
-    from registry.selectors.generation import registry_changed
+    from registry.services.generation import registry_changed
     from tests.factories import UserFactory
 
     started = time.perf_counter()

@@ -25,6 +25,7 @@ from registry.errors import ApplicationError
 from registry.models import SkillSource
 from registry.selectors import analytics
 from registry.selectors.analytics import AnalyticsFilter, SeriesPoint, SkillStats
+from registry.services.usage import usage_offers_roll_up
 
 DEFAULT_DAYS = 30
 # SPEC §6.10: the triggers a skill activation records (offered in the filter as suggestions).
@@ -147,6 +148,7 @@ class OverviewRow:
 
 @console_view(scope="analytics:read")
 def analytics_overview(request):
+    usage_offers_roll_up()  # the selectors only read: count the queued offers in first
     form = AnalyticsFilterForm(request.GET)
     filters = form.filters()
     sort = request.GET.get("sort", "n")
@@ -201,6 +203,7 @@ def analytics_overview(request):
 
 @console_view(scope="analytics:read")
 def analytics_skill(request, name: str):
+    usage_offers_roll_up()
     form = AnalyticsFilterForm(request.GET)
     filters = analytics.one_skill(form.filters(), name)
     interval = (form.cleaned_data.get("interval") if form.is_valid() else "") or _interval_for(filters)

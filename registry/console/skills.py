@@ -44,6 +44,7 @@ from registry.services.skills import (
     skill_version_publish,
     skill_version_revise,
 )
+from registry.services.usage import usage_offers_roll_up
 from registry.skill_templates import KINDS, PROMPT, skill_template
 from registry.skillmd import Issue, parse_skill_md
 from registry.token_count import count_tokens
@@ -168,6 +169,7 @@ def skill_detail(request, name: str):
     served = selectors.skill_version_for(skill=skill)
     version = _version(skill, request.GET["version"]) if "version" in request.GET else served
     labels = selectors.skill_labels(skill)
+    usage_offers_roll_up()
     usage = next(iter(skill_analytics(filters=AnalyticsFilter(skill=skill.name, skill_source=skill.source))), None)
     api_url = request.build_absolute_uri(reverse("api-skill-md", args=[skill.name]))
     context = {

@@ -24,8 +24,8 @@ from registry.errors import (
     VersionConflict,
 )
 from registry.models import Blob, Skill, SkillFile, SkillSource, SkillVersion
-from registry.selectors.generation import registry_changed
 from registry.services.audit import SYSTEM, Actor, audit_record
+from registry.services.generation import registry_changed
 from registry.skillmd import Issue, ParsedSkill, read_skill_md
 from registry.token_count import count_tokens
 
