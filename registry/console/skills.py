@@ -28,7 +28,7 @@ from registry import selectors
 from registry.api.serializers import PUBLISH_SOURCES, PublishSourceField
 from registry.bundle import SKILL_MD, Bundle, bundle_from_parts, read_picked_folder, read_zip
 from registry.console.access import console_view
-from registry.errors import ApplicationError, LenientReadingRefused, NotFound, VersionConflict
+from registry.errors import ApplicationError, LenientReadingRefused, VersionConflict
 from registry.models import Skill, SkillSource, SkillVersion
 from registry.rendering import render_markdown
 from registry.selectors.analytics import AnalyticsFilter, skill_analytics
@@ -68,21 +68,15 @@ def _skill(request, name: str) -> Skill:
     source = request.POST.get("source") or request.GET.get("source") or None
     if source is not None and source not in SkillSource.values:
         raise Http404(f"Unknown source '{source}'.")
-    try:
-        skill, others = selectors.skill_with_others(name=name, source=source)
-    except NotFound as exc:
-        raise Http404(exc.detail) from None
+    skill, others = selectors.skill_with_others(name=name, source=source)  # NotFound: the 404 page
     setattr(skill, "others", others)  # noqa: B010 - read by _page_context: a query less on every page
     return skill
 
 
 def _version(skill: Skill, number) -> SkillVersion:
-    try:
-        return selectors.skill_version_for(skill=skill, number=int(number), label="latest")
-    except (TypeError, ValueError):
-        raise Http404("A version is a number.") from None
-    except NotFound as exc:
-        raise Http404(exc.detail) from None
+    if not str(number).isdecimal():
+        raise Http404("A version is a number.")
+    return selectors.skill_version_for(skill=skill, number=int(number), label="latest")
 
 
 def _skill_url(skill: Skill, view: str = "skill-detail") -> str:
@@ -206,10 +200,7 @@ def _frontmatter_rows(frontmatter: dict) -> list[tuple[str, str]]:
 def skill_file(request, name: str, file_path: str):
     skill = _skill(request, name)
     version = _version(skill, request.GET.get("version", skill.latest_version))
-    try:
-        item = selectors.version_file(version, file_path)
-    except NotFound as exc:
-        raise Http404(exc.detail) from None
+    item = selectors.version_file(version, file_path)  # NotFound: the 404 page
     lines = selectors.text_lines(bytes(item.blob.content))
     lines = None if lines is None else [line.rstrip("\r\n") for line in lines]
     context = {"skill": skill, "version": version, "file": item, "lines": lines}
