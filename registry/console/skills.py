@@ -28,6 +28,7 @@ from registry import selectors
 from registry.api.serializers import PUBLISH_SOURCES, PublishSourceField
 from registry.bundle import SKILL_MD, Bundle, bundle_from_parts, read_picked_folder, read_zip
 from registry.console.access import console_view
+from registry.console.errors import on_domain_error
 from registry.errors import ApplicationError, LenientReadingRefused, VersionConflict
 from registry.models import Skill, SkillSource, SkillVersion
 from registry.rendering import render_markdown
@@ -369,18 +370,22 @@ def _editor(request, *, skill: Skill | None, initial_text: str, base_version: in
     context["base_version"] = form.cleaned_data["base_version"]
     # "Publish as read" accepts the reading of the text it showed: an edit made since is shown first.
     accept_lenient = form.cleaned_data["accept_lenient"] and form.cleaned_data["read_sha256"] == _text_sha256(text)
-    try:
-        result = _publish_text(request, skill=skill, text=text, form=form, accept_lenient=accept_lenient)
-    except VersionConflict as exc:
-        return _conflict(request, context, exc, text=text, expected_name=expected_name)
-    except ApplicationError as exc:
-        context["check"] = live_check(text, expected_name=expected_name)
-        context["publish_errors"] = _error_issues(exc)
-        if isinstance(exc, LenientReadingRefused):
-            context["as_read"] = _as_read(text, expected_name=expected_name)
-        return render(request, "registry/skills/edit.html", context, status=exc.status)
+    on_domain_error(request, lambda error: _refused(request, context, error, text=text, expected_name=expected_name))
+    result = _publish_text(request, skill=skill, text=text, form=form, accept_lenient=accept_lenient)
     _flash_publish(request, result)
     return redirect(_skill_url(result.skill))
+
+
+def _refused(request, context: dict, error: ApplicationError, *, text: str, expected_name: str | None) -> HttpResponse:
+    """The editor again, the text kept: a conflict with the diff from theirs, any other problem
+    beside its line."""
+    if isinstance(error, VersionConflict):
+        return _conflict(request, context, error, text=text, expected_name=expected_name)
+    context["check"] = live_check(text, expected_name=expected_name)
+    context["publish_errors"] = _error_issues(error)
+    if isinstance(error, LenientReadingRefused):
+        context["as_read"] = _as_read(text, expected_name=expected_name)
+    return render(request, "registry/skills/edit.html", context, status=error.status)
 
 
 def _publish_text(request, *, skill: Skill | None, text: str, form: PublishForm, accept_lenient: bool) -> PublishResult:
@@ -470,20 +475,24 @@ def skill_files(request, name: str):
         return redirect(reverse("skill-detail", args=[name]))
     skill = _skill(request, name)
     action = request.POST.get("action", "")
-    try:
-        base_version = int(request.POST.get("base_version", ""))
-    except ValueError:
+    base_version = request.POST.get("base_version", "")
+    if not base_version.isdecimal():
         messages.error(request, "The form lost its base version; reload the page and try again.")
         return redirect(_skill_url(skill))
-    try:
-        result = _change_files(request, skill=skill, action=action, base_version=base_version)
-    except VersionConflict as exc:
-        messages.error(request, f"Nothing changed: {exc.detail} Reload and apply your change to the newest version.")
-    except ApplicationError as exc:
-        messages.error(request, f"Nothing changed: {exc.detail}")
-    else:
-        _flash_publish(request, result)
+    on_domain_error(request, lambda error: _nothing_changed(request, skill, error))
+    result = _change_files(request, skill=skill, action=action, base_version=int(base_version))
+    _flash_publish(request, result)
     return redirect(_skill_url(skill))
+
+
+def _nothing_changed(request, skill: Skill, error: ApplicationError) -> HttpResponse:
+    advice = " Reload and apply your change to the newest version." if isinstance(error, VersionConflict) else ""
+    return _flash_back(request, f"Nothing changed: {error.detail}{advice}", _skill_url(skill))
+
+
+def _flash_back(request, message: str, url: str) -> HttpResponse:
+    messages.error(request, message)
+    return redirect(url)
 
 
 def _change_files(request, *, skill: Skill, action: str, base_version: int) -> PublishResult:
@@ -583,35 +592,39 @@ def skill_upload(request, name: str | None = None):
         context.update(_page_context(skill), base_version=skill.latest_version)
     if request.method != "POST":
         return render(request, "registry/skills/upload.html", context)
-    bundle = None
-    try:
-        if not form.is_valid():
-            field, problems = next(iter(form.errors.items()))
-            said = " ".join(str(problem) for problem in problems)
-            raise ApplicationError(f"{field}: {said}", fields={field: said})
-        bundle, what = _uploaded_bundle(request, form)
-        result = skill_version_publish(
-            bundle=bundle,
-            source=skill.source if skill else form.cleaned_data["source"] or SkillSource.USER,
-            message=form.cleaned_data["message"] or f"Upload {what}"[:500],
-            # Creating: a skill of that name in that source is a conflict, never a silent new version.
-            base_version=form.cleaned_data["base_version"] if skill else 0,
-            expected_name=skill.name if skill else None,
-            accept_lenient=bool(form.cleaned_data["accept_lenient"])
-            and form.cleaned_data["read_sha256"] == _text_sha256(_skill_md_text(bundle)),
-            actor=_actor(request),
-        )
-    except ApplicationError as exc:
-        context["publish_errors"] = _error_issues(exc)
-        if isinstance(exc, VersionConflict):
-            context["conflict"] = exc.detail
-        if isinstance(exc, LenientReadingRefused) and bundle is not None:
-            context["as_read"] = _as_read(_skill_md_text(bundle), expected_name=skill.name if skill else None)
-        page = "registry/skills/_upload_form.html#upload-result" if request.htmx else "registry/skills/upload.html"
-        return render(request, page, context, status=exc.status)
+    bundle: Bundle | None = None  # the lambda reads it when called: what was read by then
+    on_domain_error(request, lambda error: _upload_refused(request, context, error, bundle=bundle))
+    if not form.is_valid():
+        field, problems = next(iter(form.errors.items()))
+        said = " ".join(str(problem) for problem in problems)
+        raise ApplicationError(f"{field}: {said}", fields={field: said})
+    bundle, what = _uploaded_bundle(request, form)
+    result = skill_version_publish(
+        bundle=bundle,
+        source=skill.source if skill else form.cleaned_data["source"] or SkillSource.USER,
+        message=form.cleaned_data["message"] or f"Upload {what}"[:500],
+        # Creating: a skill of that name in that source is a conflict, never a silent new version.
+        base_version=form.cleaned_data["base_version"] if skill else 0,
+        expected_name=skill.name if skill else None,
+        accept_lenient=bool(form.cleaned_data["accept_lenient"])
+        and form.cleaned_data["read_sha256"] == _text_sha256(_skill_md_text(bundle)),
+        actor=_actor(request),
+    )
     _flash_publish(request, result)
     url = _skill_url(result.skill)
     return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
+
+
+def _upload_refused(request, context: dict, error: ApplicationError, *, bundle: Bundle | None) -> HttpResponse:
+    """The upload form again (swapped in under htmx, so the chosen files stay chosen)."""
+    skill = context["skill"]
+    context["publish_errors"] = _error_issues(error)
+    if isinstance(error, VersionConflict):
+        context["conflict"] = error.detail
+    if isinstance(error, LenientReadingRefused) and bundle is not None:
+        context["as_read"] = _as_read(_skill_md_text(bundle), expected_name=skill.name if skill else None)
+    page = "registry/skills/_upload_form.html#upload-result" if request.htmx else "registry/skills/upload.html"
+    return render(request, page, context, status=error.status)
 
 
 def _skill_md_text(bundle: Bundle) -> str:
@@ -678,27 +691,24 @@ def skill_labels(request, name: str):
     skill = _skill(request, name)
     label = request.POST.get("label", "").strip()
     versions_url = _skill_url(skill, "skill-versions")
-    try:
-        if request.POST.get("action") == "delete":
-            label_delete(skill=skill, label=label, actor=_actor(request))
-            messages.success(request, f"Removed label {label} from {skill.name}.")
-            return redirect(versions_url)
-        target = _version(skill, request.POST.get("version"))
-        current = selectors.skill_labels(skill).get(label)
-        if label == "production" and request.POST.get("confirm") != "1" and current != target.number:
-            old = _version(skill, current) if current else None
-            context = {
-                **_page_context(skill),
-                "label": label,
-                "target": target,
-                "current": current,
-                "diff": selectors.skill_version_diff(old=old, new=target),
-            }
-            return render(request, "registry/skills/label_confirm.html", context)
-        label_move(skill=skill, label=label, version_number=target.number, actor=_actor(request))
-    except ApplicationError as exc:
-        messages.error(request, f"Label not moved: {exc.detail}")
+    on_domain_error(request, lambda error: _flash_back(request, f"Label not moved: {error.detail}", versions_url))
+    if request.POST.get("action") == "delete":
+        label_delete(skill=skill, label=label, actor=_actor(request))
+        messages.success(request, f"Removed label {label} from {skill.name}.")
         return redirect(versions_url)
+    target = _version(skill, request.POST.get("version"))
+    current = selectors.skill_labels(skill).get(label)
+    if label == "production" and request.POST.get("confirm") != "1" and current != target.number:
+        old = _version(skill, current) if current else None
+        context = {
+            **_page_context(skill),
+            "label": label,
+            "target": target,
+            "current": current,
+            "diff": selectors.skill_version_diff(old=old, new=target),
+        }
+        return render(request, "registry/skills/label_confirm.html", context)
+    label_move(skill=skill, label=label, version_number=target.number, actor=_actor(request))
     if current == target.number:
         messages.info(request, f"{label} already points to v{target.number}.")
     else:
