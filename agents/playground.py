@@ -31,6 +31,7 @@ from agents.model_strings import OFFLINE, SCRIPTED
 from agents.models import AgentTurn, TraceEvent, TurnOrigin
 from agents.runtime.forcing import forced_skill_and_query
 from registry.console.access import console_view, user_scopes
+from registry.console.errors import on_domain_error
 from registry.console.inputs import json_from_text, text_problem
 from registry.errors import ApplicationError, NotFound
 from registry.rendering import render_markdown
@@ -196,35 +197,33 @@ def playground(request):
 def playground_send(request):
     form = SendInput.from_post(request.POST)
     runs, errors = form.runs()
-    if runs:
-        try:
-            runs = [{**run, "origin": TurnOrigin.PLAYGROUND} for run in runs]
-            created = turns.agent_turns_create(user=request.user, runs=runs)
-        except ApplicationError as exc:
-            errors = {_form_field(next(iter(exc.fields), "message")): exc.detail}
-            status = exc.status
-        else:
-            turn, compared = created[0], (created[1] if len(created) > 1 else None)
-            query = {"turn": turn.pk, **({"compare": compared.pk} if compared else {})}
-            page_url = f"{reverse('playground')}?{urlencode(query)}"
-            if not request.htmx:
-                return redirect(page_url)
-            form.message = ""  # sent; the next message continues this conversation
-            form.conversation = "" if compared else str(turn.conversation_id)
-            response = _render(request, form=form, turn=turn, compared=compared, may_run=True, fragment="workspace")
-            response["HX-Push-Url"] = page_url
-            return response
-    else:
-        status = 400
-    return _render(
+    if not runs:
+        return _refused(request, form, errors, status=400)
+    on_domain_error(
         request,
-        form=form,
-        turn=None,
-        may_run=True,
-        errors=errors,
-        status=status,
-        fragment=("workspace" if request.htmx else ""),
+        lambda error: _refused(
+            request, form, {_form_field(next(iter(error.fields), "message")): error.detail}, status=error.status
+        ),
     )
+    created = turns.agent_turns_create(
+        user=request.user, runs=[{**run, "origin": TurnOrigin.PLAYGROUND} for run in runs]
+    )
+    turn, compared = created[0], (created[1] if len(created) > 1 else None)
+    query = {"turn": turn.pk, **({"compare": compared.pk} if compared else {})}
+    page_url = f"{reverse('playground')}?{urlencode(query)}"
+    if not request.htmx:
+        return redirect(page_url)
+    form.message = ""  # sent; the next message continues this conversation
+    form.conversation = "" if compared else str(turn.conversation_id)
+    response = _render(request, form=form, turn=turn, compared=compared, may_run=True, fragment="workspace")
+    response["HX-Push-Url"] = page_url
+    return response
+
+
+def _refused(request, form: SendInput, errors: dict[str, str], *, status: int) -> HttpResponse:
+    """The form again, the message kept, each problem beside its field."""
+    fragment = "workspace" if request.htmx else ""
+    return _render(request, form=form, turn=None, may_run=True, errors=errors, status=status, fragment=fragment)
 
 
 def _form_field(field: str) -> str:
@@ -429,18 +428,20 @@ def turn_feedback(request, turn_id):
     turn = _turn(request, turn_id)
     slot = _slot(request.POST.get("slot", ""))
     if request.method == "POST":
-        try:
-            turn = turns.agent_turn_feedback(turn=turn, rating=request.POST.get("rating", ""))
-        except ApplicationError as exc:
-            if request.htmx:
-                return render(
-                    request, "agents/playground.html#feedback", {**slot, "turn": turn, "feedback_error": exc.detail}
-                )
-            messages.error(request, f"Feedback not recorded: {exc.detail}")
-        else:
-            if request.htmx:
-                return render(request, "agents/playground.html#feedback", {**slot, "turn": turn, "thanked": True})
-            messages.success(request, "Thanks: your feedback counts toward the loaded skills' analytics.")
+        on_domain_error(request, lambda error: _feedback_refused(request, turn, slot, error))
+        turn = turns.agent_turn_feedback(turn=turn, rating=request.POST.get("rating", ""))
+        if request.htmx:
+            return render(request, "agents/playground.html#feedback", {**slot, "turn": turn, "thanked": True})
+        messages.success(request, "Thanks: your feedback counts toward the loaded skills' analytics.")
+    return redirect(f"{reverse('playground')}?{urlencode({'turn': turn.pk})}")
+
+
+def _feedback_refused(request, turn: AgentTurn, slot: dict, error: ApplicationError) -> HttpResponse:
+    if request.htmx:
+        return render(
+            request, "agents/playground.html#feedback", {**slot, "turn": turn, "feedback_error": error.detail}
+        )
+    messages.error(request, f"Feedback not recorded: {error.detail}")
     return redirect(f"{reverse('playground')}?{urlencode({'turn': turn.pk})}")
 
 
@@ -448,13 +449,19 @@ def turn_feedback(request, turn_id):
 def turn_cancel(request, turn_id):
     """Cancel a queued or running turn (as `POST /agent/turns/{id}/cancel`); the next poll shows it."""
     turn = _turn(request, turn_id)
+    on_domain_error(request, lambda error: _cancel_answer(request, turn, refused=error))
     if request.method == "POST":
-        try:
-            turns.agent_turn_cancel(turn=turn)
-        except ApplicationError as exc:
-            messages.info(request, f"Not cancelled: {exc.detail}")
-        if request.htmx:
-            return HttpResponse(status=204)
+        turns.agent_turn_cancel(turn=turn)
+        return _cancel_answer(request, turn)
+    return redirect(f"{reverse('playground')}?{urlencode({'turn': turn.pk})}")
+
+
+def _cancel_answer(request, turn: AgentTurn, *, refused: ApplicationError | None = None) -> HttpResponse:
+    """Nothing for htmx (the next poll shows the turn as it is), else back to the turn."""
+    if refused is not None:
+        messages.info(request, f"Not cancelled: {refused.detail}")
+    if request.htmx:
+        return HttpResponse(status=204)
     return redirect(f"{reverse('playground')}?{urlencode({'turn': turn.pk})}")
 
 
