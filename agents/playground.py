@@ -14,7 +14,6 @@ read turns, so an analyst sees the page but neither runs nor reads turns.
 from __future__ import annotations
 
 import json
-import uuid
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,8 +31,8 @@ from agents.models import AgentTurn, TraceEvent, TurnOrigin
 from agents.runtime.forcing import forced_skill_and_query
 from registry.console.access import console_view, user_scopes
 from registry.console.errors import on_domain_error
-from registry.console.inputs import json_from_text, text_problem
-from registry.errors import ApplicationError, NotFound
+from registry.console.inputs import json_from_text, text_problem, uuid_or_none, whole_number
+from registry.errors import ApplicationError
 from registry.rendering import render_markdown
 from registry.selectors.resolve import registry_snapshot
 from registry.selectors.versions import label_names_in_use, skill_version_numbers
@@ -141,10 +140,11 @@ class SendInput:
             errors["model"] = "Choose one of the listed models."
         conversation = None
         if self.conversation:
-            try:
-                conversation = str(uuid.UUID(self.conversation))
-            except ValueError:
+            conversation_id = uuid_or_none(self.conversation)
+            if conversation_id is None:
                 errors["conversation"] = "Not a conversation id."
+            else:
+                conversation = str(conversation_id)
         script = None
         if self.model == SCRIPTED:
             try:
@@ -232,10 +232,11 @@ def _form_field(field: str) -> str:
 
 
 def _turn(request, turn_id) -> AgentTurn:
-    try:
-        return turns.agent_turn_get_for_user(user=request.user, turn_id=uuid.UUID(str(turn_id)))
-    except (ValueError, NotFound):
-        raise Http404("No such turn.") from None
+    """The turn, if this user may read it; else the 404 page (NotFound, through console_view)."""
+    parsed = uuid_or_none(str(turn_id))
+    if parsed is None:
+        raise Http404("No such turn.")
+    return turns.agent_turn_get_for_user(user=request.user, turn_id=parsed)
 
 
 def _render(
@@ -284,11 +285,7 @@ def _render(
 
 
 def _is_uuid(value: str) -> bool:
-    try:
-        uuid.UUID(value)
-    except ValueError:
-        return False
-    return True
+    return uuid_or_none(value) is not None
 
 
 # --- the live trace ------------------------------------------------------------------------
@@ -404,10 +401,7 @@ def turn_events(request, turn_id):
     # The turn's status is read before its events: a turn's last events are written with its
     # outcome, so a turn seen finished here has all of its events in the read that follows.
     turn = _turn(request, turn_id)
-    try:
-        after = min(max(0, int(request.GET.get("after", "0"))), MAX_SEQ)
-    except ValueError:
-        after = 0
+    after = min(max(0, whole_number(request.GET.get("after", "0")) or 0), MAX_SEQ)
     if not request.htmx:
         return redirect(f"{reverse('playground')}?{urlencode({'turn': turn.pk})}")
     context = _turn_context(turn, after=after, slot=_slot(request.GET.get("slot", ""))["slot"])

@@ -22,7 +22,7 @@ from registry import selectors
 from registry.api.serializers import RulesTestInputSerializer
 from registry.console.access import console_view
 from registry.console.errors import next_url, on_domain_error
-from registry.console.inputs import json_from_text, text_problem
+from registry.console.inputs import json_from_text, text_problem, whole_number
 from registry.errors import ApplicationError
 from registry.fired_rule import QUERY_PLACEHOLDER, FiredRule
 from registry.models import ForceIncludeRule
@@ -117,9 +117,8 @@ class RuleInput:
     def service_values(self) -> dict[str, Any] | None:
         """What rule_create / rule_update take; None (and `errors` filled) for what the form
         itself can tell is wrong: a priority that is not a number, arguments that are not JSON."""
-        try:
-            priority = int(self.priority)
-        except ValueError:
+        priority = whole_number(self.priority)
+        if priority is None:
             self.errors["priority"] = "The priority is a whole number; higher fires first."
         if problem := text_problem(self.instruction, what="instruction"):
             self.errors["instruction"] = problem
