@@ -403,7 +403,7 @@ def turn_events(request, turn_id):
     turn = _turn(request, turn_id)
     after = min(max(0, whole_number(request.GET.get("after", "0")) or 0), MAX_SEQ)
     if not request.htmx:
-        return redirect(f"{reverse('playground')}?{urlencode({'turn': turn.pk})}")
+        return redirect(_turn_page(turn))
     context = _turn_context(turn, after=after, slot=_slot(request.GET.get("slot", ""))["slot"])
     status = 286 if turn.is_finished else 200
     return render(request, "agents/playground.html#poll", context, status=status)
@@ -427,7 +427,11 @@ def turn_feedback(request, turn_id):
         if request.htmx:
             return render(request, "agents/playground.html#feedback", {**slot, "turn": turn, "thanked": True})
         messages.success(request, "Thanks: your feedback counts toward the loaded skills' analytics.")
-    return redirect(f"{reverse('playground')}?{urlencode({'turn': turn.pk})}")
+    return redirect(_turn_page(turn))
+
+
+def _turn_page(turn: AgentTurn) -> str:
+    return f"{reverse('playground')}?{urlencode({'turn': str(turn.pk)})}"
 
 
 def _feedback_refused(request, turn: AgentTurn, slot: dict, error: ApplicationError) -> HttpResponse:
@@ -436,7 +440,7 @@ def _feedback_refused(request, turn: AgentTurn, slot: dict, error: ApplicationEr
             request, "agents/playground.html#feedback", {**slot, "turn": turn, "feedback_error": error.detail}
         )
     messages.error(request, f"Feedback not recorded: {error.detail}")
-    return redirect(f"{reverse('playground')}?{urlencode({'turn': turn.pk})}")
+    return redirect(_turn_page(turn))
 
 
 @console_view(scope=RUN)
@@ -447,7 +451,7 @@ def turn_cancel(request, turn_id):
     if request.method == "POST":
         turns.agent_turn_cancel(turn=turn)
         return _cancel_answer(request, turn)
-    return redirect(f"{reverse('playground')}?{urlencode({'turn': turn.pk})}")
+    return redirect(_turn_page(turn))
 
 
 def _cancel_answer(request, turn: AgentTurn, *, refused: ApplicationError | None = None) -> HttpResponse:
@@ -456,7 +460,7 @@ def _cancel_answer(request, turn: AgentTurn, *, refused: ApplicationError | None
         messages.info(request, f"Not cancelled: {refused.detail}")
     if request.htmx:
         return HttpResponse(status=204)
-    return redirect(f"{reverse('playground')}?{urlencode({'turn': turn.pk})}")
+    return redirect(_turn_page(turn))
 
 
 urlpatterns = [
