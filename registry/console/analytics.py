@@ -26,19 +26,9 @@ from registry.models import SkillSource
 from registry.selectors import analytics
 from registry.selectors.analytics import AnalyticsFilter, SeriesPoint, SkillStats
 from registry.services.usage import usage_offers_roll_up
+from registry.skillmd import ACTIVATION_TRIGGERS
 
 DEFAULT_DAYS = 30
-# SPEC §6.10: the triggers a skill activation records (offered in the filter as suggestions).
-KNOWN_TRIGGERS = (
-    "forced",
-    "read_skill",
-    "task_match",
-    "explicit_command",
-    "tool_call_error",
-    "turn_start",
-    "force_include",
-    "auto_invoke",
-)
 SORTS = {
     "skill": lambda s: s.skill,
     "rate": lambda s: -1 if s.success_rate is None else s.success_rate,
@@ -186,7 +176,7 @@ def analytics_overview(request):
         "registry/analytics/overview.html",
         {
             "form": form,
-            "known_triggers": KNOWN_TRIGGERS,
+            "known_triggers": ACTIVATION_TRIGGERS,  # offered in the filter as suggestions
             "rows": rows,
             "headers": headers,
             "descending": descending,
@@ -236,7 +226,7 @@ def analytics_skill(request, name: str):
             "source": filters.skill_source,
             "others": [s for s in everywhere if s.source != filters.skill_source],
             "form": form,
-            "known_triggers": KNOWN_TRIGGERS,
+            "known_triggers": ACTIVATION_TRIGGERS,
             "overall": overall,
             "points": [p.as_dict() | {"label": _bucket_label(p.bucket, interval)} for p in points],
             "chart": rate_chart(points, interval, title=f"Success rate of {name} per {interval}"),

@@ -326,11 +326,6 @@ def failing_first(stats: Iterable[SkillStats], *, min_n: int, limit: int) -> lis
     return sorted(rows, key=lambda s: ((s.interval or (0.0, 1.0))[1], s.skill, s.source, s.version or 0))[:limit]
 
 
-def skills_best(*, filters: AnalyticsFilter = AnalyticsFilter(), min_n: int = 10, limit: int = 10) -> list[SkillStats]:
-    """Skills most surely working, from the skill table (see `best_first`)."""
-    return best_first(skill_analytics(filters=filters), min_n=min_n, limit=limit)
-
-
 def best_first(stats: Iterable[SkillStats], *, min_n: int, limit: int) -> list[SkillStats]:
     """Ranked by the Wilson lower bound, highest first, among those with n ≥ min_n; ties by name,
     as in `failing_first`."""
@@ -637,7 +632,3 @@ CSV_COLUMNS = (
     "avg_duration_ms",
     "avg_cost",
 )
-
-
-def rows_as_dicts(rows: Iterable[SkillStats]) -> list[dict]:
-    return [row.as_dict() for row in rows]

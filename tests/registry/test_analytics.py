@@ -25,7 +25,6 @@ from registry.selectors.analytics import (
     skill_analytics,
     skill_timeseries,
     skill_versions_compare,
-    skills_best,
     skills_failing,
     skills_overview,
     usage_funnel,
@@ -276,7 +275,7 @@ def test_failing_skills_rank_by_the_wilson_upper_bound_with_a_minimum_n():
 
     assert [s.skill for s in skills_failing(min_n=10)] == ["flaky", "mostly-bad", "fine"]
     assert [s.skill for s in skills_failing(min_n=3)][:2] == ["flaky", "mostly-bad"]
-    assert [s.skill for s in skills_best(min_n=10)][0] == "fine"
+    assert [s.skill for s in best_first(skill_analytics(), min_n=10, limit=10)][0] == "fine"
 
 
 def test_working_skills_rank_by_the_wilson_lower_bound_equal_bounds_by_name():
@@ -285,10 +284,10 @@ def test_working_skills_rank_by_the_wilson_lower_bound_equal_bounds_by_name():
     usage_record(events=outcomes("sure", 1, 95, 5))  # a lower rate than 0.9 would rank it no higher
     usage_record(events=outcomes("lucky", 1, 4, 0))  # rate 1 but n = 4: below min n
 
-    assert [s.skill for s in skills_best(min_n=10)] == ["sure", "alpha", "zeta"]
     table = skill_analytics()
+    assert [s.skill for s in best_first(table, min_n=10, limit=10)] == ["sure", "alpha", "zeta"]
     # The dashboard ranks one read of the table both ways.
-    assert best_first(table, min_n=10, limit=2) == skills_best(min_n=10, limit=2)
+    assert [s.skill for s in best_first(table, min_n=10, limit=2)] == ["sure", "alpha"]
     assert failing_first(table, min_n=10, limit=2) == skills_failing(min_n=10, limit=2)
 
 
