@@ -26,7 +26,7 @@ from django_htmx.http import HttpResponseClientRedirect
 
 from registry import selectors
 from registry.api.serializers import PUBLISH_SOURCES, PublishSourceField
-from registry.bundle import SKILL_MD, Bundle, bundle_from_parts, read_picked_folder, read_zip
+from registry.bundle import Bundle, bundle_from_parts, read_picked_folder, read_zip
 from registry.console.access import console_view
 from registry.console.errors import on_domain_error
 from registry.errors import ApplicationError, LenientReadingRefused, VersionConflict
@@ -40,6 +40,9 @@ from registry.services.skills import (
     PublishResult,
     SkillMdCheck,
     registry_limits,
+    skill_file_delete,
+    skill_file_set_executable,
+    skill_files_add,
     skill_md_check,
     skill_set_enabled,
     skill_version_publish,
@@ -47,12 +50,11 @@ from registry.services.skills import (
 )
 from registry.services.usage import usage_offers_roll_up
 from registry.skill_templates import KINDS, PROMPT, skill_template
-from registry.skillmd import Issue, parse_skill_md
+from registry.skillmd import KNOWN_TRIGGERS, Issue, parse_skill_md
 from registry.token_count import count_tokens
 
 READ, WRITE = "skills:read", "skills:write"
 PAGE_SIZE = 50
-TRIGGERS = ("task_match", "explicit_command", "tool_call_error", "turn_start")
 SORTS = {
     "name": ("Name", lambda row: row.skill.name),
     "updated": ("Recently updated", lambda row: -row.skill.updated_at.timestamp()),
@@ -92,7 +94,7 @@ class SkillFilterForm(forms.Form):
     q = forms.CharField(required=False)  # cut to 200 characters rather than dropped
     source = forms.ChoiceField(required=False, choices=[("", "Any source"), *SkillSource.choices])
     tag = forms.CharField(required=False, max_length=100)
-    trigger = forms.ChoiceField(required=False, choices=[("", "Any trigger"), *((t, t) for t in TRIGGERS)])
+    trigger = forms.ChoiceField(required=False, choices=[("", "Any trigger"), *((t, t) for t in KNOWN_TRIGGERS)])
     label = forms.RegexField(required=False, regex=r"^[a-z0-9_.-]{1,36}$", max_length=36)
     enabled = forms.ChoiceField(
         required=False, choices=[("", "Enabled or not"), ("yes", "Enabled"), ("no", "Disabled")]
@@ -496,33 +498,23 @@ def _flash_back(request, message: str, url: str) -> HttpResponse:
 
 
 def _change_files(request, *, skill: Skill, action: str, base_version: int) -> PublishResult:
-    actor = _actor(request)
-    path = request.POST.get("path", "")
+    actor, path, message = _actor(request), request.POST.get("path", ""), request.POST.get("message", "")
     if action == "delete":
-        message = request.POST.get("message") or f"Delete {path}"
-        return skill_version_revise(
-            skill=skill, base_version=base_version, remove_paths=[path], message=message, actor=actor
-        )
+        return skill_file_delete(skill=skill, base_version=base_version, path=path, message=message, actor=actor)
     if action == "chmod":
-        flag = request.POST.get("executable") == "1"
-        message = f"{'Make' if flag else 'Unmark'} {path} executable"
-        return skill_version_revise(
-            skill=skill, base_version=base_version, executable={path: flag}, message=message, actor=actor
+        executable = request.POST.get("executable") == "1"
+        return skill_file_set_executable(
+            skill=skill, base_version=base_version, path=path, executable=executable, actor=actor
         )
     if action == "upload":
         uploads = request.FILES.getlist("files")
-        if not uploads:
-            raise ApplicationError("Choose one or more files (or a zip of the skill folder) to upload.")
-        for upload in uploads:
+        for upload in uploads:  # before any is read into memory
             if upload.size > settings.SKILL_BUNDLE_MAX_BYTES:
                 raise ApplicationError(f"'{upload.name}' is larger than the bundle limit.")
-        folder = request.POST.get("folder", "").strip().strip("/")
-        added = [(f"{folder}/{u.name}" if folder else u.name, u.read()) for u in uploads]
-        if any(added_path == SKILL_MD for added_path, _ in added):
-            raise ApplicationError("Edit SKILL.md in the editor; upload the other files here.")
-        message = request.POST.get("message") or "Upload " + ", ".join(p for p, _ in added)
-        return skill_version_revise(
-            skill=skill, base_version=base_version, add_files=added, message=message, actor=actor
+        files = [(upload.name, upload.read()) for upload in uploads]
+        folder = request.POST.get("folder", "")
+        return skill_files_add(
+            skill=skill, base_version=base_version, files=files, folder=folder, message=message, actor=actor
         )
     raise ApplicationError(f"Unknown file action '{action[:40]}'.")
 
