@@ -14,7 +14,6 @@ read turns, so an analyst sees the page but neither runs nor reads turns.
 from __future__ import annotations
 
 import json
-import uuid
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,8 +30,9 @@ from agents.model_strings import OFFLINE, SCRIPTED
 from agents.models import AgentTurn, TraceEvent, TurnOrigin
 from agents.runtime.forcing import forced_skill_and_query
 from registry.console.access import console_view, user_scopes
-from registry.console.inputs import json_from_text, text_problem
-from registry.errors import ApplicationError, NotFound
+from registry.console.errors import on_domain_error
+from registry.console.inputs import json_from_text, text_problem, uuid_or_none, whole_number
+from registry.errors import ApplicationError
 from registry.selectors.resolve import registry_snapshot
 from registry.selectors.versions import label_names_in_use, skill_version_numbers
 from registry.skillformat.rendering import render_markdown
@@ -140,10 +140,11 @@ class SendInput:
             errors["model"] = "Choose one of the listed models."
         conversation = None
         if self.conversation:
-            try:
-                conversation = str(uuid.UUID(self.conversation))
-            except ValueError:
+            conversation_id = uuid_or_none(self.conversation)
+            if conversation_id is None:
                 errors["conversation"] = "Not a conversation id."
+            else:
+                conversation = str(conversation_id)
         script = None
         if self.model == SCRIPTED:
             try:
@@ -196,35 +197,33 @@ def playground(request):
 def playground_send(request):
     form = SendInput.from_post(request.POST)
     runs, errors = form.runs()
-    if runs:
-        try:
-            runs = [{**run, "origin": TurnOrigin.PLAYGROUND} for run in runs]
-            created = turns.agent_turns_create(user=request.user, runs=runs)
-        except ApplicationError as exc:
-            errors = {_form_field(next(iter(exc.fields), "message")): exc.detail}
-            status = exc.status
-        else:
-            turn, compared = created[0], (created[1] if len(created) > 1 else None)
-            query = {"turn": turn.pk, **({"compare": compared.pk} if compared else {})}
-            page_url = f"{reverse('playground')}?{urlencode(query)}"
-            if not request.htmx:
-                return redirect(page_url)
-            form.message = ""  # sent; the next message continues this conversation
-            form.conversation = "" if compared else str(turn.conversation_id)
-            response = _render(request, form=form, turn=turn, compared=compared, may_run=True, fragment="workspace")
-            response["HX-Push-Url"] = page_url
-            return response
-    else:
-        status = 400
-    return _render(
+    if not runs:
+        return _refused(request, form, errors, status=400)
+    on_domain_error(
         request,
-        form=form,
-        turn=None,
-        may_run=True,
-        errors=errors,
-        status=status,
-        fragment=("workspace" if request.htmx else ""),
+        lambda error: _refused(
+            request, form, {_form_field(next(iter(error.fields), "message")): error.detail}, status=error.status
+        ),
     )
+    created = turns.agent_turns_create(
+        user=request.user, runs=[{**run, "origin": TurnOrigin.PLAYGROUND} for run in runs]
+    )
+    turn, compared = created[0], (created[1] if len(created) > 1 else None)
+    query = {"turn": turn.pk, **({"compare": compared.pk} if compared else {})}
+    page_url = f"{reverse('playground')}?{urlencode(query)}"
+    if not request.htmx:
+        return redirect(page_url)
+    form.message = ""  # sent; the next message continues this conversation
+    form.conversation = "" if compared else str(turn.conversation_id)
+    response = _render(request, form=form, turn=turn, compared=compared, may_run=True, fragment="workspace")
+    response["HX-Push-Url"] = page_url
+    return response
+
+
+def _refused(request, form: SendInput, errors: dict[str, str], *, status: int) -> HttpResponse:
+    """The form again, the message kept, each problem beside its field."""
+    fragment = "workspace" if request.htmx else ""
+    return _render(request, form=form, turn=None, may_run=True, errors=errors, status=status, fragment=fragment)
 
 
 def _form_field(field: str) -> str:
@@ -233,10 +232,11 @@ def _form_field(field: str) -> str:
 
 
 def _turn(request, turn_id) -> AgentTurn:
-    try:
-        return turns.agent_turn_get_for_user(user=request.user, turn_id=uuid.UUID(str(turn_id)))
-    except (ValueError, NotFound):
-        raise Http404("No such turn.") from None
+    """The turn, if this user may read it; else the 404 page (NotFound, through console_view)."""
+    parsed = uuid_or_none(str(turn_id))
+    if parsed is None:
+        raise Http404("No such turn.")
+    return turns.agent_turn_get_for_user(user=request.user, turn_id=parsed)
 
 
 def _render(
@@ -285,11 +285,7 @@ def _render(
 
 
 def _is_uuid(value: str) -> bool:
-    try:
-        uuid.UUID(value)
-    except ValueError:
-        return False
-    return True
+    return uuid_or_none(value) is not None
 
 
 # --- the live trace ------------------------------------------------------------------------
@@ -405,12 +401,9 @@ def turn_events(request, turn_id):
     # The turn's status is read before its events: a turn's last events are written with its
     # outcome, so a turn seen finished here has all of its events in the read that follows.
     turn = _turn(request, turn_id)
-    try:
-        after = min(max(0, int(request.GET.get("after", "0"))), MAX_SEQ)
-    except ValueError:
-        after = 0
+    after = min(max(0, whole_number(request.GET.get("after", "0")) or 0), MAX_SEQ)
     if not request.htmx:
-        return redirect(f"{reverse('playground')}?{urlencode({'turn': turn.pk})}")
+        return redirect(_turn_page(turn))
     context = _turn_context(turn, after=after, slot=_slot(request.GET.get("slot", ""))["slot"])
     status = 286 if turn.is_finished else 200
     return render(request, "agents/playground.html#poll", context, status=status)
@@ -429,33 +422,45 @@ def turn_feedback(request, turn_id):
     turn = _turn(request, turn_id)
     slot = _slot(request.POST.get("slot", ""))
     if request.method == "POST":
-        try:
-            turn = turns.agent_turn_feedback(turn=turn, rating=request.POST.get("rating", ""))
-        except ApplicationError as exc:
-            if request.htmx:
-                return render(
-                    request, "agents/playground.html#feedback", {**slot, "turn": turn, "feedback_error": exc.detail}
-                )
-            messages.error(request, f"Feedback not recorded: {exc.detail}")
-        else:
-            if request.htmx:
-                return render(request, "agents/playground.html#feedback", {**slot, "turn": turn, "thanked": True})
-            messages.success(request, "Thanks: your feedback counts toward the loaded skills' analytics.")
-    return redirect(f"{reverse('playground')}?{urlencode({'turn': turn.pk})}")
+        on_domain_error(request, lambda error: _feedback_refused(request, turn, slot, error))
+        turn = turns.agent_turn_feedback(turn=turn, rating=request.POST.get("rating", ""))
+        if request.htmx:
+            return render(request, "agents/playground.html#feedback", {**slot, "turn": turn, "thanked": True})
+        messages.success(request, "Thanks: your feedback counts toward the loaded skills' analytics.")
+    return redirect(_turn_page(turn))
+
+
+def _turn_page(turn: AgentTurn) -> str:
+    return f"{reverse('playground')}?{urlencode({'turn': str(turn.pk)})}"
+
+
+def _feedback_refused(request, turn: AgentTurn, slot: dict, error: ApplicationError) -> HttpResponse:
+    if request.htmx:
+        return render(
+            request, "agents/playground.html#feedback", {**slot, "turn": turn, "feedback_error": error.detail}
+        )
+    messages.error(request, f"Feedback not recorded: {error.detail}")
+    return redirect(_turn_page(turn))
 
 
 @console_view(scope=RUN)
 def turn_cancel(request, turn_id):
     """Cancel a queued or running turn (as `POST /agent/turns/{id}/cancel`); the next poll shows it."""
     turn = _turn(request, turn_id)
+    on_domain_error(request, lambda error: _cancel_answer(request, turn, refused=error))
     if request.method == "POST":
-        try:
-            turns.agent_turn_cancel(turn=turn)
-        except ApplicationError as exc:
-            messages.info(request, f"Not cancelled: {exc.detail}")
-        if request.htmx:
-            return HttpResponse(status=204)
-    return redirect(f"{reverse('playground')}?{urlencode({'turn': turn.pk})}")
+        turns.agent_turn_cancel(turn=turn)
+        return _cancel_answer(request, turn)
+    return redirect(_turn_page(turn))
+
+
+def _cancel_answer(request, turn: AgentTurn, *, refused: ApplicationError | None = None) -> HttpResponse:
+    """Nothing for htmx (the next poll shows the turn as it is), else back to the turn."""
+    if refused is not None:
+        messages.info(request, f"Not cancelled: {refused.detail}")
+    if request.htmx:
+        return HttpResponse(status=204)
+    return redirect(_turn_page(turn))
 
 
 urlpatterns = [

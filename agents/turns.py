@@ -11,7 +11,6 @@ registry knows nothing of turns) and reads through `agents.selectors`, as the AP
 from __future__ import annotations
 
 import datetime as dt
-import uuid
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,7 +27,7 @@ from agents.models import FailureCause, TurnOrigin, TurnStatus
 from agents.playground import event_view
 from agents.selectors import ANALYTICS, RUN, TurnFilter, TurnReader
 from registry.console.access import console_view, user_scopes
-from registry.errors import NotFound
+from registry.console.inputs import uuid_or_none, whole_number
 from registry.skillformat.rendering import render_markdown
 
 PAGE_SIZE = 50
@@ -107,10 +106,7 @@ def turn_list(request):
     reader = _reader(request)
     filters, given, problems = _filters(request.GET)
     counts = turn_selectors.turn_counts(reader=reader, filters=filters)
-    try:
-        page = max(1, int(request.GET.get("page", "1")))
-    except ValueError:
-        page = 1
+    page = max(1, whole_number(request.GET.get("page", "1")) or 1)
     offset = (page - 1) * PAGE_SIZE
     turns = list(turn_selectors.turns_filtered(reader=reader, filters=filters)[offset : offset + PAGE_SIZE])
     statuses = [Choice("", "All", sum(counts.by_status.values()), "?" + _query(given, status=None), not filters.status)]
@@ -159,10 +155,10 @@ class Activation:
 @console_view()
 def turn_detail(request, turn_id: str):
     reader = _reader(request)
-    try:
-        turn = turn_selectors.turn_get_for_reader(reader=reader, turn_id=uuid.UUID(turn_id))
-    except (ValueError, NotFound):
-        raise Http404("No such turn.") from None
+    parsed = uuid_or_none(turn_id)
+    if parsed is None:
+        raise Http404("No such turn.")
+    turn = turn_selectors.turn_get_for_reader(reader=reader, turn_id=parsed)  # NotFound: the 404 page
     trace = turn_selectors.turn_trace_events(turn=turn)
     return render(
         request,

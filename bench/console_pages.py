@@ -41,7 +41,7 @@ def populate(skills: int, versions: int) -> None:
     from django.db import transaction
 
     from registry.models import Blob, Skill, SkillFile, SkillVersion
-    from registry.selectors.generation import registry_changed
+    from registry.services.generation import registry_changed
     from registry.skillformat.bundle import bundle_from_parts
     from registry.skillformat.skillmd import parse_skill_md
 
@@ -153,7 +153,7 @@ def main() -> None:
     from django.test import Client
 
     from registry.models import Skill, SkillVersion
-    from registry.selectors.generation import registry_changed
+    from registry.services.generation import registry_changed
     from tests.factories import UserFactory
 
     started = time.perf_counter()

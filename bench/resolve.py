@@ -34,7 +34,7 @@ def seed(skills: int, rules: int, rng: random.Random) -> None:
     from django.db import transaction
 
     from registry.models import ForceIncludeRule, Label, Skill, SkillVersion
-    from registry.selectors.generation import registry_changed
+    from registry.services.generation import registry_changed
 
     with transaction.atomic():
         Label.objects.filter(skill__name__startswith="bench-").delete()

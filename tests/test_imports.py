@@ -31,11 +31,6 @@ PURE_PACKAGES = ("registry.skillformat", "registry.matching")
 # RULE_QUERY_MAX_CHARS and the pattern limits are deployment settings; the index reads the query cut.
 READS_SETTINGS = {"registry.matching.patterns", "registry.matching.index"}
 
-# Known exceptions, each in a file other work is changing at the time of writing; remove the entry
-# when it is fixed (the tests below fail on an entry that no longer applies).
-# selectors/analytics.py rolls queued offers up on every read, through services/usage.py.
-SELECTORS_IMPORTING_SERVICES = {("registry.selectors.analytics", "registry.services.usage")}
-
 
 def _sources(*packages: str):
     for package in packages:
@@ -162,7 +157,7 @@ def test_selectors_import_no_services():
         for target in _project_edges(module)
         if target.startswith("registry.services")
     }
-    assert found == SELECTORS_IMPORTING_SERVICES
+    assert found == set()
 
 
 def test_registry_imports_nothing_from_agents():

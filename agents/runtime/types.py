@@ -11,18 +11,7 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from registry.matching.fired_rule import FiredRule
-
-# Values of `skill_activated.trigger` (SPEC §6.10).
-Trigger = Literal[
-    "forced",
-    "read_skill",
-    "task_match",
-    "explicit_command",
-    "tool_call_error",
-    "turn_start",
-    "force_include",
-    "auto_invoke",
-]
+from registry.skillformat.skillmd import ActivationTrigger as Trigger  # values of `skill_activated.trigger`
 
 TurnStatus = Literal["succeeded", "failed", "cancelled"]
 

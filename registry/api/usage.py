@@ -20,7 +20,7 @@ from registry.api.base import ApiView, SafeJSONRenderer
 from registry.api.schema import errors
 from registry.models import ApiToken, UsageKind, UsageSource
 from registry.selectors import analytics
-from registry.services.usage import UsageEventInput, usage_record
+from registry.services.usage import UsageEventInput, usage_offers_roll_up, usage_record
 
 
 class UsageApi(ApiView):
@@ -235,6 +235,12 @@ class AnalyticsApi(ApiView):
         elif getattr(request, "accepted_renderer", None) and request.accepted_renderer.format == "csv":
             response["Content-Disposition"] = f'attachment; filename="{self.csv_filename}"'
         return super().finalize_response(request, response, *args, **kwargs)
+
+    def initial(self, request, *args, **kwargs):
+        super().initial(request, *args, **kwargs)
+        # Authenticated and allowed: count the queued offers in, so the answer includes every
+        # turn finished before the request (the selectors only read).
+        usage_offers_roll_up()
 
     def query(self, serializer_class) -> dict:
         query = serializer_class(data=self.request.query_params)

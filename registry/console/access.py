@@ -9,11 +9,14 @@ from functools import wraps
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 
+from registry.console.errors import domain_error_response
+from registry.errors import ApplicationError
 from registry.roles import ROLE_SCOPES, user_roles
 
 
 def console_view(*, scope: str | None = None) -> Callable:
-    """Login required (302 to /login/); with `scope`, a user whose role lacks it gets 403.
+    """Login required (302 to /login/); with `scope`, a user whose role lacks it gets 403. A domain
+    error the view lets through is answered in one place (registry/console/errors.py).
 
     Write views name the scope the API would ask for (`skills:write`, `rules:write`, ...), so an
     analyst is refused in the console exactly where a token of theirs would be refused."""
@@ -23,7 +26,10 @@ def console_view(*, scope: str | None = None) -> Callable:
         def guarded(request, *args, **kwargs):
             if scope is not None and scope not in user_scopes(request.user):
                 raise PermissionDenied(f"Your role does not allow {scope}.")
-            return view(request, *args, **kwargs)
+            try:
+                return view(request, *args, **kwargs)
+            except ApplicationError as error:
+                return domain_error_response(request, error)
 
         return login_required(guarded)
 

@@ -25,19 +25,10 @@ from registry.errors import ApplicationError
 from registry.models import SkillSource
 from registry.selectors import analytics
 from registry.selectors.analytics import AnalyticsFilter, SeriesPoint, SkillStats
+from registry.services.usage import usage_offers_roll_up
+from registry.skillformat.skillmd import ACTIVATION_TRIGGERS
 
 DEFAULT_DAYS = 30
-# SPEC §6.10: the triggers a skill activation records (offered in the filter as suggestions).
-KNOWN_TRIGGERS = (
-    "forced",
-    "read_skill",
-    "task_match",
-    "explicit_command",
-    "tool_call_error",
-    "turn_start",
-    "force_include",
-    "auto_invoke",
-)
 SORTS = {
     "skill": lambda s: s.skill,
     "rate": lambda s: -1 if s.success_rate is None else s.success_rate,
@@ -147,6 +138,7 @@ class OverviewRow:
 
 @console_view(scope="analytics:read")
 def analytics_overview(request):
+    usage_offers_roll_up()  # the selectors only read: count the queued offers in first
     form = AnalyticsFilterForm(request.GET)
     filters = form.filters()
     sort = request.GET.get("sort", "n")
@@ -184,7 +176,7 @@ def analytics_overview(request):
         "registry/analytics/overview.html",
         {
             "form": form,
-            "known_triggers": KNOWN_TRIGGERS,
+            "known_triggers": ACTIVATION_TRIGGERS,  # offered in the filter as suggestions
             "rows": rows,
             "headers": headers,
             "descending": descending,
@@ -201,6 +193,7 @@ def analytics_overview(request):
 
 @console_view(scope="analytics:read")
 def analytics_skill(request, name: str):
+    usage_offers_roll_up()
     form = AnalyticsFilterForm(request.GET)
     filters = analytics.one_skill(form.filters(), name)
     interval = (form.cleaned_data.get("interval") if form.is_valid() else "") or _interval_for(filters)
@@ -233,7 +226,7 @@ def analytics_skill(request, name: str):
             "source": filters.skill_source,
             "others": [s for s in everywhere if s.source != filters.skill_source],
             "form": form,
-            "known_triggers": KNOWN_TRIGGERS,
+            "known_triggers": ACTIVATION_TRIGGERS,
             "overall": overall,
             "points": [p.as_dict() | {"label": _bucket_label(p.bucket, interval)} for p in points],
             "chart": rate_chart(points, interval, title=f"Success rate of {name} per {interval}"),

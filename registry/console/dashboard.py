@@ -11,10 +11,12 @@ from django.utils import timezone
 from registry import selectors
 from registry.console.access import console_view
 from registry.selectors import analytics
+from registry.services.usage import usage_offers_roll_up
 
 
 @console_view()
 def home(request):
+    usage_offers_roll_up()  # the lists count every turn finished so far
     last_30_days = analytics.AnalyticsFilter(date_from=timezone.now().date() - timedelta(days=29))
     table = analytics.skill_analytics(filters=last_30_days)  # one read for both lists
     return render(

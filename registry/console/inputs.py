@@ -5,12 +5,29 @@ an instruction or deep nesting in a JSON box would be a 500 instead of a message
 from __future__ import annotations
 
 import io
+import re
+import uuid
 from typing import Any
 
 from rest_framework.exceptions import ParseError
 
 from registry.api.base import SafeJSONParser
 from registry.errors import ApplicationError
+
+_WHOLE_NUMBER = re.compile(r"\s*[-+]?\d+\s*")  # what int() reads, and nothing it would refuse
+
+
+def whole_number(text: str) -> int | None:
+    """A form's or query's whole number, or None when the text is not one."""
+    return int(text) if _WHOLE_NUMBER.fullmatch(text) else None
+
+
+def uuid_or_none(text: str) -> uuid.UUID | None:
+    """A turn's or conversation's id as typed in a form or a URL, or None when it is not one."""
+    try:
+        return uuid.UUID(text)
+    except ValueError:
+        return None
 
 
 def text_problem(text: str, *, what: str) -> str | None:

@@ -14,15 +14,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.contrib import messages
-from django.http import Http404, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import path, reverse
 
 from registry import selectors
 from registry.api.serializers import RulesTestInputSerializer
 from registry.console.access import console_view
-from registry.console.inputs import json_from_text, text_problem
-from registry.errors import ApplicationError, NotFound
+from registry.console.errors import next_url, on_domain_error
+from registry.console.inputs import json_from_text, text_problem, whole_number
+from registry.errors import ApplicationError
 from registry.matching.fired_rule import QUERY_PLACEHOLDER, FiredRule
 from registry.matching.patterns import pattern_check, pattern_search
 from registry.models import ForceIncludeRule
@@ -50,10 +51,7 @@ def _actor(request) -> Actor:
 
 
 def _rule(rule_id: int) -> ForceIncludeRule:
-    try:
-        return selectors.rule_get(rule_id=rule_id)
-    except NotFound as exc:
-        raise Http404(exc.detail) from None
+    return selectors.rule_get(rule_id=rule_id)  # NotFound is the 404 page (console_view)
 
 
 # --- list ----------------------------------------------------------------------------------
@@ -119,9 +117,8 @@ class RuleInput:
     def service_values(self) -> dict[str, Any] | None:
         """What rule_create / rule_update take; None (and `errors` filled) for what the form
         itself can tell is wrong: a priority that is not a number, arguments that are not JSON."""
-        try:
-            priority = int(self.priority)
-        except ValueError:
+        priority = whole_number(self.priority)
+        if priority is None:
             self.errors["priority"] = "The priority is a whole number; higher fires first."
         if problem := text_problem(self.instruction, what="instruction"):
             self.errors["instruction"] = problem
@@ -149,9 +146,10 @@ class RuleInput:
             "enabled": self.enabled,
         }
 
-    def add_service_error(self, exc: ApplicationError) -> None:
+    def add_service_error(self, exc: ApplicationError) -> RuleInput:
         named = [_FIELD_FOR.get(key, key) for key in exc.fields] or ["form"]
         self.errors[named[0]] = exc.detail
+        return self
 
 
 @console_view(scope=WRITE)
@@ -162,11 +160,10 @@ def rule_new(request):
     values = form.service_values()
     if values is None:
         return _render_editor(request, form, rule=None, status=400)
-    try:
-        result = rule_create(actor=_actor(request), **values)
-    except ApplicationError as exc:
-        form.add_service_error(exc)
-        return _render_editor(request, form, rule=None, status=exc.status)
+    on_domain_error(
+        request, lambda error: _render_editor(request, form.add_service_error(error), rule=None, status=error.status)
+    )
+    result = rule_create(actor=_actor(request), **values)
     messages.success(request, f"Created rule {result.rule.name}.")
     _flash_warnings(request, result.warnings)
     return redirect(reverse("rule-detail", args=[result.rule.pk]))
@@ -188,11 +185,10 @@ def rule_save(request, rule_id: int):
     values = form.service_values()
     if values is None:
         return _render_editor(request, form, rule=rule, status=400)
-    try:
-        result = rule_update(rule=rule, actor=_actor(request), **values)
-    except ApplicationError as exc:
-        form.add_service_error(exc)
-        return _render_editor(request, form, rule=rule, status=exc.status)
+    on_domain_error(
+        request, lambda error: _render_editor(request, form.add_service_error(error), rule=rule, status=error.status)
+    )
+    result = rule_update(rule=rule, actor=_actor(request), **values)
     messages.success(request, f"Saved rule {result.rule.name}.")
     _flash_warnings(request, result.warnings)
     return redirect(reverse("rule-detail", args=[rule.pk]))
@@ -284,13 +280,15 @@ def rule_enabled(request, rule_id: int):
         return redirect(reverse("rule-detail", args=[rule_id]))
     rule = _rule(rule_id)
     enabled = request.POST.get("enabled") == "1"
-    try:
-        rule = rule_update(rule=rule, enabled=enabled, actor=_actor(request)).rule
-    except ApplicationError as exc:
-        messages.error(request, f"Rule not changed: {exc.detail}")
-    else:
-        messages.success(request, f"{'Enabled' if enabled else 'Disabled'} rule {rule.name}.")
-    return redirect(_next_url(request, reverse("rule-list")))
+    on_domain_error(request, lambda error: _flash_back(request, f"Rule not changed: {error.detail}"))
+    rule = rule_update(rule=rule, enabled=enabled, actor=_actor(request)).rule
+    messages.success(request, f"{'Enabled' if enabled else 'Disabled'} rule {rule.name}.")
+    return redirect(next_url(request, reverse("rule-list")))
+
+
+def _flash_back(request, message: str) -> HttpResponse:
+    messages.error(request, message)
+    return redirect(next_url(request, reverse("rule-list")))
 
 
 @console_view(scope=WRITE)
@@ -302,12 +300,6 @@ def rule_remove(request, rule_id: int):
     rule_delete(rule=rule, actor=_actor(request))
     messages.success(request, f"Deleted rule {rule.name}.")
     return redirect(reverse("rule-list"))
-
-
-def _next_url(request, default: str) -> str:
-    """Back to the page the form was on: only our own paths, never an address from elsewhere."""
-    target = request.POST.get("next", "")
-    return target if target.startswith("/") and not target.startswith("//") else default
 
 
 # --- the tester ----------------------------------------------------------------------------

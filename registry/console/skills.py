@@ -27,7 +27,8 @@ from django_htmx.http import HttpResponseClientRedirect
 from registry import selectors
 from registry.api.serializers import PUBLISH_SOURCES, PublishSourceField
 from registry.console.access import console_view
-from registry.errors import ApplicationError, LenientReadingRefused, NotFound, VersionConflict
+from registry.console.errors import on_domain_error
+from registry.errors import ApplicationError, LenientReadingRefused, VersionConflict
 from registry.models import Skill, SkillSource, SkillVersion
 from registry.selectors.analytics import AnalyticsFilter, skill_analytics
 from registry.selectors.resolve import render_prompt_block
@@ -37,20 +38,23 @@ from registry.services.skills import (
     PublishResult,
     SkillMdCheck,
     registry_limits,
+    skill_file_delete,
+    skill_file_set_executable,
+    skill_files_add,
     skill_md_check,
     skill_set_enabled,
     skill_version_publish,
     skill_version_revise,
 )
-from registry.skillformat.bundle import SKILL_MD, Bundle, bundle_from_parts, read_picked_folder, read_zip
+from registry.services.usage import usage_offers_roll_up
+from registry.skillformat.bundle import Bundle, bundle_from_parts, read_picked_folder, read_zip
 from registry.skillformat.rendering import render_markdown
 from registry.skillformat.skill_templates import KINDS, PROMPT, skill_template
-from registry.skillformat.skillmd import Issue, parse_skill_md
+from registry.skillformat.skillmd import KNOWN_TRIGGERS, Issue, parse_skill_md
 from registry.skillformat.token_count import count_tokens
 
 READ, WRITE = "skills:read", "skills:write"
 PAGE_SIZE = 50
-TRIGGERS = ("task_match", "explicit_command", "tool_call_error", "turn_start")
 SORTS = {
     "name": ("Name", lambda row: row.skill.name),
     "updated": ("Recently updated", lambda row: -row.skill.updated_at.timestamp()),
@@ -67,21 +71,15 @@ def _skill(request, name: str) -> Skill:
     source = request.POST.get("source") or request.GET.get("source") or None
     if source is not None and source not in SkillSource.values:
         raise Http404(f"Unknown source '{source}'.")
-    try:
-        skill, others = selectors.skill_with_others(name=name, source=source)
-    except NotFound as exc:
-        raise Http404(exc.detail) from None
+    skill, others = selectors.skill_with_others(name=name, source=source)  # NotFound: the 404 page
     setattr(skill, "others", others)  # noqa: B010 - read by _page_context: a query less on every page
     return skill
 
 
 def _version(skill: Skill, number) -> SkillVersion:
-    try:
-        return selectors.skill_version_for(skill=skill, number=int(number), label="latest")
-    except (TypeError, ValueError):
-        raise Http404("A version is a number.") from None
-    except NotFound as exc:
-        raise Http404(exc.detail) from None
+    if not str(number).isdecimal():
+        raise Http404("A version is a number.")
+    return selectors.skill_version_for(skill=skill, number=int(number), label="latest")
 
 
 def _skill_url(skill: Skill, view: str = "skill-detail") -> str:
@@ -96,7 +94,7 @@ class SkillFilterForm(forms.Form):
     q = forms.CharField(required=False)  # cut to 200 characters rather than dropped
     source = forms.ChoiceField(required=False, choices=[("", "Any source"), *SkillSource.choices])
     tag = forms.CharField(required=False, max_length=100)
-    trigger = forms.ChoiceField(required=False, choices=[("", "Any trigger"), *((t, t) for t in TRIGGERS)])
+    trigger = forms.ChoiceField(required=False, choices=[("", "Any trigger"), *((t, t) for t in KNOWN_TRIGGERS)])
     label = forms.RegexField(required=False, regex=r"^[a-z0-9_.-]{1,36}$", max_length=36)
     enabled = forms.ChoiceField(
         required=False, choices=[("", "Enabled or not"), ("yes", "Enabled"), ("no", "Disabled")]
@@ -168,6 +166,7 @@ def skill_detail(request, name: str):
     served = selectors.skill_version_for(skill=skill)
     version = _version(skill, request.GET["version"]) if "version" in request.GET else served
     labels = selectors.skill_labels(skill)
+    usage_offers_roll_up()
     usage = next(iter(skill_analytics(filters=AnalyticsFilter(skill=skill.name, skill_source=skill.source))), None)
     api_url = request.build_absolute_uri(reverse("api-skill-md", args=[skill.name]))
     context = {
@@ -204,10 +203,7 @@ def _frontmatter_rows(frontmatter: dict) -> list[tuple[str, str]]:
 def skill_file(request, name: str, file_path: str):
     skill = _skill(request, name)
     version = _version(skill, request.GET.get("version", skill.latest_version))
-    try:
-        item = selectors.version_file(version, file_path)
-    except NotFound as exc:
-        raise Http404(exc.detail) from None
+    item = selectors.version_file(version, file_path)  # NotFound: the 404 page
     lines = selectors.text_lines(bytes(item.blob.content))
     lines = None if lines is None else [line.rstrip("\r\n") for line in lines]
     context = {"skill": skill, "version": version, "file": item, "lines": lines}
@@ -376,18 +372,22 @@ def _editor(request, *, skill: Skill | None, initial_text: str, base_version: in
     context["base_version"] = form.cleaned_data["base_version"]
     # "Publish as read" accepts the reading of the text it showed: an edit made since is shown first.
     accept_lenient = form.cleaned_data["accept_lenient"] and form.cleaned_data["read_sha256"] == _text_sha256(text)
-    try:
-        result = _publish_text(request, skill=skill, text=text, form=form, accept_lenient=accept_lenient)
-    except VersionConflict as exc:
-        return _conflict(request, context, exc, text=text, expected_name=expected_name)
-    except ApplicationError as exc:
-        context["check"] = live_check(text, expected_name=expected_name)
-        context["publish_errors"] = _error_issues(exc)
-        if isinstance(exc, LenientReadingRefused):
-            context["as_read"] = _as_read(text, expected_name=expected_name)
-        return render(request, "registry/skills/edit.html", context, status=exc.status)
+    on_domain_error(request, lambda error: _refused(request, context, error, text=text, expected_name=expected_name))
+    result = _publish_text(request, skill=skill, text=text, form=form, accept_lenient=accept_lenient)
     _flash_publish(request, result)
     return redirect(_skill_url(result.skill))
+
+
+def _refused(request, context: dict, error: ApplicationError, *, text: str, expected_name: str | None) -> HttpResponse:
+    """The editor again, the text kept: a conflict with the diff from theirs, any other problem
+    beside its line."""
+    if isinstance(error, VersionConflict):
+        return _conflict(request, context, error, text=text, expected_name=expected_name)
+    context["check"] = live_check(text, expected_name=expected_name)
+    context["publish_errors"] = _error_issues(error)
+    if isinstance(error, LenientReadingRefused):
+        context["as_read"] = _as_read(text, expected_name=expected_name)
+    return render(request, "registry/skills/edit.html", context, status=error.status)
 
 
 def _publish_text(request, *, skill: Skill | None, text: str, form: PublishForm, accept_lenient: bool) -> PublishResult:
@@ -477,50 +477,44 @@ def skill_files(request, name: str):
         return redirect(reverse("skill-detail", args=[name]))
     skill = _skill(request, name)
     action = request.POST.get("action", "")
-    try:
-        base_version = int(request.POST.get("base_version", ""))
-    except ValueError:
+    base_version = request.POST.get("base_version", "")
+    if not base_version.isdecimal():
         messages.error(request, "The form lost its base version; reload the page and try again.")
         return redirect(_skill_url(skill))
-    try:
-        result = _change_files(request, skill=skill, action=action, base_version=base_version)
-    except VersionConflict as exc:
-        messages.error(request, f"Nothing changed: {exc.detail} Reload and apply your change to the newest version.")
-    except ApplicationError as exc:
-        messages.error(request, f"Nothing changed: {exc.detail}")
-    else:
-        _flash_publish(request, result)
+    on_domain_error(request, lambda error: _nothing_changed(request, skill, error))
+    result = _change_files(request, skill=skill, action=action, base_version=int(base_version))
+    _flash_publish(request, result)
     return redirect(_skill_url(skill))
 
 
+def _nothing_changed(request, skill: Skill, error: ApplicationError) -> HttpResponse:
+    advice = " Reload and apply your change to the newest version." if isinstance(error, VersionConflict) else ""
+    return _flash_back(request, f"Nothing changed: {error.detail}{advice}", _skill_url(skill))
+
+
+def _flash_back(request, message: str, url: str) -> HttpResponse:
+    messages.error(request, message)
+    return redirect(url)
+
+
 def _change_files(request, *, skill: Skill, action: str, base_version: int) -> PublishResult:
-    actor = _actor(request)
-    path = request.POST.get("path", "")
+    actor, path, message = _actor(request), request.POST.get("path", ""), request.POST.get("message", "")
     if action == "delete":
-        message = request.POST.get("message") or f"Delete {path}"
-        return skill_version_revise(
-            skill=skill, base_version=base_version, remove_paths=[path], message=message, actor=actor
-        )
+        return skill_file_delete(skill=skill, base_version=base_version, path=path, message=message, actor=actor)
     if action == "chmod":
-        flag = request.POST.get("executable") == "1"
-        message = f"{'Make' if flag else 'Unmark'} {path} executable"
-        return skill_version_revise(
-            skill=skill, base_version=base_version, executable={path: flag}, message=message, actor=actor
+        executable = request.POST.get("executable") == "1"
+        return skill_file_set_executable(
+            skill=skill, base_version=base_version, path=path, executable=executable, actor=actor
         )
     if action == "upload":
         uploads = request.FILES.getlist("files")
-        if not uploads:
-            raise ApplicationError("Choose one or more files (or a zip of the skill folder) to upload.")
-        for upload in uploads:
+        for upload in uploads:  # before any is read into memory
             if upload.size > settings.SKILL_BUNDLE_MAX_BYTES:
                 raise ApplicationError(f"'{upload.name}' is larger than the bundle limit.")
-        folder = request.POST.get("folder", "").strip().strip("/")
-        added = [(f"{folder}/{u.name}" if folder else u.name, u.read()) for u in uploads]
-        if any(added_path == SKILL_MD for added_path, _ in added):
-            raise ApplicationError("Edit SKILL.md in the editor; upload the other files here.")
-        message = request.POST.get("message") or "Upload " + ", ".join(p for p, _ in added)
-        return skill_version_revise(
-            skill=skill, base_version=base_version, add_files=added, message=message, actor=actor
+        files = [(upload.name, upload.read()) for upload in uploads]
+        folder = request.POST.get("folder", "")
+        return skill_files_add(
+            skill=skill, base_version=base_version, files=files, folder=folder, message=message, actor=actor
         )
     raise ApplicationError(f"Unknown file action '{action[:40]}'.")
 
@@ -590,35 +584,39 @@ def skill_upload(request, name: str | None = None):
         context.update(_page_context(skill), base_version=skill.latest_version)
     if request.method != "POST":
         return render(request, "registry/skills/upload.html", context)
-    bundle = None
-    try:
-        if not form.is_valid():
-            field, problems = next(iter(form.errors.items()))
-            said = " ".join(str(problem) for problem in problems)
-            raise ApplicationError(f"{field}: {said}", fields={field: said})
-        bundle, what = _uploaded_bundle(request, form)
-        result = skill_version_publish(
-            bundle=bundle,
-            source=skill.source if skill else form.cleaned_data["source"] or SkillSource.USER,
-            message=form.cleaned_data["message"] or f"Upload {what}"[:500],
-            # Creating: a skill of that name in that source is a conflict, never a silent new version.
-            base_version=form.cleaned_data["base_version"] if skill else 0,
-            expected_name=skill.name if skill else None,
-            accept_lenient=bool(form.cleaned_data["accept_lenient"])
-            and form.cleaned_data["read_sha256"] == _text_sha256(_skill_md_text(bundle)),
-            actor=_actor(request),
-        )
-    except ApplicationError as exc:
-        context["publish_errors"] = _error_issues(exc)
-        if isinstance(exc, VersionConflict):
-            context["conflict"] = exc.detail
-        if isinstance(exc, LenientReadingRefused) and bundle is not None:
-            context["as_read"] = _as_read(_skill_md_text(bundle), expected_name=skill.name if skill else None)
-        page = "registry/skills/_upload_form.html#upload-result" if request.htmx else "registry/skills/upload.html"
-        return render(request, page, context, status=exc.status)
+    bundle: Bundle | None = None  # the lambda reads it when called: what was read by then
+    on_domain_error(request, lambda error: _upload_refused(request, context, error, bundle=bundle))
+    if not form.is_valid():
+        field, problems = next(iter(form.errors.items()))
+        said = " ".join(str(problem) for problem in problems)
+        raise ApplicationError(f"{field}: {said}", fields={field: said})
+    bundle, what = _uploaded_bundle(request, form)
+    result = skill_version_publish(
+        bundle=bundle,
+        source=skill.source if skill else form.cleaned_data["source"] or SkillSource.USER,
+        message=form.cleaned_data["message"] or f"Upload {what}"[:500],
+        # Creating: a skill of that name in that source is a conflict, never a silent new version.
+        base_version=form.cleaned_data["base_version"] if skill else 0,
+        expected_name=skill.name if skill else None,
+        accept_lenient=bool(form.cleaned_data["accept_lenient"])
+        and form.cleaned_data["read_sha256"] == _text_sha256(_skill_md_text(bundle)),
+        actor=_actor(request),
+    )
     _flash_publish(request, result)
     url = _skill_url(result.skill)
     return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
+
+
+def _upload_refused(request, context: dict, error: ApplicationError, *, bundle: Bundle | None) -> HttpResponse:
+    """The upload form again (swapped in under htmx, so the chosen files stay chosen)."""
+    skill = context["skill"]
+    context["publish_errors"] = _error_issues(error)
+    if isinstance(error, VersionConflict):
+        context["conflict"] = error.detail
+    if isinstance(error, LenientReadingRefused) and bundle is not None:
+        context["as_read"] = _as_read(_skill_md_text(bundle), expected_name=skill.name if skill else None)
+    page = "registry/skills/_upload_form.html#upload-result" if request.htmx else "registry/skills/upload.html"
+    return render(request, page, context, status=error.status)
 
 
 def _skill_md_text(bundle: Bundle) -> str:
@@ -685,27 +683,24 @@ def skill_labels(request, name: str):
     skill = _skill(request, name)
     label = request.POST.get("label", "").strip()
     versions_url = _skill_url(skill, "skill-versions")
-    try:
-        if request.POST.get("action") == "delete":
-            label_delete(skill=skill, label=label, actor=_actor(request))
-            messages.success(request, f"Removed label {label} from {skill.name}.")
-            return redirect(versions_url)
-        target = _version(skill, request.POST.get("version"))
-        current = selectors.skill_labels(skill).get(label)
-        if label == "production" and request.POST.get("confirm") != "1" and current != target.number:
-            old = _version(skill, current) if current else None
-            context = {
-                **_page_context(skill),
-                "label": label,
-                "target": target,
-                "current": current,
-                "diff": selectors.skill_version_diff(old=old, new=target),
-            }
-            return render(request, "registry/skills/label_confirm.html", context)
-        label_move(skill=skill, label=label, version_number=target.number, actor=_actor(request))
-    except ApplicationError as exc:
-        messages.error(request, f"Label not moved: {exc.detail}")
+    on_domain_error(request, lambda error: _flash_back(request, f"Label not moved: {error.detail}", versions_url))
+    if request.POST.get("action") == "delete":
+        label_delete(skill=skill, label=label, actor=_actor(request))
+        messages.success(request, f"Removed label {label} from {skill.name}.")
         return redirect(versions_url)
+    target = _version(skill, request.POST.get("version"))
+    current = selectors.skill_labels(skill).get(label)
+    if label == "production" and request.POST.get("confirm") != "1" and current != target.number:
+        old = _version(skill, current) if current else None
+        context = {
+            **_page_context(skill),
+            "label": label,
+            "target": target,
+            "current": current,
+            "diff": selectors.skill_version_diff(old=old, new=target),
+        }
+        return render(request, "registry/skills/label_confirm.html", context)
+    label_move(skill=skill, label=label, version_number=target.number, actor=_actor(request))
     if current == target.number:
         messages.info(request, f"{label} already points to v{target.number}.")
     else:

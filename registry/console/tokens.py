@@ -10,14 +10,14 @@ from __future__ import annotations
 from django import forms
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
-from django.http import Http404
 from django.shortcuts import redirect, render
 from django.urls import path, reverse
 from django.views.decorators.cache import never_cache
 
 from registry import selectors
 from registry.console.access import console_view
-from registry.errors import ApplicationError, NotFound
+from registry.console.errors import on_domain_error
+from registry.errors import ApplicationError
 from registry.models import ApiToken, TokenScope
 from registry.roles import ANY_ROLE, token_access
 from registry.services.audit import Actor
@@ -75,29 +75,29 @@ def token_list(request):
     owner = form.cleaned_data["owner"] or request.user.get_username()
     if owner != request.user.get_username() and not access.see_all:
         raise PermissionDenied("You can create tokens only for yourself.")
-    try:
-        token, secret = api_token_create(
-            name=form.cleaned_data["name"], username=owner, scopes=form.cleaned_data["scopes"], actor=_actor(request)
-        )
-    except ApplicationError as exc:
-        for field, problem in exc.fields.items():
-            field = "owner" if field == "user" else field  # the service's name for the owner
-            form.add_error(field if field in form.fields else None, problem)
-        if not exc.fields:
-            form.add_error(None, exc.detail)
-        messages.error(request, f"No token created: {exc.detail}")
-        return _page(request, form=form, status=exc.status)
+    on_domain_error(request, lambda error: _refused(request, form, error))
+    token, secret = api_token_create(
+        name=form.cleaned_data["name"], username=owner, scopes=form.cleaned_data["scopes"], actor=_actor(request)
+    )
     messages.success(request, f"Created token {token.name} for {owner}.")
     return _page(request, new_token=token, secret=secret, status=201)
+
+
+def _refused(request, form: TokenCreateForm, error: ApplicationError):
+    """The form again, each problem beside its field."""
+    for field, problem in error.fields.items():
+        field = "owner" if field == "user" else field  # the service's name for the owner
+        form.add_error(field if field in form.fields else None, problem)
+    if not error.fields:
+        form.add_error(None, error.detail)
+    messages.error(request, f"No token created: {error.detail}")
+    return _page(request, form=form, status=error.status)
 
 
 def _revocable_token(request, token_id: int) -> ApiToken:
     """The token, if this user may revoke it (`registry.roles.TokenAccess`): 404 for a token they
     cannot see (another owner's, for anyone but an admin)."""
-    try:
-        return selectors.api_token_get_for_user(user=request.user, token_id=token_id)
-    except NotFound as exc:
-        raise Http404(exc.detail) from None
+    return selectors.api_token_get_for_user(user=request.user, token_id=token_id)  # NotFound: the 404 page
 
 
 @console_view(scope=ANY_ROLE)

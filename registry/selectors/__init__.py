@@ -46,6 +46,7 @@ from registry.selectors.skills import (
     skill_version_for,
     skill_winner,
     skill_with_others,
+    skills_named,
 )
 from registry.selectors.tokens import TokenRow, api_token_get_for_user, api_token_list, api_tokens_for_user
 from registry.selectors.versions import (
@@ -117,6 +118,7 @@ __all__ = [
     "skill_catalog",
     "skill_catalog_cache_clear",
     "skill_get",
+    "skills_named",
     "skill_label_history",
     "skill_labels",
     "skill_list",

@@ -9,9 +9,10 @@ Queries without a trigger, model or event-label dimension read the weekly and da
 (skill and version only: whole weeks from the weekly rows, the days at either end from the daily
 ones); the others read the hourly rollups, which carry every dimension.
 
-Turns' offer rows are counted into the rollups in batches, not when a turn finishes: every read
-here goes through `_rollups`, which first rolls up the offers still queued (one EXISTS when there
-are none), so an answer counts every offer stored before it was asked, as if counted on write.
+Turns' offer rows are counted into the rollups in batches, not when a turn finishes. These reads
+never write: a caller that wants an answer counting every offer stored before it asked runs
+`registry.services.usage.usage_offers_roll_up` first (one EXISTS when nothing is queued), as the
+API's and the console's analytics views do.
 """
 
 from __future__ import annotations
@@ -31,7 +32,6 @@ from django.db.models.functions import Trunc
 from registry.errors import ApplicationError, NotFound
 from registry.models import ROLLUP_COUNT_COLUMNS, DailyRollup, HourlyRollup, Label, RollupCounts, WeeklyRollup
 from registry.selectors.skills import skill_sources
-from registry.services.usage import usage_offers_roll_up
 
 Z_95 = 1.959963984540054
 SUM_FIELDS = ROLLUP_COUNT_COLUMNS  # every counter a rollup row keeps
@@ -149,11 +149,7 @@ def _rollups(
     """Rollup rows whose sums together answer the filter, and (for `label`) the (skill, source,
     version) allowed. Hourly rows when hourly buckets or a dimension only they carry are asked for;
     daily rows for daily buckets; otherwise the whole ISO weeks of the range from the weekly rows
-    and the days at either end from the daily rows, which cover the range exactly once.
-
-    The one way in to the rollup tables, so it first rolls up the queued offers: a write, in a
-    selector, that makes every read exact (read-your-writes after a turn)."""
-    usage_offers_roll_up()
+    and the days at either end from the daily rows, which cover the range exactly once."""
     start = _day_start(filters.date_from) if filters.date_from else None
     end = _day_start(filters.date_to) + dt.timedelta(days=1) if filters.date_to else None
     if hourly or filters.needs_dimensions:
@@ -328,11 +324,6 @@ def failing_first(stats: Iterable[SkillStats], *, min_n: int, limit: int) -> lis
     rows = [s for s in stats if s.n >= min_n]
     # Ties (equal counts give equal bounds) by name, so the list does not depend on the input order.
     return sorted(rows, key=lambda s: ((s.interval or (0.0, 1.0))[1], s.skill, s.source, s.version or 0))[:limit]
-
-
-def skills_best(*, filters: AnalyticsFilter = AnalyticsFilter(), min_n: int = 10, limit: int = 10) -> list[SkillStats]:
-    """Skills most surely working, from the skill table (see `best_first`)."""
-    return best_first(skill_analytics(filters=filters), min_n=min_n, limit=limit)
 
 
 def best_first(stats: Iterable[SkillStats], *, min_n: int, limit: int) -> list[SkillStats]:
@@ -641,7 +632,3 @@ CSV_COLUMNS = (
     "avg_duration_ms",
     "avg_cost",
 )
-
-
-def rows_as_dicts(rows: Iterable[SkillStats]) -> list[dict]:
-    return [row.as_dict() for row in rows]

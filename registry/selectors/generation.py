@@ -1,6 +1,6 @@
 """A registry generation number that every cached read (resolve, prompt blocks, raw SKILL.md)
-is keyed by. It lives with the reads it serves; the one write here, `registry_changed()`, is the
-bump each service makes inside its own transaction.
+is keyed by. It lives with the reads it serves; the bump each service makes inside its own
+transaction, `registry_changed()`, is a write and lives in registry/services/generation.py.
 
 Any publish, label move, enable/disable or rule change bumps it inside its own transaction, so
 caches are invalidated the moment the change commits, without tracking which keys it affects.
@@ -40,13 +40,12 @@ import time
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import F, Q
 
-from registry.models import RegistryChange, RegistryState
+from registry.models import RegistryState
 
 log = logging.getLogger(__name__)
 
-_ROW = 1
+STATE_ROW = 1  # RegistryState is one row
 CHANNEL = "skill_registry_changes"
 LISTENER_NAME = "skill-registry-listen"  # how the listening connections show in pg_stat_activity
 _RETRY_SECONDS = 5.0
@@ -58,10 +57,6 @@ _KEEPALIVES = {"keepalives": 1, "keepalives_idle": 30, "keepalives_interval": 10
 # is only a wait: a listening connection that went quiet costs each write this much, no more.
 _ECHO_SECONDS = 0.25
 
-# The change log covers this many generations back (a process further behind rebuilds anyway).
-_CHANGES_KEPT = 1024
-_CHANGES_PRUNE_EVERY = 256
-
 
 def _fresh_start() -> int:
     return secrets.randbelow(2**40) + 1
@@ -69,37 +64,11 @@ def _fresh_start() -> int:
 
 def registry_generation() -> int:
     """The generation as stored, read with a query."""
-    generation = RegistryState.objects.filter(pk=_ROW).values_list("generation", flat=True).first()
+    generation = RegistryState.objects.filter(pk=STATE_ROW).values_list("generation", flat=True).first()
     if generation is None:
-        generation = RegistryState.objects.get_or_create(pk=_ROW, defaults={"generation": _fresh_start()})[0].generation
+        state, _ = RegistryState.objects.get_or_create(pk=STATE_ROW, defaults={"generation": _fresh_start()})
+        generation = state.generation
     return generation
-
-
-def registry_changed(*, skill: str | None = None, rules: bool = False) -> None:
-    """Call inside the writing transaction; readers see the new number only once it commits.
-
-    Say what changed — `skill`, the name whose effective skill may now differ (a publish, label
-    move, enable/disable), and/or `rules` — and processes update their resolve snapshots in place
-    (registry/selectors/snapshot_delta.py); say nothing and they rebuild them.
-    """
-    updated = RegistryState.objects.filter(pk=_ROW).update(generation=F("generation") + 1)
-    if not updated:
-        RegistryState.objects.get_or_create(pk=_ROW, defaults={"generation": _fresh_start()})
-    # The row stays locked by this transaction until it commits: the number read back is ours.
-    generation = registry_generation()
-    scopes = [(RegistryChange.Scope.SKILL, skill)] if skill else []
-    if rules:
-        scopes.append((RegistryChange.Scope.RULES, ""))
-    RegistryChange.objects.bulk_create(
-        RegistryChange(generation=generation, scope=scope, skill_name=name)
-        for scope, name in scopes or [(RegistryChange.Scope.ALL, "")]
-    )
-    if generation % _CHANGES_PRUNE_EVERY == 0:
-        # Also rows above this generation: left by a row that was reset to a smaller number.
-        RegistryChange.objects.filter(
-            Q(generation__lt=generation - _CHANGES_KEPT) | Q(generation__gt=generation)
-        ).delete()
-    transaction.on_commit(lambda: change_listener.committed(generation))
 
 
 def tokens_changed(**_signal_kwargs) -> None:

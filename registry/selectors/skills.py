@@ -101,10 +101,15 @@ def skill_get(*, name: str, source: str | None = None) -> Skill:
     A name whose skills are all disabled still resolves (to the highest-priority one), so it
     can be inspected and re-enabled.
     """
-    candidates = list(Skill.objects.filter(name=name, **({"source": source} if source else {})))
+    candidates = skills_named(name=name, source=source)
     if not candidates:
         raise _not_found(name, source)
     return _representative(candidates)
+
+
+def skills_named(*, name: str, source: str | None = None) -> list[Skill]:
+    """Every skill called `name` (one per source), or the one in `source`; [] when none is."""
+    return list(Skill.objects.filter(name=name, **({"source": source} if source else {})))
 
 
 def skill_sources(*, names: Collection[str]) -> dict[str, str]:

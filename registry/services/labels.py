@@ -12,8 +12,8 @@ from django.db import transaction
 
 from registry.errors import ApplicationError, NotFound
 from registry.models import Label, LabelHistory, Skill
-from registry.selectors.generation import registry_changed
 from registry.services.audit import SYSTEM, Actor, audit_record
+from registry.services.generation import registry_changed
 
 LABEL_NAME = re.compile(r"^[a-z0-9_.-]{1,36}$")
 IMPLICIT_LABEL = "latest"

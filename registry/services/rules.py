@@ -19,8 +19,8 @@ from django.db import IntegrityError, transaction
 from registry.errors import ApplicationError, Conflict
 from registry.matching.patterns import pattern_check
 from registry.models import ForceIncludeRule, Skill
-from registry.selectors.generation import registry_changed
 from registry.services.audit import SYSTEM, Actor, audit_record
+from registry.services.generation import registry_changed
 
 # Names people give skills: the spec's [a-z0-9-] plus the seeds' underscores and dots, any case.
 SKILL_REFERENCE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")

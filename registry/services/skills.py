@@ -23,9 +23,17 @@ from registry.errors import (
     VersionConflict,
 )
 from registry.models import Blob, Skill, SkillFile, SkillSource, SkillVersion
-from registry.selectors.generation import registry_changed
 from registry.services.audit import SYSTEM, Actor, audit_record
-from registry.skillformat.bundle import Bundle, Limits, bundle_from_parts, find_skill_folders, read_folder, read_zip
+from registry.services.generation import registry_changed
+from registry.skillformat.bundle import (
+    SKILL_MD,
+    Bundle,
+    Limits,
+    bundle_from_parts,
+    find_skill_folders,
+    read_folder,
+    read_zip,
+)
 from registry.skillformat.skillmd import Issue, ParsedSkill, read_skill_md
 from registry.skillformat.token_count import count_tokens
 
@@ -348,6 +356,48 @@ def skill_version_revise(
         accept_lenient=accept_lenient or (bool(base_version) and bundle.skill_md == base.skill_md),
         actor=actor,
     )
+
+
+def skill_file_delete(
+    *, skill: Skill, base_version: int, path: str, message: str = "", actor: Actor = SYSTEM
+) -> PublishResult:
+    """The next version without the file at `path` (a VersionConflict when `base_version` is not
+    the latest, as every revise)."""
+    message = message or f"Delete {path}"
+    return skill_version_revise(
+        skill=skill, base_version=base_version, remove_paths=[path], message=message, actor=actor
+    )
+
+
+def skill_file_set_executable(
+    *, skill: Skill, base_version: int, path: str, executable: bool, actor: Actor = SYSTEM
+) -> PublishResult:
+    message = f"{'Make' if executable else 'Unmark'} {path} executable"
+    return skill_version_revise(
+        skill=skill, base_version=base_version, executable={path: executable}, message=message, actor=actor
+    )
+
+
+def skill_files_add(
+    *,
+    skill: Skill,
+    base_version: int,
+    files: list[tuple[str, bytes]],
+    folder: str = "",
+    message: str = "",
+    actor: Actor = SYSTEM,
+) -> PublishResult:
+    """The next version with `files` (name, content) added under `folder`, replacing any of the
+    same path. SKILL.md is not one of them: it is published through the editor, where its reading
+    is checked and shown."""
+    if not files:
+        raise ApplicationError("Choose one or more files (or a zip of the skill folder) to upload.")
+    folder = folder.strip().strip("/")
+    added = [(f"{folder}/{name}" if folder else name, content) for name, content in files]
+    if any(path == SKILL_MD for path, _ in added):
+        raise ApplicationError("Edit SKILL.md in the editor; upload the other files here.")
+    message = message or "Upload " + ", ".join(path for path, _ in added)
+    return skill_version_revise(skill=skill, base_version=base_version, add_files=added, message=message, actor=actor)
 
 
 def skill_import_path(

@@ -16,9 +16,8 @@ statement of three parts:
    the rollups in batches, each listed skill standing in as a plain row for the grouped upserts
    of part 2. Counted on write, it was ~450 upserted rollup rows in every turn's finish; in a
    batch, N turns' offers are one statement of ~the distinct (skill, bucket) rows. Every
-   analytics read rolls the queue up first (`registry.selectors.analytics`), so what it answers
-   is exact; the worker's reaper also rolls up every few seconds, so the queue stays short
-   when nobody reads.
+   analytics view runs it before reading the rollups, so what it answers is exact; the worker's
+   reaper also rolls up every few seconds, so the queue stays short when nobody reads.
 
 All run in one transaction, so the rollups and the queue always account for exactly what the
 raw events say, late events land in their own (old) bucket, a duplicate is refused before it
@@ -340,7 +339,7 @@ _OFFERS_LOCK = 0x5EED_0FFE
 def usage_offers_roll_up() -> int:
     """Count the queued compact offer rows into the rollups; returns how many were counted.
 
-    Cheap when the queue is empty (one EXISTS), so every analytics read calls it first. Each
+    Cheap when the queue is empty (one EXISTS), so every analytics view calls it before reading. Each
     batch is one transaction, and on PostgreSQL one statement: `DELETE ... RETURNING` takes up
     to OFFERS_PER_ROLL_UP queued ids, locking them in id order, and the grouped upserts count
     their rows. Two roll-ups racing count each offer once: the second waits for the first's row

@@ -38,7 +38,7 @@ import math
 import re
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Literal, get_args
 
 import yaml
 from yaml.composer import Composer
@@ -59,6 +59,20 @@ from registry.skillformat.bundle import DEFAULT_LIMITS, Limits
 NAME_MAX_CHARS = 64
 DESCRIPTION_MAX_CHARS = 1024
 COMPATIBILITY_MAX_CHARS = 500
+# The one list of triggers. A skill's activation records how the runtime came to load it (SPEC
+# §6.10; the runtime's `Trigger`); a SKILL.md's `triggers` may name the moments among them that
+# the runtime acts on by itself (KNOWN_TRIGGERS).
+ActivationTrigger = Literal[
+    "forced",
+    "read_skill",
+    "task_match",
+    "explicit_command",
+    "tool_call_error",
+    "turn_start",
+    "force_include",
+    "auto_invoke",
+]
+ACTIVATION_TRIGGERS: tuple[str, ...] = get_args(ActivationTrigger)
 KNOWN_TRIGGERS = ("task_match", "explicit_command", "tool_call_error", "turn_start")
 
 # Bounds for hostile YAML. Real frontmatter is a few levels deep and a few hundred values.

@@ -22,6 +22,7 @@ from registry.models import RegistryState
 from registry.roles import ANALYST
 from registry.selectors import generation
 from registry.selectors.generation import change_listener, heard_changes
+from registry.services.generation import registry_changed
 from registry.services.tokens import api_token_revoke
 from tests.factories import make_skill_md, publish, user_with_role
 from tests.worker import ROOT, _database_url_for_tests
@@ -127,7 +128,7 @@ def test_a_write_answers_once_its_notification_has_come_back(listening, monkeypa
     def commit_a_moment_later() -> None:
         time.sleep(0.05)
         with transaction.atomic():
-            generation.registry_changed()
+            registry_changed()
         connection.close()  # this thread's own
 
     writer = threading.Thread(target=commit_a_moment_later)

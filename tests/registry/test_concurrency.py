@@ -166,11 +166,13 @@ def hold_in_thread(work) -> tuple[threading.Thread, threading.Event, list]:
 
 
 def read_in_thread() -> tuple[threading.Thread, list]:
-    """A reader on a connection of its own: the funnel, which rolls up the queue first."""
+    """A reader on a connection of its own, as an analytics view reads: roll up the queue, then
+    read the funnel."""
     results: list = []
 
     def run() -> None:
         try:
+            usage_offers_roll_up()
             results.append(usage_funnel()["offered"])
         finally:
             connections.close_all()

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 from django.contrib.auth.models import Group
 
+from registry.models import HourlyRollup, QueuedOffer
 from registry.services.usage import UsageEventInput, usage_record
-from tests.factories import UserFactory
+from tests.factories import UserFactory, publish
 
 pytestmark = pytest.mark.django_db
 
@@ -72,3 +73,16 @@ def test_the_widest_range_allowed_still_renders(client):
     client.force_login(user_with_role("analyst"))
     for path in ("/analytics/", "/analytics/skills/pdf/"):
         assert client.get(f"{path}?from=1970-01-01&to=2999-12-31").status_code == 200
+
+
+@pytest.mark.parametrize("path", ["/", "/analytics/", "/analytics/skills/pdf/", "/skills/pdf/"])
+def test_every_page_with_counts_counts_the_offers_a_finished_turn_left_queued(client, path):
+    publish("pdf")
+    listed = (("pdf", 1), ("xlsx", None))
+    usage_record(events=[UsageEventInput("t1:offered", "offered", "", offered_skills=listed)], source="runtime")
+    assert QueuedOffer.objects.exists()
+    client.force_login(user_with_role("analyst"))
+
+    assert client.get(path).status_code == 200
+    assert not QueuedOffer.objects.exists()  # the view rolled the queue up before it read
+    assert HourlyRollup.objects.filter(skill_name="pdf", offered=1).exists()

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from registry.models import ForceIncludeRule, RegistryChange, Skill
-from registry.selectors.generation import current_generation, registry_changed
+from registry.selectors.generation import current_generation
 from registry.selectors.resolve import (
     _SNAPSHOTS,
     Snapshot,
@@ -21,6 +21,7 @@ from registry.selectors.resolve import (
     registry_snapshot,
 )
 from registry.selectors.snapshot_delta import registry_delta
+from registry.services.generation import registry_changed
 from registry.services.labels import label_delete, label_move
 from registry.services.rules import rule_create, rule_delete, rule_update
 from registry.services.skills import skill_set_enabled

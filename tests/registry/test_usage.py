@@ -39,7 +39,7 @@ def test_unknown_kinds_are_refused_before_anything_is_written():
     assert not UsageEvent.objects.exists()
 
 
-def test_a_turns_offer_row_is_queued_on_write_and_the_next_read_counts_it():
+def test_a_turns_offer_row_is_queued_on_write_and_the_next_roll_up_counts_it():
     listed = (("pdf", 1), ("xlsx", None))
     offer = UsageEventInput(event_id="t1:offered:list", kind="offered", skill="", offered_skills=listed)
     usage_record(events=[offer, event("t1:loaded")], source="runtime", audit=False)
@@ -48,11 +48,15 @@ def test_a_turns_offer_row_is_queued_on_write_and_the_next_read_counts_it():
     assert QueuedOffer.objects.count() == 1
     assert sorted(HourlyRollup.objects.values_list("skill_name", "offered", "loaded")) == [("pdf", 0, 1)]
 
-    assert usage_funnel()["offered"] == 2  # the very next read sees the turn's offers
+    assert usage_funnel()["offered"] == 0  # a read only reads
+    assert QueuedOffer.objects.count() == 1
+    assert usage_offers_roll_up() == 1  # what an analytics view runs before it reads
+    assert usage_funnel()["offered"] == 2
     assert not QueuedOffer.objects.exists()
     assert {(row.skill, row.offered, row.loaded) for row in skill_analytics()} == {("pdf", 1, 1), ("xlsx", 1, 0)}
     assert usage_offers_roll_up() == 0  # nothing left to count twice
 
     usage_record(events=[UsageEventInput(event_id="t2:offered:list", kind="offered", skill="", offered_skills=listed)])
+    usage_offers_roll_up()
     overview = skills_overview(filters=AnalyticsFilter())  # the overview page's one raw-SQL read
     assert {row.skill: row.offered for row in overview.stats} == {"pdf": 2, "xlsx": 2}

@@ -19,7 +19,7 @@ from registry.selectors.analytics import (
     skill_versions_compare,
     skills_overview,
 )
-from registry.services.usage import UsageEventInput, usage_record, usage_rollups_rebuild
+from registry.services.usage import UsageEventInput, usage_offers_roll_up, usage_record, usage_rollups_rebuild
 from tests.factories import UserFactory, publish
 
 pytestmark = pytest.mark.django_db
@@ -231,7 +231,7 @@ def test_analytics_rebuild_recounts_each_skill_apart():
     usage_record(events=outcomes("after", succeeded=1, failed=0))
     offer = (("code-review", 1, "workspace"), ("code-review", 1, "bundled"), ("ghost", None, ""))
     usage_record(events=[UsageEventInput("turn:offered", "offered", "", offered_skills=offer)])
-    skill_analytics()  # rolls the queued offer up
+    usage_offers_roll_up()
     counted = rollup_rows()
     assert {row[1] for row in counted["WeeklyRollup"]} == {"bundled", "workspace", ""}
 

@@ -11,7 +11,7 @@ from tqdm import tqdm
 from registry import selectors
 from registry.errors import ApplicationError, NotFound
 from registry.management.table import text_table
-from registry.models import Skill, SkillSource
+from registry.models import SkillSource
 from registry.services.audit import Actor
 from registry.services.labels import label_move
 from registry.services.skills import (
@@ -227,7 +227,7 @@ class Command(BaseCommand):
         self._toggle(name, source, False)
 
     def _toggle(self, name: str, source: str | None, enabled: bool) -> None:
-        candidates = Skill.objects.filter(name=name, **({"source": source} if source else {}))
+        candidates = selectors.skills_named(name=name, source=source)
         if not candidates:
             raise CommandError(f"No skill named '{name}'.")
         for skill in candidates:
@@ -235,7 +235,7 @@ class Command(BaseCommand):
             self.stdout.write(f"{'enabled' if enabled else 'disabled'} {skill.name} ({skill.source})")
 
     def handle_create(self, *, name: str, description: str | None, code: bool, **_) -> None:
-        if Skill.objects.filter(name=name, source=SkillSource.USER).exists():
+        if selectors.skills_named(name=name, source=SkillSource.USER):
             raise CommandError(f"A user skill named '{name}' already exists; publish a new version instead.")
         template = skill_template(CODE if code else PROMPT, name=name, description=description)
         bundle = bundle_from_parts(template.skill_md.encode(), template.files, limits=registry_limits())
@@ -249,7 +249,7 @@ class Command(BaseCommand):
 
     def handle_label(self, *, name: str, label: str, version: int, source: str | None, **_) -> None:
         skill = selectors.skill_get(name=name, source=source)
-        before = skill.labels.filter(name=label).values_list("version__number", flat=True).first()
+        before = selectors.skill_labels(skill).get(label)
         label_move(skill=skill, label=label, version_number=version, actor=CLI)
         moved = f"v{before} -> v{version}" if before is not None else f"-> v{version}"
         self.stdout.write(f"{skill.name} ({skill.source}) {label}: {moved}")

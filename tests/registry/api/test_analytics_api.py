@@ -8,7 +8,8 @@ import io
 import pytest
 from rest_framework.test import APIClient
 
-from registry.models import HourlyRollup
+from registry.models import HourlyRollup, QueuedOffer
+from registry.services.usage import UsageEventInput, usage_record
 
 pytestmark = pytest.mark.django_db
 
@@ -213,3 +214,23 @@ def _is_number(cell: str) -> bool:
     except ValueError:
         return False
     return True
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/api/v1/analytics/skills",
+        "/api/v1/analytics/funnel",
+        "/api/v1/analytics/failing",
+        "/api/v1/analytics/skills/pdf/timeseries",
+        "/api/v1/analytics/skills/pdf/compare?a=1&b=2",
+    ],
+)
+def test_every_answer_counts_the_offers_a_finished_turn_left_queued(api, path):
+    listed = (("pdf", 1), ("xlsx", None))
+    usage_record(events=[UsageEventInput("t1:offered", "offered", "", offered_skills=listed)], source="runtime")
+    assert QueuedOffer.objects.exists()
+
+    assert api.get(path).status_code == 200
+    assert not QueuedOffer.objects.exists()  # the view rolled the queue up before it read
+    assert api.get("/api/v1/analytics/funnel").json()["offered"] == 2

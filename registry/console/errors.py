@@ -1,0 +1,46 @@
+"""The one place a console view's domain errors become responses, as the DRF exception handler is
+for the API: `console_view` catches `ApplicationError` around every view and answers here.
+
+- A view that has a form to show again says so before it calls the service
+  (`on_domain_error(request, lambda error: ...)`): the form comes back with the problem beside its
+  field, under the error's status code.
+- Otherwise `NotFound` is the 404 page, with the error's message.
+- Anything else is a flash message and a redirect back to the page the form was on (its `next`
+  field when that is one of our paths), or to the page itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from django.contrib import messages
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect
+
+from registry.errors import ApplicationError, NotFound
+
+ErrorResponder = Callable[[ApplicationError], HttpResponse]
+
+_RESPONDER = "_console_domain_error_response"
+
+
+def on_domain_error(request: HttpRequest, respond: ErrorResponder) -> None:
+    """From here on, a domain error in this request is answered by `respond` (e.g. the form again
+    with the problem beside its field) rather than a flash message."""
+    setattr(request, _RESPONDER, respond)
+
+
+def domain_error_response(request: HttpRequest, error: ApplicationError, *, flash: str = "") -> HttpResponse:
+    respond: ErrorResponder | None = getattr(request, _RESPONDER, None)
+    if respond is not None:  # the view said how, around the service call that failed
+        return respond(error)
+    if isinstance(error, NotFound):
+        raise Http404(error.detail)
+    messages.error(request, f"{flash}{error.detail}")
+    return redirect(next_url(request, request.path))
+
+
+def next_url(request: HttpRequest, default: str) -> str:
+    """Back to the page the form was on: only our own paths, never an address from elsewhere."""
+    target = request.POST.get("next", "")
+    return target if target.startswith("/") and not target.startswith("//") else default

@@ -1,0 +1,41 @@
+"""The write every registry change makes: bump the generation that cached reads are keyed by
+(registry/selectors/generation.py says how readers hear of it) and log what changed, so resolve
+snapshots move forward in place rather than rebuild."""
+
+from __future__ import annotations
+
+from django.db import transaction
+from django.db.models import F, Q
+
+from registry.models import RegistryChange, RegistryState
+from registry.selectors.generation import STATE_ROW, change_listener, registry_generation
+
+# The change log covers this many generations back (a process further behind rebuilds anyway).
+_CHANGES_KEPT = 1024
+_CHANGES_PRUNE_EVERY = 256
+
+
+def registry_changed(*, skill: str | None = None, rules: bool = False) -> None:
+    """Call inside the writing transaction; readers see the new number only once it commits.
+
+    Say what changed — `skill`, the name whose effective skill may now differ (a publish, label
+    move, enable/disable), and/or `rules` — and processes update their resolve snapshots in place
+    (registry/selectors/snapshot_delta.py); say nothing and they rebuild them.
+    """
+    RegistryState.objects.filter(pk=STATE_ROW).update(generation=F("generation") + 1)
+    # The row stays locked by this transaction until it commits: the number read back is ours
+    # (or, when there was no row, the fresh one this read creates).
+    generation = registry_generation()
+    scopes = [(RegistryChange.Scope.SKILL, skill)] if skill else []
+    if rules:
+        scopes.append((RegistryChange.Scope.RULES, ""))
+    RegistryChange.objects.bulk_create(
+        RegistryChange(generation=generation, scope=scope, skill_name=name)
+        for scope, name in scopes or [(RegistryChange.Scope.ALL, "")]
+    )
+    if generation % _CHANGES_PRUNE_EVERY == 0:
+        # Also rows above this generation: left by a row that was reset to a smaller number.
+        RegistryChange.objects.filter(
+            Q(generation__lt=generation - _CHANGES_KEPT) | Q(generation__gt=generation)
+        ).delete()
+    transaction.on_commit(lambda: change_listener.committed(generation))
