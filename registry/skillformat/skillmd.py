@@ -296,26 +296,45 @@ def _analyse(data: bytes | str, *, folder_name: str | None, limits: Limits) -> t
         return None, report.sorted()
     text = raw[1:] if raw.startswith("\ufeff") else raw
     lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
-
     fences = _find_fences(lines, report)
     if fences is None:
         return None, report.sorted()
     opening, closing = fences  # 0-based line indexes
-    fm_first_line = opening + 2  # 1-based file line of the first frontmatter line
-    fm_text = "\n".join(lines[opening + 1 : closing])
     try:
         frontmatter, key_lines, raw_scalars, flow_lines = _load_frontmatter(
-            fm_text, first_line=fm_first_line, report=report
+            "\n".join(lines[opening + 1 : closing]), first_line=opening + 2, report=report
         )
     except _Rejected as exc:
         report.error(exc.line, exc.message)
         return None, report.sorted()
     if frontmatter is None:
         return None, report.sorted()
-
-    # Every field is read (and reports its deviations) even when name or description is
-    # wrong, so an editor shows all problems at once.
     fields = _Fields(frontmatter, key_lines, raw_scalars, fence_line=opening + 1, report=report)
+    values = _field_values(fields, folder_name=folder_name, flow_lines=flow_lines)
+    if raw.startswith("\ufeff"):
+        report.warn(
+            1,
+            f"The file starts with a UTF-8 byte order mark (BOM): {STRICT_CLIENTS} expect `---` as the first bytes "
+            "and reject it. To load everywhere, save it as UTF-8 without a BOM.",
+        )
+    issues = report.sorted()
+    if values["name"] is None or values["description"] is None or report.has_errors:
+        return None, issues
+    parsed = ParsedSkill(
+        raw=raw,
+        frontmatter=frontmatter,
+        body="\n".join(lines[closing + 1 :]),
+        body_line=closing + 2,
+        warnings=tuple(issues),
+        field_lines=dict(key_lines),
+        **values,
+    )
+    return parsed, issues
+
+
+def _field_values(fields: _Fields, *, folder_name: str | None, flow_lines: dict[str | None, int]) -> dict[str, Any]:
+    """ParsedSkill's fields read from the frontmatter. Every field is read (and reports its
+    deviations) even when name or description is wrong, so an editor shows all problems at once."""
     name = fields.name(folder_name=folder_name)
     description = fields.description()
     metadata = fields.metadata()
@@ -324,55 +343,27 @@ def _analyse(data: bytes | str, *, folder_name: str | None, limits: Limits) -> t
     allowed_tools = fields.word_list("allowed-tools", "allowed_tools")
     # The registry's own fields have a spec-clean home under `metadata` (text values); a skill may
     # use either spelling, and lists from both are read.
-    tags = _unique(fields.text_list("tags") + _comma_list(metadata.get("tags", "")))
-    triggers = fields.triggers(also=metadata.get("triggers", ""))
-    metadata_tools = _split_tools(metadata.get("tools", ""))
-    version = fields.text("version", quiet=True) or metadata.get("version") or None
-    author = fields.author() or metadata.get("author") or None
-    enabled = fields.flag("enabled", default=True)
-    license = fields.text("license")
-    compatibility = fields.compatibility()
-    dependencies = fields.text_list("dependencies")
-    disable_model_invocation = fields.flag("disable-model-invocation", "disable_model_invocation", default=False)
-    user_invocable = fields.flag("user-invocable", "user_invocable", default=True)
-    created = fields.text("created", quiet=True)
-    last_updated = fields.text("last_updated", "last-updated", quiet=True)
+    values = {
+        "name": name,
+        "description": description,
+        "metadata": metadata,
+        "tags": _unique(fields.text_list("tags") + _comma_list(metadata.get("tags", ""))),
+        "triggers": fields.triggers(also=metadata.get("triggers", "")),
+        "tools": _unique(tools + tools_required + allowed_tools + _split_tools(metadata.get("tools", ""))),
+        "allowed_tools": allowed_tools,
+        "version": fields.text("version", quiet=True) or metadata.get("version") or None,
+        "author": fields.author() or metadata.get("author") or None,
+        "enabled": fields.flag("enabled", default=True),
+        "license": fields.text("license"),
+        "compatibility": fields.compatibility(),
+        "dependencies": fields.text_list("dependencies"),
+        "disable_model_invocation": fields.flag("disable-model-invocation", "disable_model_invocation", default=False),
+        "user_invocable": fields.flag("user-invocable", "user_invocable", default=True),
+        "created": fields.text("created", quiet=True),
+        "last_updated": fields.text("last_updated", "last-updated", quiet=True),
+    }
     fields.portability(flow_lines)
-    if raw.startswith("\ufeff"):
-        report.warn(
-            1,
-            f"The file starts with a UTF-8 byte order mark (BOM): {STRICT_CLIENTS} expect `---` as the first bytes "
-            "and reject it. To load everywhere, save it as UTF-8 without a BOM.",
-        )
-    issues = report.sorted()
-    if name is None or description is None or report.has_errors:
-        return None, issues
-    parsed = ParsedSkill(
-        raw=raw,
-        frontmatter=frontmatter,
-        body="\n".join(lines[closing + 1 :]),
-        body_line=closing + 2,
-        name=name,
-        description=description,
-        warnings=tuple(issues),
-        tags=tags,
-        triggers=triggers,
-        tools=_unique(tools + tools_required + allowed_tools + metadata_tools),
-        allowed_tools=allowed_tools,
-        version=version,
-        author=author,
-        enabled=enabled,
-        metadata=metadata,
-        license=license,
-        compatibility=compatibility,
-        dependencies=dependencies,
-        disable_model_invocation=disable_model_invocation,
-        user_invocable=user_invocable,
-        created=created,
-        last_updated=last_updated,
-        field_lines=dict(key_lines),
-    )
-    return parsed, issues
+    return values
 
 
 def _decode(data: bytes | str, *, limits: Limits, report: _Report) -> str | None:
