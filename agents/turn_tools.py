@@ -39,7 +39,7 @@ def tool_registry() -> ToolRegistry:
 @cache
 def _tools(isolation: str, run_memory_bytes: int) -> tuple[Tool, ...]:
     """Made once per process (and sandbox setting), not per turn: a Tool checks its schema when
-    made and builds its validator on first use, which cost 6-11 ms before each turn's first
-    model call. Tools hold no state of a turn, so turns share them."""
+    made and builds its validator on first use, which each turn would otherwise pay before its
+    first model call. Tools hold no state of a turn, so turns share them."""
     limits = SandboxLimits(run_memory_bytes=run_memory_bytes)
     return tuple(default_tool_registry(_extra_tools(), isolation=Isolation(isolation), limits=limits))

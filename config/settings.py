@@ -258,7 +258,7 @@ CELERY_TASK_TIME_LIMIT = CELERY_TASK_SOFT_TIME_LIMIT + 30
 CELERY_TASK_ALWAYS_EAGER = False
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # Celery's Django fixup closes the database connection around every task unless this is set:
-# a new connection per turn, ~10 ms of the worker's time. Set, it closes only every so many
+# a new connection per turn, paid in the worker's time. Set, it closes only every so many
 # tasks, and agents/tasks.py applies CONN_MAX_AGE and the health check around each task instead,
 # as Django does around each request.
 CELERY_DB_REUSE_MAX = 1000

@@ -1,4 +1,4 @@
-"""The Django admin: a window onto the registry, not a way around it (issue 14).
+"""The Django admin: a window onto the registry, not a way around it.
 
 Every registry write has a service that validates, locks, bumps the generation and audits it
 (registry/services/). A ModelAdmin's default save would skip all of that — an "Add skill version"

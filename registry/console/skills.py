@@ -42,15 +42,16 @@ from registry.services.skills import (
     skill_file_set_executable,
     skill_files_add,
     skill_md_check,
+    skill_md_publish,
+    skill_md_target,
     skill_set_enabled,
     skill_version_publish,
-    skill_version_revise,
 )
 from registry.services.usage import usage_offers_roll_up
-from registry.skillformat.bundle import Bundle, bundle_from_parts, read_picked_folder, read_zip
+from registry.skillformat.bundle import Bundle, read_picked_folder, read_zip
 from registry.skillformat.rendering import render_markdown
 from registry.skillformat.skill_templates import KINDS, PROMPT, skill_template
-from registry.skillformat.skillmd import KNOWN_TRIGGERS, Issue, parse_skill_md
+from registry.skillformat.skillmd import KNOWN_TRIGGERS, Issue
 from registry.skillformat.token_count import count_tokens
 
 READ, WRITE = "skills:read", "skills:write"
@@ -373,7 +374,15 @@ def _editor(request, *, skill: Skill | None, initial_text: str, base_version: in
     # "Publish as read" accepts the reading of the text it showed: an edit made since is shown first.
     accept_lenient = form.cleaned_data["accept_lenient"] and form.cleaned_data["read_sha256"] == _text_sha256(text)
     on_domain_error(request, lambda error: _refused(request, context, error, text=text, expected_name=expected_name))
-    result = _publish_text(request, skill=skill, text=text, form=form, accept_lenient=accept_lenient)
+    result = skill_md_publish(
+        skill=skill,
+        skill_md=text,
+        base_version=form.cleaned_data["base_version"],
+        template=form.cleaned_data.get("template") or PROMPT,
+        message=form.cleaned_data["message"] or ("Created in the console" if skill is None else ""),
+        accept_lenient=accept_lenient,
+        actor=_actor(request),
+    )
     _flash_publish(request, result)
     return redirect(_skill_url(result.skill))
 
@@ -390,55 +399,10 @@ def _refused(request, context: dict, error: ApplicationError, *, text: str, expe
     return render(request, "registry/skills/edit.html", context, status=error.status)
 
 
-def _publish_text(request, *, skill: Skill | None, text: str, form: PublishForm, accept_lenient: bool) -> PublishResult:
-    message = form.cleaned_data["message"] or ("Created in the console" if skill is None else "")
-    base_version = form.cleaned_data["base_version"]
-    actor = _actor(request)
-    if skill is not None:
-        return skill_version_revise(
-            skill=skill,
-            base_version=base_version,
-            skill_md=text,
-            message=message,
-            accept_lenient=accept_lenient,
-            actor=actor,
-        )
-    existing = _existing_user_skill(text)
-    if existing is not None and base_version:
-        # "Publish on top" from a conflict on the New page: an edit of the skill that exists.
-        return skill_version_revise(
-            skill=existing,
-            base_version=base_version,
-            skill_md=text,
-            message=message,
-            accept_lenient=accept_lenient,
-            actor=actor,
-        )
-    # base_version 0: creating, so a user skill of that name that already exists is a conflict.
-    template = skill_template(form.cleaned_data.get("template") or PROMPT, name="unused")
-    bundle = bundle_from_parts(text.encode("utf-8"), template.files, limits=registry_limits())
-    return skill_version_publish(
-        bundle=bundle,
-        source=SkillSource.USER,
-        message=message,
-        base_version=0,
-        accept_lenient=accept_lenient,
-        actor=actor,
-    )
-
-
-def _existing_user_skill(text: str) -> Skill | None:
-    try:
-        name = parse_skill_md(text, limits=registry_limits()).name
-        return selectors.skill_get(name=name, source=SkillSource.USER)
-    except ApplicationError:
-        return None
-
-
 def _conflict(request, context: dict, exc: VersionConflict, *, text: str, expected_name: str | None) -> HttpResponse:
     """HTTP 409: their newest version, the diff from it to the user's text (kept in the editor),
     and a Publish button whose base is their version, for once the user has looked."""
-    skill = context["skill"] or _existing_user_skill(text)
+    skill = context["skill"] or skill_md_target(skill_md=text)
     theirs = selectors.skill_version_for(skill=skill, label="latest") if skill else None
     context.update(
         check=live_check(text, expected_name=expected_name),

@@ -4,6 +4,8 @@ Django's own user and group screens, whose saves these services audit like every
 
 from __future__ import annotations
 
+import secrets
+from dataclasses import dataclass
 from typing import Any
 
 from django.contrib.auth import get_user_model
@@ -15,7 +17,7 @@ from django.db.models import Field, Q
 
 from registry.errors import ApplicationError, Conflict, NotFound
 from registry.roles import ADMIN, ROLE_SCOPES, user_roles
-from registry.services.audit import Actor, audit_record
+from registry.services.audit import SYSTEM, Actor, audit_record
 
 
 def account_snapshot(user) -> dict[str, Any]:
@@ -140,3 +142,32 @@ def account_role_set(*, username: str, role: str, actor: Actor):
         _role_apply(user, role)
         account_saved(user=user, before=before, actor=actor)
     return user
+
+
+@dataclass(frozen=True)
+class AdminEnsured:
+    created: bool
+    generated_password: str | None  # set when the account was created without a given password
+
+
+def account_admin_ensure(*, username: str, password: str = "", actor: Actor = SYSTEM) -> AdminEnsured:
+    """Make sure `username` exists as an admin (the first login of `make run`).
+
+    A missing account is created as a superuser holding the admin role, with `password` or, when
+    none is given, a generated one, returned as the only time it is known. An existing account
+    keeps its roles; a given `password` replaces its password.
+    """
+    User = get_user_model()
+    with transaction.atomic():
+        user = User.objects.select_for_update().filter(username=username).first()
+        if user is None:
+            generated = None if password else secrets.token_urlsafe(12)
+            user = User.objects.create_superuser(username=username, email="", password=password or generated)
+            _role_apply(user, ADMIN)
+            account_saved(user=user, before=None, actor=actor)
+            return AdminEnsured(created=True, generated_password=generated)
+        if password:
+            user.set_password(password)
+            user.save(update_fields=["password"])
+            account_password_set(user=user, actor=actor)
+    return AdminEnsured(created=False, generated_password=None)

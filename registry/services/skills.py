@@ -34,6 +34,7 @@ from registry.skillformat.bundle import (
     read_folder,
     read_zip,
 )
+from registry.skillformat.skill_templates import PROMPT, skill_template
 from registry.skillformat.skillmd import Issue, ParsedSkill, read_skill_md
 from registry.skillformat.token_count import count_tokens
 
@@ -354,6 +355,51 @@ def skill_version_revise(
         base_version=base_version,
         expected_name=skill.name,
         accept_lenient=accept_lenient or (bool(base_version) and bundle.skill_md == base.skill_md),
+        actor=actor,
+    )
+
+
+def skill_md_target(*, skill_md: str) -> Skill | None:
+    """The user skill a SKILL.md text names, when the text can be read and that skill exists."""
+    reading = skill_md_check(skill_md=skill_md, accept_lenient=True).reading
+    found = selectors.skills_named(name=reading.name, source=SkillSource.USER) if reading else []
+    return found[0] if found else None
+
+
+def skill_md_publish(
+    *,
+    skill: Skill | None,
+    skill_md: str,
+    base_version: int,
+    template: str = PROMPT,
+    message: str = "",
+    accept_lenient: bool = False,
+    actor: Actor = SYSTEM,
+) -> PublishResult:
+    """Publish a SKILL.md text written in an editor: the next version of `skill`, or, with no
+    skill (the New page), a new user skill with `template`'s files.
+
+    From the New page, a `base_version` other than 0 is "publish on top" after a conflict: an edit
+    of the user skill the text names. Base version 0 means creating, so a user skill of that name
+    that exists already is a VersionConflict.
+    """
+    target = skill or (skill_md_target(skill_md=skill_md) if base_version else None)
+    if target is not None:
+        return skill_version_revise(
+            skill=target,
+            base_version=base_version,
+            skill_md=skill_md,
+            message=message,
+            accept_lenient=accept_lenient,
+            actor=actor,
+        )
+    files = skill_template(template, name="unused").files
+    return skill_version_publish(
+        bundle=bundle_from_parts(skill_md.encode("utf-8"), files, limits=registry_limits()),
+        source=SkillSource.USER,
+        message=message,
+        base_version=0,
+        accept_lenient=accept_lenient,
         actor=actor,
     )
 

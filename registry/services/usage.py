@@ -305,8 +305,8 @@ def _store_and_roll_up(events: list[UsageEventInput], *, source: str, now: dt.da
 
 
 def usage_statements_compile() -> None:
-    """Compile the statement `usage_record` reuses, now rather than in a worker's first turn
-    (~60 ms of the ORM's compiling). A pool process never rolls offers up: the reaper (in the
+    """Compile the statement `usage_record` reuses, now rather than in a worker's first turn,
+    which would wait for the ORM's compiling. A pool process never rolls offers up: the reaper (in the
     worker's main process) and readers compile that statement on first use."""
     if connection.vendor == "postgresql":
         _usage_record_sql()

@@ -48,7 +48,7 @@ from yaml.resolver import Resolver
 
 try:
     # libyaml's event parser, with PyYAML's Python composer on top (the composer is where the
-    # nesting bound lives). About 3x faster than the pure-Python scanner on large input.
+    # nesting bound lives): the pure-Python scanner is the slow part on large input.
     from yaml._yaml import CParser as _CParser
 except ImportError:  # PyYAML built without libyaml
     _CParser = None  # type: ignore[assignment, misc]

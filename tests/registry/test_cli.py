@@ -188,6 +188,24 @@ def test_ensure_admin_creates_the_account_once_and_prints_how_to_log_in(monkeypa
     assert "Log in as 'boss'" in output
 
 
+def test_ensure_admin_generates_a_password_keeps_it_and_audits_the_account(monkeypatch, settings, tmp_path):
+    settings.VAR_DIR = tmp_path
+    monkeypatch.delenv("DJANGO_SUPERUSER_USERNAME", raising=False)
+    monkeypatch.delenv("DJANGO_SUPERUSER_PASSWORD", raising=False)
+
+    first = run("ensure_admin")
+    again = run("ensure_admin")
+
+    from django.contrib.auth import get_user_model
+
+    password = (tmp_path / "admin-password.txt").read_text().strip()
+    admin = get_user_model().objects.get(username="admin")
+    assert admin.is_superuser and admin.check_password(password)
+    assert stat.S_IMODE((tmp_path / "admin-password.txt").stat().st_mode) == 0o600
+    assert f"password: {password}" in first and f"password: {password}" in again
+    assert list(AuditLog.objects.filter(object_repr="admin").values_list("action", "via")) == [("user.create", "cli")]
+
+
 # --- export: DEST/NAME/ for one or all, labels that a skill lacks (issue 13, item 4) ----------
 
 

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from registry.errors import InvalidSkill
-from registry.models import Skill, SkillVersion
-from registry.services.skills import skill_version_publish
+from registry.errors import InvalidSkill, VersionConflict
+from registry.models import Skill, SkillSource, SkillVersion
+from registry.services.skills import skill_md_publish, skill_md_target, skill_version_publish
 from registry.skillformat.bundle import bundle_from_parts
-from tests.factories import make_skill_md
+from registry.skillformat.skill_templates import SCRIPT
+from tests.factories import make_skill_md, publish
 
 pytestmark = pytest.mark.django_db
 
@@ -47,3 +48,40 @@ def test_a_name_that_only_deviates_from_the_spec_is_stored_with_a_warning():
     result = publish_bundle("---\nname: My_Skill\ndescription: Uppercase and underscores.\n---\nbody\n")
     assert result.created
     assert any(w.field == "name" for w in result.warnings)
+
+
+# --- skill_md_publish: the editors' publish of a SKILL.md text ------------------------------
+
+
+def test_a_text_from_the_new_page_creates_a_user_skill_with_its_templates_files():
+    result = skill_md_publish(skill=None, skill_md=make_skill_md("fresh"), base_version=0, template=SCRIPT)
+
+    assert result.created and result.skill.source == SkillSource.USER and result.version.number == 1
+    assert [(f.path, f.executable) for f in result.version.files.all()] == [("scripts/check.sh", True)]
+
+
+def test_creating_from_the_new_page_a_user_skill_that_exists_is_a_version_conflict():
+    publish("taken")
+
+    with pytest.raises(VersionConflict):
+        skill_md_publish(skill=None, skill_md=make_skill_md("taken", body="# Mine\n"), base_version=0)
+
+    assert SkillVersion.objects.filter(skill__name="taken").count() == 1
+
+
+def test_publishing_on_top_from_the_new_page_revises_the_user_skill_the_text_names():
+    publish("taken", files=[("scripts/run.sh", b"echo hi\n", True)])
+    mine = make_skill_md("taken", body="# Mine\n")
+
+    result = skill_md_publish(skill=None, skill_md=mine, base_version=1, template=SCRIPT)
+
+    assert result.version.number == 2 and result.version.skill_md == mine
+    assert [f.path for f in result.version.files.all()] == ["scripts/run.sh"]  # its files, not the template's
+    assert skill_md_target(skill_md=mine) == result.skill
+
+
+def test_a_text_that_names_no_existing_user_skill_has_no_target():
+    publish("workspace-only", source=SkillSource.WORKSPACE)
+
+    assert skill_md_target(skill_md=make_skill_md("workspace-only")) is None
+    assert skill_md_target(skill_md="not a skill") is None

@@ -8,14 +8,13 @@ so later runs can print it again; setting the variable later resets the password
 from __future__ import annotations
 
 import os
-import secrets
 
 from django.conf import settings
-from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Group
 from django.core.management.base import BaseCommand, CommandParser
 
 from config.local_state import private_file_create
+from registry.services.accounts import account_admin_ensure
+from registry.services.audit import Actor
 
 
 class Command(BaseCommand):
@@ -25,24 +24,18 @@ class Command(BaseCommand):
         parser.add_argument("--url", default="http://127.0.0.1:8000/")
 
     def handle(self, *args, url: str, **options) -> None:
-        User = get_user_model()
         username = os.environ.get("DJANGO_SUPERUSER_USERNAME") or "admin"
         password = os.environ.get("DJANGO_SUPERUSER_PASSWORD") or ""
         password_file = settings.VAR_DIR / "admin-password.txt"
 
-        user = User.objects.filter(username=username).first()
-        if user is None:
-            if not password:
-                password = secrets.token_urlsafe(12)
-                # Replaced, not rewritten: an existing file keeps its old mode, a new one is 0600.
-                password_file.unlink(missing_ok=True)
-                private_file_create(password_file, password + "\n")
-            user = User.objects.create_superuser(username=username, email="", password=password)
-            user.groups.add(*Group.objects.filter(name="admin"))
-            how = f"password: {password}"
+        ensured = account_admin_ensure(username=username, password=password, actor=Actor(via="cli"))
+        if ensured.generated_password:
+            # Replaced, not rewritten: an existing file keeps its old mode, a new one is 0600.
+            password_file.unlink(missing_ok=True)
+            private_file_create(password_file, ensured.generated_password + "\n")
+        if ensured.created:
+            how = f"password: {password or ensured.generated_password}"
         elif password:
-            user.set_password(password)
-            user.save(update_fields=["password"])
             how = "password: the value of DJANGO_SUPERUSER_PASSWORD"
         elif password_file.exists():
             how = f"password: {password_file.read_text().strip()}"

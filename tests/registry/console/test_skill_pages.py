@@ -214,6 +214,20 @@ def test_creating_a_name_that_exists_is_a_conflict_not_a_silent_new_version(auth
     assert SkillVersion.objects.count() == 1
 
 
+def test_the_new_pages_conflict_shows_theirs_and_publishing_on_top_revises_their_skill(author_client):
+    publish("demo-skill", description="Their words.")
+    mine = make_skill_md(body="# Other\n")
+
+    response = author_client.post("/skills/new/", _publish_form(mine, 0))
+    html = response.content.decode()
+    again = author_client.post("/skills/new/", _publish_form(mine, 1))
+
+    assert response.status_code == 409
+    assert 'name="base_version" value="1"' in html and "Their words." in html
+    assert again.status_code == 302
+    assert SkillVersion.objects.get(skill__name="demo-skill", number=2).skill_md == mine
+
+
 def test_publishing_identical_content_creates_nothing_and_says_so(author_client):
     publish("demo-skill")
 
