@@ -5,7 +5,8 @@ those under `if TYPE_CHECKING`):
 - selectors never import services (a read that writes hides a service in a selector);
 - the registry never imports the agents app;
 - the agent runtime (agents/runtime/) imports nothing from Django, DRF or Celery, and from the
-  registry only modules that import none of them either, however indirectly;
+  registry only modules that import none of them either, however indirectly (read from the
+  statements, and checked again by importing every runtime module in a fresh interpreter);
 - at most six modules lie loose at the registry root besides `apps`, `models`, `admin` and `urls`:
   the rest live in a folder that names their concept;
 - the SKILL.md format (registry/skillformat/) and the matching libraries (registry/matching/) import
@@ -18,6 +19,8 @@ those under `if TYPE_CHECKING`):
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from functools import cache
 from pathlib import Path
 
@@ -182,6 +185,22 @@ def test_the_agent_runtime_imports_no_framework_and_only_plain_registry_librarie
                 if _is_framework(name) or not own.startswith("registry.") or _imports_a_framework(own):
                     found.append(f"{module} imports {name}")
     assert found == []
+
+
+def test_importing_every_runtime_module_loads_no_framework():
+    """The same rule as the agent runtime's above, as a fresh interpreter sees it: what the
+    imports load, however they are written."""
+    script = (
+        "import importlib, pkgutil, sys\n"
+        "import agents.runtime as runtime\n"
+        "for found in pkgutil.iter_modules(runtime.__path__):\n"
+        "    importlib.import_module(f'agents.runtime.{found.name}')\n"
+        f"print(sorted(name for name in sys.modules if name.split('.')[0] in {FRAMEWORKS!r}))\n"
+    )
+    loaded = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, check=True, env={"PATH": ""}
+    )
+    assert loaded.stdout.strip() == "[]"
 
 
 def test_function_level_imports_are_only_for_heavy_libraries_or_app_ready():
