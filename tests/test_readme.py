@@ -1,4 +1,4 @@
-"""The README's examples run as written against a fresh `make run` (issue 13), so it cannot drift.
+"""The README's examples run as written against a fresh `make run` so it cannot drift.
 
 The extraction rule (also stated in README.md): every fenced block whose info string is exactly
 `sh` is an example that must work as written, on a fresh clone, after `make run`, from the

@@ -1,4 +1,4 @@
-"""Settings are read and checked at start-up, and importing them writes nothing (issue 9)."""
+"""Settings are read and checked at start-up, and importing them writes nothing."""
 
 from __future__ import annotations
 

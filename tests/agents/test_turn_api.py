@@ -144,7 +144,7 @@ def test_feedback_on_an_unfinished_turn_is_a_409_conflict(make_token):
     assert response.json()["fields"] == {"turn": "queued"}
 
 
-# --- an unknown forced skill is refused at submission (issue 13, item 6) ----------------------
+# --- an unknown forced skill is refused at submission ---------------------------------------
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""The Django admin is no write path around the services (issue 14): the registry's and the
+"""The Django admin is no write path around the services: the registry's and the
 runtime's records are read-only there; what it still writes goes through a service and is audited."""
 
 from __future__ import annotations

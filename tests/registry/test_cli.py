@@ -206,7 +206,7 @@ def test_ensure_admin_generates_a_password_keeps_it_and_audits_the_account(monke
     assert list(AuditLog.objects.filter(object_repr="admin").values_list("action", "via")) == [("user.create", "cli")]
 
 
-# --- export: DEST/NAME/ for one or all, labels that a skill lacks (issue 13, item 4) ----------
+# --- export: DEST/NAME/ for one or all, labels that a skill lacks ----------------------------
 
 
 def publish_versions(name: str, count: int) -> None:
@@ -274,7 +274,7 @@ def test_export_all_into_a_used_folder_exports_the_others_then_fails(tmp_path):
     assert (tmp_path / "out" / "alpha" / "mine.txt").read_text() == "keep me"
 
 
-# --- list: which version each column is, and the labels (issue 13, item 5) --------------------
+# --- list: which version each column is, and the labels ----------------------------------
 
 
 def test_list_shows_latest_and_served_versions_and_the_labels():
@@ -293,7 +293,7 @@ def test_list_shows_latest_and_served_versions_and_the_labels():
     assert "production, else latest" in err.getvalue()
 
 
-# --- tokens list (issue 13, item 3) ------------------------------------------------------------
+# --- tokens list ----------------------------------------------------------------------------
 
 
 def test_tokens_list_shows_every_token_without_its_secret():

@@ -1,4 +1,4 @@
-"""Portability warnings (issue 13, item 8), checked against the Agent Skills reference validator.
+"""Portability warnings, checked against the Agent Skills reference validator.
 
 skills-ref (`agentskills validate`) is the strictest client we know: it refuses a UTF-8 BOM,
 YAML flow style and any top-level field outside the spec. The registry keeps accepting all of

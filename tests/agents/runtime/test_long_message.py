@@ -1,5 +1,5 @@
 """A turn message at AGENT_MAX_MESSAGE_CHARS (a pasted log) fits the model by trimming, as the
-runtime trims any oversize context (issue 14: the cap became a setting, default 200,000)."""
+runtime trims any oversize context (the cap is a setting, default 200,000)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The OpenAPI schema and Swagger UI need a login or a token unless API_DOCS_PUBLIC=true (issue 14)."""
+"""The OpenAPI schema and Swagger UI need a login or a token unless API_DOCS_PUBLIC=true."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Hostile inputs from issue 14 over the real HTTP layer: each is a clear 4xx, never a 500, and
+"""Hostile inputs over the real HTTP layer: each is a clear 4xx, never a 500, and
 nothing is written. (docs/reliability.md lists them, each line backed by a test here.)"""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Rule patterns that are linear but slow (issue 14, Medium): RE2 falls back from its DFA to a
+"""Rule patterns that are linear but slow: RE2 falls back from its DFA to a
 simulation costing query length x program size on large counted repetitions. Such patterns are
 refused when the rule is saved, and one resolve has a total time budget for rules saved before."""
 

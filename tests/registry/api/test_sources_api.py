@@ -1,4 +1,4 @@
-"""Only `skills sync` writes the bundled source (issue 14): the API refuses `source: bundled`,
+"""Only `skills sync` writes the bundled source: the API refuses `source: bundled`,
 an edit to a bundled skill becomes a user skill, and a bundled skill changed around the sync is
 restored by the next sync."""
 

@@ -1,4 +1,4 @@
-"""A token can do no more than its owner's role (issue 14): scopes beyond the role are refused
+"""A token can do no more than its owner's role: scopes beyond the role are refused
 when the token is created (service, CLI), and cut on every request when the role later shrinks."""
 
 from __future__ import annotations
