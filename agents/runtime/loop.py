@@ -56,6 +56,11 @@ def run_turn(
 
 
 class _Turn:
+    """The steps of one turn: prepare the prompt, then ask the model and answer its tool calls
+    until it answers or a limit stops it. What happened is kept by the journal (trace, checkpoints,
+    clock, result); tool calls are answered by the dispatcher, a rule's auto_invoke by the
+    auto-invoker."""
+
     def __init__(
         self,
         request: TurnRequest,
