@@ -114,7 +114,7 @@ def _publish_body(bundle: SkillBundle, *, base_version: int, message: str) -> di
         skill_md = bundle.skill_md.decode("utf-8")
     except UnicodeDecodeError:
         raise RegistryError(f"{bundle.name}/{SKILL_MD} is not valid UTF-8.") from None
-    files = []
+    files: list[dict[str, object]] = []
     for f in bundle.files:
         if f.path == SKILL_MD:
             continue
