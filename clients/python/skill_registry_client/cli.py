@@ -65,6 +65,7 @@ def pull(args: argparse.Namespace) -> int:
     lock = Lockfile.read(directory)
     if args.all:
         names = _every_skill(transport, args.label)
+    pulled = 0
     try:
         for name in names:
             detail = transport.request("GET", skill_path(name), params={"label": args.label}).json()
@@ -75,9 +76,11 @@ def pull(args: argparse.Namespace) -> int:
                 )
             write_folder(bundle, directory / name)
             lock.skills[name] = {**bundle.lock_entry(), "label": args.label}
+            pulled += 1
             print(f"{name}: version {bundle.version} ({len(bundle.files)} files)")
     finally:
-        lock.write()  # what was written so far is recorded, even when a later skill fails
+        if pulled:
+            lock.write()  # what was written so far is recorded, even when a later skill fails
     print(f"{len(names)} skills in {directory}, {LOCK_NAME} written")
     return 0
 

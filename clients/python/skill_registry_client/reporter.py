@@ -10,6 +10,7 @@ import logging
 import threading
 import time
 import uuid
+import weakref
 from collections.abc import Iterable, Mapping
 
 from skill_registry_client.errors import RegistryError, RegistryUnavailable
@@ -33,6 +34,13 @@ def _prepared(event: Mapping) -> dict:
     return prepared
 
 
+def _close_at_exit(reporter: weakref.ref[UsageReporter]) -> None:
+    # A weak reference: registering the reporter itself would keep every client ever made alive.
+    alive = reporter()
+    if alive is not None:
+        alive.close()
+
+
 class UsageReporter:
     def __init__(self, transport: Transport, *, batch_size: int = 100, interval: float = 2.0) -> None:
         self._transport = transport
@@ -49,7 +57,7 @@ class UsageReporter:
         self.accepted = 0
         self.duplicates = 0
         self.dropped = 0
-        atexit.register(self.close)
+        atexit.register(_close_at_exit, weakref.ref(self))
 
     def report(self, events: Iterable[Mapping]) -> list[str]:
         """Queue events (dicts as POST /usage takes them); returns their event ids."""
