@@ -369,3 +369,22 @@ def test_events_still_queued_at_exit_are_sent(registry, token):
     done = subprocess.run([sys.executable, "-c", script, registry.url, token], capture_output=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert UsageEvent.objects.filter(event_id="at-exit").exists()
+
+
+def test_pull_with_a_label_takes_the_version_it_points_to(registry, token, tmp_path):
+    publish(registry, token, "labelled", "# Labelled\nOne.")
+    publish(registry, token, "labelled", "# Labelled\nTwo.", base_version=1)
+    publish(registry, token, "unlabelled", "# Unlabelled\nOnly latest.")
+    Transport(registry.url, token).request("PUT", "skills/labelled/labels/staging", json_body={"version": 1})
+    out = tmp_path / "staging"
+
+    done = skillreg(registry, token, "pull", "--all", "--label", "staging", str(out))
+
+    assert done.returncode == 0, done.stderr
+    lock = json.loads((out / "skills.lock").read_text())["skills"]
+    assert list(lock) == ["labelled"]  # a skill without the label is not pulled
+    assert (lock["labelled"]["version"], lock["labelled"]["label"]) == (1, "staging")
+    assert (out / "labelled" / "SKILL.md").read_text().endswith("One.\n")
+    missing = skillreg(registry, token, "pull", "no-such-skill", str(tmp_path / "none"))
+    assert missing.returncode == 1 and "skills/no-such-skill: 404" in missing.stderr
+    assert not (tmp_path / "none" / "skills.lock").exists()
