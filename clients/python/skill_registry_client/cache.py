@@ -14,6 +14,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+_PRUNE_EVERY = 128  # writes between two looks at the folder's size
+
 
 @dataclass(frozen=True)
 class Entry:
@@ -31,9 +33,17 @@ class Entry:
 
 class ResponseCache:
     """Bounded LRU in memory; every fresh answer also written to `directory` (one JSON file per
-    key, replaced atomically, so readers in other processes never see half a file)."""
+    key, replaced atomically, so readers in other processes never see half a file), which keeps
+    the `max_disk_entries` most recently written."""
 
-    def __init__(self, directory: str | os.PathLike | None, *, scope: str, max_entries: int = 1024) -> None:
+    def __init__(
+        self,
+        directory: str | os.PathLike | None,
+        *,
+        scope: str,
+        max_entries: int = 1024,
+        max_disk_entries: int = 10_000,
+    ) -> None:
         self.directory = Path(directory) if directory is not None else None
         if self.directory is not None:
             self.directory.mkdir(parents=True, exist_ok=True)
@@ -41,6 +51,8 @@ class ResponseCache:
         self._scope = hashlib.sha256(scope.encode("utf-8")).hexdigest()
         self._memory: OrderedDict[str, Entry] = OrderedDict()
         self._max = max_entries
+        self._max_disk = max_disk_entries
+        self._writes = 0
         self._lock = threading.Lock()
 
     def get(self, key: str) -> Entry | None:
@@ -107,3 +119,18 @@ class ResponseCache:
             os.replace(temporary, path)
         except OSError:
             Path(temporary).unlink(missing_ok=True)  # a cache that cannot be written is only slower
+        self._writes += 1
+        if self._writes % _PRUNE_EVERY == 0:
+            self._prune()
+
+    def _prune(self) -> None:
+        """Every resolve query is a key of its own: keep the folder to the newest answers."""
+        assert self.directory is not None
+        try:
+            files = [(entry.stat().st_mtime, entry.path) for entry in os.scandir(self.directory)]
+        except OSError:
+            return
+        if len(files) <= self._max_disk:
+            return
+        for _, path in sorted(files)[: len(files) - self._max_disk * 9 // 10]:
+            Path(path).unlink(missing_ok=True)

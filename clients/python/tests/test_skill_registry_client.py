@@ -16,6 +16,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from skill_registry_client import Client, RegistryError, RegistryUnavailable
+from skill_registry_client.cache import Entry, ResponseCache
 from skill_registry_client.folders import (
     SkillBundle,
     SkillFile,
@@ -204,3 +205,13 @@ def test_reports_are_retried_with_their_ids_after_the_registry_fails(stand_in):
     with pytest.raises(ValueError, match="kind"):
         client.report([{"kind": "used", "skill": "demo"}])
     client.close()
+
+
+def test_the_disk_cache_keeps_the_newest_answers(tmp_path):
+    cache = ResponseCache(tmp_path, scope="s", max_disk_entries=100)
+    for number in range(300):
+        cache.put(Entry(key=f"k{number}", etag='"e"', body=b"{}", checked_at=float(number)))
+    kept = len(list(tmp_path.iterdir()))
+    assert 90 <= kept <= 100 + 128
+    assert ResponseCache(tmp_path, scope="s").get("k299") is not None
+    assert ResponseCache(tmp_path, scope="s").get("k0") is None
