@@ -315,6 +315,15 @@ def test_push_publishes_changed_folders_with_the_locks_base_version(registry, to
     assert Skill.objects.get(name="push-a").latest_version == 3
     assert json.loads((out / "skills.lock").read_text())["skills"]["push-a"]["version"] == 2
 
+    # Pulling over the unpublished edit would lose it: refused, unless asked for.
+    refused = skillreg(registry, token, "pull", "push-a", str(out))
+    assert refused.returncode == 1 and "push-a: changed in" in refused.stderr
+    assert "Mine too." in skill_md.read_text()
+    forced = skillreg(registry, token, "pull", "--force", "push-a", str(out))
+    assert forced.returncode == 0, forced.stderr
+    assert skill_md.read_text().endswith("Theirs.\n")
+    assert json.loads((out / "skills.lock").read_text())["skills"]["push-a"]["version"] == 3
+
 
 def test_validate_reports_errors_with_their_line(tmp_path, token, registry):
     good = tmp_path / "good"

@@ -65,6 +65,13 @@ def pull(args: argparse.Namespace) -> int:
     lock = Lockfile.read(directory)
     if args.all:
         names = _every_skill(transport, args.label)
+    if not args.force:
+        edited = [name for name in names if _has_local_changes(directory / name, lock.skills.get(name))]
+        if edited:
+            raise RegistryError(
+                f"{', '.join(edited)}: changed in {directory} since the last pull (or not pulled by skillreg); "
+                "push the changes first, or pass --force to replace them."
+            )
     pulled = 0
     try:
         for name in names:
@@ -83,6 +90,17 @@ def pull(args: argparse.Namespace) -> int:
             lock.write()  # what was written so far is recorded, even when a later skill fails
     print(f"{len(names)} skills in {directory}, {LOCK_NAME} written")
     return 0
+
+
+def _has_local_changes(folder: Path, locked: dict | None) -> bool:
+    if not folder.exists() and not folder.is_symlink():
+        return False
+    if locked is None or not (folder / SKILL_MD).is_file():
+        return True
+    try:
+        return bundle_from_folder(folder).fingerprint != locked.get("fingerprint")
+    except RegistryError:
+        return True  # unreadable as a skill: not something to delete unasked
 
 
 def _pull_frozen(transport: Transport, directory: Path, names: list[str], args: argparse.Namespace) -> int:
@@ -197,6 +215,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--all", action="store_true", help="every enabled skill (with --label: those carrying it)")
     p.add_argument("--label", help="the version this label points to (default: each skill's served version)")
     p.add_argument("--frozen", action="store_true", help="install exactly DIR/skills.lock; fail if content differs")
+    p.add_argument("--force", action="store_true", help="replace folders changed since the last pull")
     p.set_defaults(run=pull)
 
     p = commands.add_parser("push", help="publish changed folders, based on the versions in DIR/skills.lock")
