@@ -23,7 +23,6 @@ class Entry:
     etag: str
     body: bytes
     checked_at: float  # time.time() when the registry last answered 200 or 304 for it
-    meta: dict[str, str] = field(default_factory=dict)  # headers worth keeping (X-Skill-Version)
     unreachable: bool = False  # the last attempt to confirm it could not reach the registry
     parsed: Any = field(default=None, compare=False)  # the body as the client reads it, parsed once
 
@@ -71,6 +70,13 @@ class ResponseCache:
         if persist:
             self._write(entry)
 
+    def forget(self, key: str) -> None:
+        with self._lock:
+            self._memory.pop(key, None)
+        path = self._file(key)
+        if path is not None:
+            path.unlink(missing_ok=True)
+
     def _remember(self, entry: Entry) -> None:
         with self._lock:
             self._memory[entry.key] = entry
@@ -96,7 +102,6 @@ class ResponseCache:
                 etag=stored["etag"],
                 body=base64.b64decode(stored["body"]),
                 checked_at=float(stored["checked_at"]),
-                meta=dict(stored.get("meta") or {}),
             )
         except (OSError, ValueError, KeyError, TypeError):
             return None  # missing or unreadable: as if never cached
@@ -110,7 +115,6 @@ class ResponseCache:
             "etag": entry.etag,
             "body": base64.b64encode(entry.body).decode("ascii"),
             "checked_at": entry.checked_at,
-            "meta": entry.meta,
         }
         handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
         try:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from skill_registry_client.cache import Entry, ResponseCache
-from skill_registry_client.errors import RegistryUnavailable
+from skill_registry_client.errors import RegistryError, RegistryUnavailable
 from skill_registry_client.folders import SkillFile, bundle_from_zip
 from skill_registry_client.reporter import UsageReporter
 from skill_registry_client.transport import Transport, skill_path
@@ -174,13 +174,11 @@ class Client:
             self.cache.put(fresh, persist=False)
             return self._parsed(fresh, parse)
         self.stats.fetched += 1
-        meta = {name: answer.headers[name] for name in ("X-Skill-Version",) if answer.headers.get(name)}
         fresh = Entry(
             key=key,
             etag=answer.headers.get("ETag", ""),
             body=answer.body,
             checked_at=now,
-            meta=meta,
             parsed=parse(answer.body),
         )
         self.cache.put(fresh)
@@ -198,8 +196,10 @@ class Client:
                 self._revalidate(key, request, entry, parse)
             except RegistryUnavailable:
                 self.cache.put(replace(entry, unreachable=True), persist=False)
-            except Exception:  # noqa: BLE001 - the next foreground call raises it to the caller
-                pass
+            except RegistryError:
+                # Refused now (the skill is gone, the token revoked): the next call asks again
+                # and raises it, rather than serving an answer the registry no longer gives.
+                self.cache.forget(key)
             finally:
                 with self._lock:
                     self._revalidating.discard(key)

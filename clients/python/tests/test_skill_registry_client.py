@@ -15,7 +15,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from skill_registry_client import Client, RegistryError, RegistryUnavailable
+from skill_registry_client import Client, NotFound, RegistryError, RegistryUnavailable
 from skill_registry_client.cache import Entry, ResponseCache
 from skill_registry_client.folders import (
     SkillBundle,
@@ -117,6 +117,7 @@ class StandIn(BaseHTTPRequestHandler):
 
     answer = {"skills": [], "prompt_block": "", "instructions": [], "fired_rules": []}
     unavailable = 0  # answer this many requests with 503 first
+    gone = False  # answer 404
     log: list[tuple[str, int]] = []
     event_ids: list[str] = []
 
@@ -126,6 +127,8 @@ class StandIn(BaseHTTPRequestHandler):
         if cls.unavailable:
             cls.unavailable -= 1
             return self._send(503, b'{"error": "unavailable", "detail": "try later"}')
+        if cls.gone:
+            return self._send(404, b'{"error": "not_found", "detail": "gone"}')
         if self.path == "/api/v1/usage":
             fresh = [e["event_id"] for e in body["events"] if e["event_id"] not in cls.event_ids]
             cls.event_ids += fresh
@@ -152,7 +155,7 @@ class StandIn(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def stand_in():
-    StandIn.log, StandIn.event_ids, StandIn.unavailable = [], [], 0
+    StandIn.log, StandIn.event_ids, StandIn.unavailable, StandIn.gone = [], [], 0, False
     server = ThreadingHTTPServer(("127.0.0.1", 0), StandIn)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -192,6 +195,22 @@ def test_stale_while_revalidate_answers_at_once_and_refreshes_behind(stand_in):
         time.sleep(0.01)
     assert StandIn.log == [("/api/v1/resolve", 200), ("/api/v1/resolve", 304)]
     assert client.stats.background == 1
+
+
+def test_an_answer_the_registry_refuses_in_the_background_is_dropped(stand_in):
+    _, url = stand_in
+    client = Client(url, "t", ttl=0, stale_while_revalidate=60)
+    first = client.resolve("q")
+    key = '["POST","resolve",null,{"context":{},"label":null,"query":"q"}]'
+    assert client.cache.get(key) is not None
+    StandIn.gone = True
+    assert client.resolve("q") == first  # served while the revalidation runs
+    deadline = time.monotonic() + 5
+    while client.cache.get(key) is not None:
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    with pytest.raises(NotFound, match="gone"):
+        client.resolve("q")
 
 
 def test_reports_are_retried_with_their_ids_after_the_registry_fails(stand_in):
