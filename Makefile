@@ -23,8 +23,17 @@ $(VENV)/.installed-dev: $(VENV)/.installed requirements-dev.txt
 	$(PY) -m pip install --quiet --require-hashes -r requirements-dev.txt
 	touch $@
 
+# The client in clients/python is installed as its users install it, not imported from its
+# folder, so its tests and tests/clients exercise the installed package and its `skillreg`
+# script. --no-deps: it has none, and a local path cannot be hash-checked like requirements*.txt.
+CLIENT_SOURCES := clients/python/pyproject.toml $(wildcard clients/python/skill_registry_client/*.py)
+$(VENV)/.installed-client: $(VENV)/.installed-dev $(CLIENT_SOURCES)
+	$(PY) -m pip install --quiet --no-deps --force-reinstall ./clients/python
+	rm -rf clients/python/build clients/python/*.egg-info
+	touch $@
+
 install: $(VENV)/.installed
-install-dev: $(VENV)/.installed-dev
+install-dev: $(VENV)/.installed-client
 
 run: install
 	$(PY) config/local_state.py
@@ -39,7 +48,7 @@ test: install-dev
 
 lint: install-dev
 	$(VENV)/bin/ruff check .
-	$(VENV)/bin/mypy agents registry config
+	$(VENV)/bin/mypy agents registry config clients/python/skill_registry_client
 
 bench: install-dev
 	$(PY) bench/run_all.py

@@ -119,8 +119,11 @@ class PrivatePostgres:
 class Gunicorn:
     """The app under gunicorn's sync workers, as production runs it, on a free local port."""
 
-    def __init__(self, *, env: dict[str, str], workers: int = 2, root: Path = ROOT) -> None:
+    def __init__(
+        self, *, env: dict[str, str], workers: int = 2, root: Path = ROOT, extra_args: tuple[str, ...] = ()
+    ) -> None:
         self.port = free_port()
+        self.extra_args = extra_args  # more gunicorn options (an access log, threads)
         self.root = root  # the checkout whose code it serves
         self.env = env
         self.workers = workers
@@ -130,6 +133,7 @@ class Gunicorn:
     def start(self, timeout: float = 60) -> Gunicorn:
         command = [str(ROOT / ".venv" / "bin" / "gunicorn"), "config.wsgi", "--bind", f"127.0.0.1:{self.port}"]
         command += ["--workers", str(self.workers), "--worker-class", "sync", "--log-level", "warning"]
+        command += self.extra_args
         with self.log.open("ab") as log:
             self.process = subprocess.Popen(
                 command, env=self.env, cwd=self.root, stdout=log, stderr=subprocess.STDOUT, start_new_session=True

@@ -1,0 +1,242 @@
+"""`skillreg`: pull skills into a folder with a lockfile, install exactly the lock, publish edited
+folders, check folders before publishing. The registry is `SKILL_REGISTRY_URL` with the token
+`SKILL_REGISTRY_TOKEN` (or --url / --token)."""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import os
+import sys
+from pathlib import Path
+
+from skill_registry_client.errors import ContentMismatch, RegistryError, VersionConflict
+from skill_registry_client.folders import (
+    LOCK_NAME,
+    SKILL_MD,
+    Lockfile,
+    SkillBundle,
+    bundle_from_folder,
+    bundle_from_zip,
+    lock_differences,
+    skill_folders,
+    validate_folder,
+    write_folder,
+)
+from skill_registry_client.transport import Transport, skill_path
+
+PAGE = 500  # the API's largest page
+
+
+def _transport(args: argparse.Namespace) -> Transport:
+    if not args.url or not args.token:
+        raise RegistryError("Set SKILL_REGISTRY_URL and SKILL_REGISTRY_TOKEN (or pass --url and --token).")
+    return Transport(args.url, args.token, timeout=args.timeout)
+
+
+def _every_skill(transport: Transport, label: str | None) -> list[str]:
+    """The names agents get: effective, enabled skills (with `label`, those carrying it)."""
+    names: list[str] = []
+    offset = 0
+    while True:
+        page = transport.request("GET", "skills", params={"label": label, "limit": PAGE, "offset": offset}).json()
+        names += [row["name"] for row in page["results"] if row["effective"] and row["enabled"]]
+        offset += len(page["results"])
+        if not page.get("next") or not page["results"]:
+            return sorted(set(names))
+
+
+def _download(transport: Transport, name: str, *, version: int, source: str | None) -> SkillBundle:
+    answer = transport.request("GET", skill_path(name, "bundle.zip"), params={"version": version, "source": source})
+    return bundle_from_zip(name, answer.body, version=version, source=source)
+
+
+def pull(args: argparse.Namespace) -> int:
+    *names, target = args.names_and_dir
+    directory = Path(target)
+    if args.all and names:
+        raise RegistryError("Give skill names or --all, not both.")
+    if not args.all and not names and not args.frozen:
+        raise RegistryError("Name the skills to pull, or pass --all.")
+    transport = _transport(args)
+    if args.frozen:
+        return _pull_frozen(transport, directory, names, args)
+    directory.mkdir(parents=True, exist_ok=True)
+    lock = Lockfile.read(directory)
+    if args.all:
+        names = _every_skill(transport, args.label)
+    if not args.force:
+        edited = [name for name in names if _has_local_changes(directory / name, lock.skills.get(name))]
+        if edited:
+            raise RegistryError(
+                f"{', '.join(edited)}: changed in {directory} since the last pull (or not pulled by skillreg); "
+                "push the changes first, or pass --force to replace them."
+            )
+    pulled = 0
+    try:
+        for name in names:
+            detail = transport.request("GET", skill_path(name), params={"label": args.label}).json()
+            bundle = _download(transport, name, version=detail["version"], source=detail["source"])
+            if bundle.fingerprint != detail["fingerprint"]:
+                raise ContentMismatch(
+                    f"{name}: the zip of version {detail['version']} does not match its fingerprint.", skill=name
+                )
+            write_folder(bundle, directory / name)
+            lock.skills[name] = {**bundle.lock_entry(), "label": args.label}
+            pulled += 1
+            print(f"{name}: version {bundle.version} ({len(bundle.files)} files)")
+    finally:
+        if pulled:
+            lock.write()  # what was written so far is recorded, even when a later skill fails
+    print(f"{len(names)} skills in {directory}, {LOCK_NAME} written")
+    return 0
+
+
+def _has_local_changes(folder: Path, locked: dict | None) -> bool:
+    if not folder.exists() and not folder.is_symlink():
+        return False
+    if locked is None or not (folder / SKILL_MD).is_file():
+        return True
+    try:
+        return bundle_from_folder(folder).fingerprint != locked.get("fingerprint")
+    except RegistryError:
+        return True  # unreadable as a skill: not something to delete unasked
+
+
+def _pull_frozen(transport: Transport, directory: Path, names: list[str], args: argparse.Namespace) -> int:
+    if args.all or args.label:
+        raise RegistryError("--frozen installs exactly what skills.lock says: no --all or --label with it.")
+    lock = Lockfile.read(directory, required=True)
+    for name in names:
+        if name not in lock.skills:
+            raise ContentMismatch(f"{name}: not in {lock.path}.", skill=name)
+    chosen = names or sorted(lock.skills)
+    # Everything is checked before anything is written: a mismatch leaves the folder as it was.
+    bundles = []
+    for name in chosen:
+        locked = lock.skills[name]
+        bundle = _download(transport, name, version=locked["version"], source=locked.get("source"))
+        problems = lock_differences(name, locked, bundle)
+        if problems:
+            raise ContentMismatch(
+                f"{name} (version {locked['version']}): the registry's content differs from {LOCK_NAME}:\n  "
+                + "\n  ".join(problems),
+                skill=name,
+            )
+        bundles.append(bundle)
+    for bundle in bundles:
+        write_folder(bundle, directory / bundle.name)
+        print(f"{bundle.name}: version {bundle.version} (matches {LOCK_NAME})")
+    return 0
+
+
+def _publish_body(bundle: SkillBundle, *, base_version: int, message: str) -> dict:
+    try:
+        skill_md = bundle.skill_md.decode("utf-8")
+    except UnicodeDecodeError:
+        raise RegistryError(f"{bundle.name}/{SKILL_MD} is not valid UTF-8.") from None
+    files: list[dict[str, object]] = []
+    for f in bundle.files:
+        if f.path == SKILL_MD:
+            continue
+        if f.link is not None:
+            files.append({"path": f.path, "link": f.link})
+        else:
+            content = base64.b64encode(f.content).decode("ascii")
+            files.append({"path": f.path, "content_base64": content, "executable": f.executable})
+    return {"skill_md": skill_md, "files": files, "base_version": base_version, "message": message}
+
+
+def push(args: argparse.Namespace) -> int:
+    directory = Path(args.dir)
+    transport = _transport(args)
+    lock = Lockfile.read(directory)
+    failed = 0
+    for folder in skill_folders(directory):
+        name = folder.name
+        bundle = bundle_from_folder(folder)
+        locked = lock.skills.get(name)
+        if locked is not None and locked.get("fingerprint") == bundle.fingerprint:
+            print(f"{name}: unchanged (version {locked['version']})")
+            continue
+        # An edit of a bundled skill becomes a user skill of that name, new on the registry: 0 says
+        # "nobody has made one yet", so someone else's override is a conflict, not overwritten.
+        base = locked["version"] if locked is not None and locked.get("source") != "bundled" else 0
+        try:
+            result = transport.request(
+                "POST",
+                skill_path(name, "versions"),
+                json_body=_publish_body(bundle, base_version=base, message=args.message),
+            ).json()
+        except VersionConflict as error:
+            failed += 1
+            print(
+                f"{name}: conflict: the registry has version {error.latest_version}, your edit is of version {base}; "
+                f"pull it, redo the edit, push again.",
+                file=sys.stderr,
+            )
+            continue
+        except RegistryError as error:
+            failed += 1
+            print(f"{name}: not published: {error}", file=sys.stderr)
+            continue
+        published = SkillBundle(name=name, files=bundle.files, version=result["version"], source=result["source"])
+        lock.skills[name] = {**published.lock_entry(), "label": (locked or {}).get("label")}
+        lock.write()
+        what = "published version" if result["created"] else "identical to version"
+        print(f"{name}: {what} {result['version']}")
+    return 1 if failed else 0
+
+
+def validate(args: argparse.Namespace) -> int:
+    directory = Path(args.dir)
+    folders = [directory] if (directory / SKILL_MD).exists() else skill_folders(directory)
+    if not folders:
+        raise RegistryError(f"{directory} has no {SKILL_MD} and no skill folders.")
+    errors = warnings = 0
+    for folder in folders:
+        for issue in validate_folder(folder):
+            print(issue)
+            errors += issue.level == "error"
+            warnings += issue.level == "warning"
+    print(f"{len(folders)} skills checked: {errors} errors, {warnings} warnings")
+    return 1 if errors else 0
+
+
+def parser() -> argparse.ArgumentParser:
+    main = argparse.ArgumentParser(prog="skillreg", description=__doc__)
+    main.add_argument("--url", default=os.environ.get("SKILL_REGISTRY_URL"), help="default: $SKILL_REGISTRY_URL")
+    main.add_argument("--token", default=os.environ.get("SKILL_REGISTRY_TOKEN"), help="default: $SKILL_REGISTRY_TOKEN")
+    main.add_argument("--timeout", type=float, default=30.0, help="seconds per request (default 30)")
+    commands = main.add_subparsers(dest="command", required=True)
+
+    p = commands.add_parser("pull", help="write skill folders and DIR/skills.lock")
+    p.add_argument("names_and_dir", nargs="+", metavar="NAME… DIR", help="skills to pull, then the folder")
+    p.add_argument("--all", action="store_true", help="every enabled skill (with --label: those carrying it)")
+    p.add_argument("--label", help="the version this label points to (default: each skill's served version)")
+    p.add_argument("--frozen", action="store_true", help="install exactly DIR/skills.lock; fail if content differs")
+    p.add_argument("--force", action="store_true", help="replace folders changed since the last pull")
+    p.set_defaults(run=pull)
+
+    p = commands.add_parser("push", help="publish changed folders, based on the versions in DIR/skills.lock")
+    p.add_argument("dir", metavar="DIR")
+    p.add_argument("-m", "--message", default="Published with skillreg push", help="the version's message")
+    p.set_defaults(run=push)
+
+    p = commands.add_parser("validate", help="check SKILL.md of a skill folder, or of each folder in DIR")
+    p.add_argument("dir", metavar="DIR")
+    p.set_defaults(run=validate)
+    return main
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        return args.run(args)
+    except RegistryError as error:
+        print(f"skillreg: error: {error}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
