@@ -19,7 +19,11 @@ urlpatterns = [
     path("healthz", healthz, name="healthz"),
     # The Agent Skills discovery index (`npx skills add http://HOST`): anonymous, off by default.
     path(".well-known/agent-skills/index.json", discovery.DiscoveryIndexApi.as_view(), name="discovery-index"),
-    path(".well-known/agent-skills/<str:name>/SKILL.md", discovery.DiscoverySkillMdApi.as_view(), name="discovery-skill-md"),
+    path(
+        ".well-known/agent-skills/<str:name>/SKILL.md",
+        discovery.DiscoverySkillMdApi.as_view(),
+        name="discovery-skill-md",
+    ),
     path(".well-known/agent-skills/<str:name>.zip", discovery.DiscoveryArchiveApi.as_view(), name="discovery-archive"),
     # Browsers and bookmarks ask for /favicon.ico whatever the page's <link rel="icon"> says.
     path("favicon.ico", RedirectView.as_view(url=static("favicon.svg"), permanent=True)),

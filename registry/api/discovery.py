@@ -86,9 +86,7 @@ class DiscoveryApi(RawApiView):
         extra = {"X-Skill-Version": str(found.version)}
         if type == ARCHIVE_TYPE:
             extra["Content-Disposition"] = f'attachment; filename="{name}-v{found.version}.zip"'
-        return raw_response(
-            request, found.content, etag, found.content_type, extra=extra, cache_control=CACHE_CONTROL
-        )
+        return raw_response(request, found.content, etag, found.content_type, extra=extra, cache_control=CACHE_CONTROL)
 
 
 class DiscoveryIndexApi(DiscoveryApi):

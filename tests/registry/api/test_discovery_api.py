@@ -79,7 +79,11 @@ def _entry(index: dict, name: str) -> dict:
 def test_it_is_off_unless_a_label_is_named(anonymous, settings):
     settings.DISCOVERY_LABEL = None
     publish("commit-style")
-    for path in (INDEX, "/.well-known/agent-skills/commit-style/SKILL.md", "/.well-known/agent-skills/commit-style.zip"):
+    for path in (
+        INDEX,
+        "/.well-known/agent-skills/commit-style/SKILL.md",
+        "/.well-known/agent-skills/commit-style.zip",
+    ):
         response = anonymous.get(path)
         assert response.status_code == 404
         assert response.json()["error"] == "not_found"
