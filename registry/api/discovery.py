@@ -16,7 +16,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers
 
-from registry.api.base import RawApiView, raw_response
+from registry.api.base import RawApiView, if_none_match, not_modified, raw_response
 from registry.api.schema import errors
 from registry.errors import NotFound
 from registry.selectors.discovery import (
@@ -26,6 +26,7 @@ from registry.selectors.discovery import (
     SKILL_MD_TYPE,
     discovery_artifact,
     discovery_index,
+    discovery_target,
     publishable,
 )
 
@@ -79,14 +80,22 @@ class DiscoveryApi(RawApiView):
 
     def artifact(self, request, name: str, type: str):
         label = _published_label()
-        found = discovery_artifact(label=label, name=name, type=type) if publishable(name) else None
-        if found is None:
+        target = discovery_target(label=label, name=name, type=type) if publishable(name) else None
+        if target is None:
             raise NotFound(f"No skill '{name}' is published as {type} at label '{label}'.")
-        etag = f'"{found.digest.removeprefix("sha256:")}"'
+        if target.known_digest and if_none_match(request, _etag(target.known_digest)):
+            return not_modified(_etag(target.known_digest))
+        found = discovery_artifact(target)
         extra = {"X-Skill-Version": str(found.version)}
         if type == ARCHIVE_TYPE:
             extra["Content-Disposition"] = f'attachment; filename="{name}-v{found.version}.zip"'
-        return raw_response(request, found.content, etag, found.content_type, extra=extra, cache_control=CACHE_CONTROL)
+        return raw_response(
+            request, found.content, _etag(found.digest), found.content_type, extra=extra, cache_control=CACHE_CONTROL
+        )
+
+
+def _etag(digest: str) -> str:
+    return f'"{digest.removeprefix("sha256:")}"'
 
 
 class DiscoveryIndexApi(DiscoveryApi):

@@ -23,8 +23,8 @@ from functools import cached_property
 from django.core.cache import cache
 from django.db.models import Count
 
-from registry.models import Label, Skill, SkillVersion
-from registry.selectors.resolve import cache_namespace, skill_effective, skill_version_effective
+from registry.models import Label, SkillVersion
+from registry.selectors.resolve import cache_namespace, registry_snapshot, skill_effective, skill_version_effective
 from registry.selectors.skills import EffectiveSkill
 from registry.selectors.versions import version_bundle
 from registry.skillformat.bundle import SKILL_MD, write_zip
@@ -84,29 +84,38 @@ def artifact_url(*, name: str, type: str) -> str:
 def _published(label: str, names: list[str] | None = None) -> list[EffectiveSkill]:
     """The effective skills at `label` that the label points to (every one for `latest`),
     with publishable names, by name; with `names`, only those."""
-    if label == LATEST:
-        candidates = Skill.objects.all()
-        pointed = None
+    if names is None:
+        # One snapshot for the whole listing: every entry as of one generation, read once.
+        effective: list[EffectiveSkill] = list(registry_snapshot(label=label).skills)
     else:
-        candidates = Skill.objects.filter(labels__name=label)
-        pointed = set(Label.objects.filter(name=label).values_list("skill_id", "version__number"))
-    if names is not None:
-        candidates = candidates.filter(name__in=names)
-    found = []
-    for name in sorted(set(candidates.values_list("name", flat=True))):
-        skill = skill_effective(name=name, label=label)
-        if skill is None or not publishable(skill.name):
-            continue
-        if pointed is None or (skill.skill_id, skill.version) in pointed:
-            found.append(skill)
-    return found
+        effective = [skill for name in names if (skill := skill_effective(name=name, label=label))]
+    pointed = None
+    if label != LATEST:
+        pointers = Label.objects.filter(name=label)
+        if names is not None:
+            pointers = pointers.filter(skill__name__in=names)
+        pointed = set(pointers.values_list("skill_id", "version__number"))
+    return sorted(
+        (
+            skill
+            for skill in effective
+            if publishable(skill.name) and (pointed is None or (skill.skill_id, skill.version) in pointed)
+        ),
+        key=lambda skill: skill.name,
+    )
 
 
 def _artifact_type(file_count: int) -> str:
     return SKILL_MD_TYPE if file_count == 0 else ARCHIVE_TYPE
 
 
+def _digest_key(version_id: int, fingerprint: str, type: str) -> str:
+    # The fingerprint keeps a key from naming other content when ids repeat (a test database).
+    return f"discovery-digest:{cache_namespace()}:{version_id}:{fingerprint}:{type}"
+
+
 def _build(version: SkillVersion, type: str) -> DiscoveryArtifact:
+    """The artifact's bytes, its digest remembered (the index lists it without building it)."""
     if type == SKILL_MD_TYPE:
         content = version.skill_md.encode("utf-8")
     else:
@@ -116,14 +125,9 @@ def _build(version: SkillVersion, type: str) -> DiscoveryArtifact:
     return artifact
 
 
-def _digest_key(version_id: int, fingerprint: str, type: str) -> str:
-    # The fingerprint keeps a key from naming other content when ids repeat (a test database).
-    return f"discovery-digest:{cache_namespace()}:{version_id}:{fingerprint}:{type}"
-
-
 def discovery_index(*, label: str) -> list[DiscoveryEntry]:
-    """The index's skills at `label`, by name. An archive's digest is remembered per version,
-    so a listing builds only the zips of versions it has not seen."""
+    """The index's skills at `label`, by name. Digests are remembered per version, so a listing
+    reads the content only of versions it has not seen (in one query, zips' files aside)."""
     skills = _published(label)
     if not skills:
         return []
@@ -135,42 +139,53 @@ def discovery_index(*, label: str) -> list[DiscoveryEntry]:
         .annotate(file_count=Count("files"))
         .values("id", "skill_id", "number", "fingerprint", "file_count")
     }
-    wanted = {}
+    listed = []
     for skill in skills:
         row = rows[(skill.skill_id, skill.version)]
         type = _artifact_type(row["file_count"])
-        wanted[skill.name] = (skill, row, type, _digest_key(row["id"], row["fingerprint"], type))
-    known = cache.get_many([key for *_, key in wanted.values()])
-    entries = []
-    for name, (skill, row, type, key) in wanted.items():
-        digest = known.get(key)
-        if digest is None:
-            version = SkillVersion.objects.select_related("skill").get(pk=row["id"])
-            digest = _build(version, type).digest
-        entries.append(
-            DiscoveryEntry(
-                name=name,
-                type=type,
-                description=skill.description[:DESCRIPTION_MAX_CHARS],
-                url=artifact_url(name=name, type=type),
-                digest=digest,
-                version=skill.version,
-            )
+        listed.append((skill, row["id"], type, _digest_key(row["id"], row["fingerprint"], type)))
+    digests = cache.get_many([key for *_, key in listed])
+    unseen = {version_id: type for _, version_id, type, key in listed if key not in digests}
+    for version in SkillVersion.objects.select_related("skill").filter(pk__in=list(unseen)):
+        digests[_digest_key(version.pk, version.fingerprint, unseen[version.pk])] = _build(
+            version, unseen[version.pk]
+        ).digest
+    return [
+        DiscoveryEntry(
+            name=skill.name,
+            type=type,
+            description=skill.description[:DESCRIPTION_MAX_CHARS],
+            url=artifact_url(name=skill.name, type=type),
+            digest=digests[key],
+            version=skill.version,
         )
-    return entries
+        for skill, _, type, key in listed
+    ]
 
 
-def discovery_artifact(*, label: str, name: str, type: str) -> DiscoveryArtifact | None:
+@dataclass(frozen=True)
+class DiscoveryTarget:
+    """A published artifact before its bytes are built: the version, and its digest when it
+    was built before (a request whose If-None-Match matches it needs nothing more)."""
+
+    version: SkillVersion
+    type: str
+    known_digest: str | None
+
+
+def discovery_target(*, label: str, name: str, type: str) -> DiscoveryTarget | None:
     """The artifact of `type` the index lists for `name` at `label` (SKILL.md is also served for
     a skill listed as an archive: it is the skill's first file), or None when `name` is not
     published there or is not listed as that type."""
-    published = _published(label, names=[name])
-    if not published or published[0].name != name:
+    if not _published(label, names=[name]):
         return None
     version = skill_version_effective(name=name, label=label)
     if version is None:
         return None
-    listed = _artifact_type(version.files.count())
-    if type != SKILL_MD_TYPE and type != listed:
+    if type != SKILL_MD_TYPE and type != _artifact_type(version.files.count()):
         return None
-    return _build(version, type)
+    return DiscoveryTarget(version, type, cache.get(_digest_key(version.pk, version.fingerprint, type)))
+
+
+def discovery_artifact(target: DiscoveryTarget) -> DiscoveryArtifact:
+    return _build(target.version, target.type)
