@@ -166,12 +166,15 @@ def test_unpublished_skills_and_wrong_types_are_not_served(anonymous, published)
     assert anonymous.get("/.well-known/agent-skills/pdf-tools/SKILL.md").status_code == 200
 
 
-def test_it_answers_304_to_its_etag_and_says_to_revalidate(anonymous, published):
+def test_it_answers_head_and_304_to_its_etag_and_says_to_revalidate(anonymous, published):
     for path in (INDEX, "/.well-known/agent-skills/pdf-tools.zip", "/.well-known/agent-skills/commit-style/SKILL.md"):
         first = anonymous.get(path)
         assert first["Cache-Control"] == "public, no-cache"
         again = anonymous.get(path, HTTP_IF_NONE_MATCH=first["ETag"])
         assert again.status_code == 304 and again["ETag"] == first["ETag"]
+        head = anonymous.head(path)
+        assert head.status_code == 200 and head.content == b""
+        assert head["ETag"] == first["ETag"] and head["Content-Length"] == str(len(first.content))
 
 
 def test_nothing_else_becomes_anonymous(anonymous, published):
