@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from django.core.cache import cache
-from django.db.models import Count
+from django.db.models import Count, F, QuerySet
 
 from registry.models import Label, SkillVersion
 from registry.selectors.resolve import cache_namespace, registry_snapshot, skill_effective, skill_version_effective
@@ -125,6 +125,14 @@ def _build(version: SkillVersion, type: str) -> DiscoveryArtifact:
     return artifact
 
 
+def _versions_at(label: str) -> QuerySet[SkillVersion]:
+    """The version `label` points to, of every skill that has one (newest for `latest`): the
+    versions `_published` skills are at."""
+    if label == LATEST:
+        return SkillVersion.objects.filter(number=F("skill__latest_version"))
+    return SkillVersion.objects.filter(labels__name=label)
+
+
 def discovery_index(*, label: str) -> list[DiscoveryEntry]:
     """The index's skills at `label`, by name. Digests are remembered per version, so a listing
     reads the content only of versions it has not seen (in one query, zips' files aside)."""
@@ -133,9 +141,8 @@ def discovery_index(*, label: str) -> list[DiscoveryEntry]:
         return []
     rows = {
         (row["skill_id"], row["number"]): row
-        for row in SkillVersion.objects.filter(
-            skill_id__in={s.skill_id for s in skills}, number__in={s.version for s in skills}
-        )
+        for row in _versions_at(label)
+        .filter(skill_id__in=[skill.skill_id for skill in skills])
         .annotate(file_count=Count("files"))
         .values("id", "skill_id", "number", "fingerprint", "file_count")
     }

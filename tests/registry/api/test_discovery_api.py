@@ -198,3 +198,11 @@ def test_latest_publishes_every_effective_skill_at_its_newest_version(anonymous,
     index = _index(anonymous)
     assert [entry["name"] for entry in index["skills"]] == ["commit-style", "draft-only", "pdf-tools"]
     assert _entry(index, "pdf-tools")["version"] == "2"
+
+
+def test_a_skill_whose_winning_source_lacks_the_label_is_not_published(anonymous, published):
+    # A workspace skill of the same name wins over the labelled user one; it carries no label,
+    # so a labelled read falls back to its latest version, which nobody promoted.
+    publish("commit-style", source="workspace", description="Workspace edition, never promoted.")
+    assert [entry["name"] for entry in _index(anonymous)["skills"]] == ["pdf-tools"]
+    assert anonymous.get("/.well-known/agent-skills/commit-style/SKILL.md").status_code == 404
