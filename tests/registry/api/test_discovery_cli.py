@@ -7,8 +7,10 @@ calls). Without them the test is skipped locally and fails in CI.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -112,6 +114,12 @@ def test_the_skills_cli_lists_and_installs_the_labels_skills_byte_for_byte(run_c
         bundle = version_bundle(version)
         expected = {"SKILL.md": bundle.skill_md, **{f.path: f.content for f in bundle.files}}
         assert _installed_files(folder) == expected, name
+    # It recorded the digests it checked the downloads against: the index's.
+    index = json.loads(urllib.request.urlopen(f"{live_server.url}/.well-known/agent-skills/index.json").read())
+    lock = json.loads((run_cli.project / "skills-lock.json").read_text())
+    assert {name: entry["wellKnownDigest"] for name, entry in lock["skills"].items()} == {
+        entry["name"]: entry["digest"] for entry in index["skills"]
+    }
     # The CLI writes every file with its default mode (skills@1.7.4 keeps no permissions, from a
     # zip or a tar); the archive it was served carries the bit (test_discovery_api.py checks it).
     assert (run_cli.project / ".claude" / "skills" / "pdf-tools" / "scripts" / "convert.sh").read_bytes() == SCRIPT
