@@ -320,6 +320,15 @@ RESOLVE_MAX_SECONDS = env.float("RESOLVE_MAX_SECONDS", default=2.0)
 # On PostgreSQL each process LISTENs for registry changes (one extra idle connection) so cached
 # reads skip a query per request; off, every read asks the database (registry/selectors/generation.py).
 REGISTRY_LISTEN = env.bool("REGISTRY_LISTEN", default=True)
+# The label whose enabled skills `/.well-known/agent-skills/` publishes to anyone, without a
+# token (the Agent Skills discovery index `npx skills add` reads); unset, those URLs are 404.
+DISCOVERY_LABEL = env.str("DISCOVERY_LABEL", default="").strip() or None
+# A label name as registry/services/labels.py defines it (settings import no app code).
+if DISCOVERY_LABEL is not None and not re.fullmatch(r"[a-z0-9_.-]{1,36}", DISCOVERY_LABEL):
+    raise ImproperlyConfigured(
+        f"DISCOVERY_LABEL={DISCOVERY_LABEL!r}: it must be a label name (1-36 of a-z, 0-9, '_', '.', '-'), "
+        "e.g. production."
+    )
 
 # --- Agent runtime ----------------------------------------------------------------------
 AGENT_MODEL = env.str("AGENT_MODEL", default="offline").strip()

@@ -4,7 +4,7 @@ from django.templatetags.static import static
 from django.urls import include, path
 from django.views.generic import RedirectView
 
-from registry.api import errors
+from registry.api import discovery, errors
 from registry.api.docs import ApiSchemaView, api_docs
 from registry.api.health import healthz
 from registry.console.login import ThrottledLoginView
@@ -17,6 +17,14 @@ handler500 = errors.server_error
 
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
+    # The Agent Skills discovery index (`npx skills add http://HOST`): anonymous, off by default.
+    path(".well-known/agent-skills/index.json", discovery.DiscoveryIndexApi.as_view(), name="discovery-index"),
+    path(
+        ".well-known/agent-skills/<str:name>/SKILL.md",
+        discovery.DiscoverySkillMdApi.as_view(),
+        name="discovery-skill-md",
+    ),
+    path(".well-known/agent-skills/<str:name>.zip", discovery.DiscoveryArchiveApi.as_view(), name="discovery-archive"),
     # Browsers and bookmarks ask for /favicon.ico whatever the page's <link rel="icon"> says.
     path("favicon.ico", RedirectView.as_view(url=static("favicon.svg"), permanent=True)),
     path("login/", ThrottledLoginView.as_view(), name="login"),

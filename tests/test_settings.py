@@ -45,6 +45,7 @@ def test_a_public_host_with_a_secret_key_starts(tmp_path):
         ("RULE_QUERY_MAX_CHARS", "0"),
         ("AGENT_MAX_ITERATIONS", "-1"),
         ("RUN_SKILL_MEMORY_BYTES", "0"),
+        ("DISCOVERY_LABEL", "Production!"),
     ],
 )
 def test_an_invalid_setting_stops_the_start_up_naming_it(tmp_path, variable, value):

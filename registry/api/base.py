@@ -251,3 +251,25 @@ def not_modified(etag: str) -> HttpResponse:
     response = HttpResponse(status=304)
     response["ETag"] = etag
     return response
+
+
+def raw_response(
+    request,
+    content: bytes,
+    etag: str,
+    content_type: str,
+    *,
+    extra: dict | None = None,
+    cache_control: str = "private, no-cache",
+) -> HttpResponse:
+    """Bytes with their strong ETag (304 when If-None-Match matches; no body for HEAD). Clients
+    revalidate every time (`no-cache`): what a name or label serves can change."""
+    if if_none_match(request, etag):
+        return not_modified(etag)
+    response = HttpResponse(b"" if request.method == "HEAD" else content, content_type=content_type)
+    response["ETag"] = etag
+    response["Content-Length"] = str(len(content))
+    response["Cache-Control"] = cache_control
+    for key, value in (extra or {}).items():
+        response[key] = value
+    return response

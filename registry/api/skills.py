@@ -18,7 +18,7 @@ from rest_framework.response import Response
 from registry import selectors
 from registry.api import fastpath
 from registry.api import serializers as s
-from registry.api.base import ApiView, RawApiView, SafeJSONParser, ZipParser, if_none_match, not_modified
+from registry.api.base import ApiView, RawApiView, SafeJSONParser, ZipParser, if_none_match, not_modified, raw_response
 from registry.api.schema import Responses, errors
 from registry.errors import ApplicationError, InvalidBundle, NotFound
 from registry.models import Skill, SkillSource, SkillVersion
@@ -201,18 +201,6 @@ class SkillDetailApi(ApiView):
         return Response(s.SkillSummarySerializer(rows[0]).data)
 
 
-def _raw_response(request, content: bytes, etag: str, content_type: str, *, extra: dict | None = None) -> HttpResponse:
-    if if_none_match(request, etag):
-        return not_modified(etag)
-    response = HttpResponse(b"" if request.method == "HEAD" else content, content_type=content_type)
-    response["ETag"] = etag
-    response["Content-Length"] = str(len(content))
-    response["Cache-Control"] = "private, no-cache"
-    for key, value in (extra or {}).items():
-        response[key] = value
-    return response
-
-
 @NAME_PATH
 class SkillMarkdownApi(RawApiView):
     required_scopes = {"GET": READ}
@@ -237,7 +225,7 @@ class SkillMarkdownApi(RawApiView):
             raw = selectors.skill_md_raw(name=name, generation=generation, **params)
         except ApplicationError:
             return None  # the DRF path answers with the proper JSON error
-        return _raw_response(
+        return raw_response(
             request, raw.content, raw.etag, "text/markdown; charset=utf-8", extra={"X-Skill-Version": str(raw.version)}
         )
 
@@ -260,7 +248,7 @@ class SkillMarkdownApi(RawApiView):
             label=query.validated_data.get("label"),
             number=query.validated_data.get("version"),
         )
-        return _raw_response(
+        return raw_response(
             request, raw.content, raw.etag, "text/markdown; charset=utf-8", extra={"X-Skill-Version": str(raw.version)}
         )
 
@@ -326,7 +314,7 @@ class SkillFileApi(RawApiView):
         version = selectors.skill_version_for(skill=skill, label=query.get("label"), number=query.get("version"))
         if path == "SKILL.md":
             content = version.skill_md.encode("utf-8")
-            return _raw_response(
+            return raw_response(
                 request, content, f'"{hashlib.sha256(content).hexdigest()}"', "text/markdown; charset=utf-8"
             )
         item = selectors.version_file(version, path)
@@ -339,7 +327,7 @@ class SkillFileApi(RawApiView):
         if content_type.split(";")[0] in _ACTIVE_TYPES:
             # An uploaded page or SVG must not run with the console's cookies on our origin.
             extra["Content-Disposition"] = f'attachment; filename="{path.rsplit("/", 1)[-1]}"'
-        return _raw_response(request, content, f'"{item.blob_id}"', content_type, extra=extra)
+        return raw_response(request, content, f'"{item.blob_id}"', content_type, extra=extra)
 
 
 @NAME_PATH
@@ -364,7 +352,7 @@ class SkillBundleApi(RawApiView):
             return not_modified(known)
         bundle = selectors.bundle_zip(skill=skill, version=version)
         filename = f"{skill.name}-v{version.number}.zip"
-        return _raw_response(
+        return raw_response(
             request,
             bundle.content,
             bundle.etag,

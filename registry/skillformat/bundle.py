@@ -841,13 +841,15 @@ def _zip_prefix(names: list[str]) -> str:
     )
 
 
-def write_zip(bundle: Bundle, *, prefix: str = "") -> bytes:
+def write_zip(bundle: Bundle, *, prefix: str = "", keep_links: bool = True) -> bytes:
     """The bundle as a zip, deterministic: same bundle, same bytes.
 
     SKILL.md comes first and the other files follow in path order, all with the zip epoch as
     timestamp and Unix permissions (0o755 / 0o644) in external_attr; a link is an entry with
     the link mode whose data is its target text, as `zip -y` writes it and `unzip` restores it.
-    `prefix` puts everything inside a top folder (`prefix="my-skill"` gives `my-skill/SKILL.md`).
+    With `keep_links=False` a link is written as the regular file it resolves to (its bytes and
+    mode), for readers that refuse link entries. `prefix` puts everything inside a top folder
+    (`prefix="my-skill"` gives `my-skill/SKILL.md`).
     """
     prefix = prefix.strip("/")
     if prefix:
@@ -856,7 +858,7 @@ def write_zip(bundle: Bundle, *, prefix: str = "") -> bytes:
     _check_written(bundle)
     entries = [(SKILL_MD, bundle.skill_md, stat.S_IFREG | 0o644)]
     for f in sorted(bundle.files, key=lambda f: f.path):
-        if f.link is not None:
+        if f.link is not None and keep_links:
             entries.append((f.path, f.link.encode("utf-8"), stat.S_IFLNK | 0o777))
         else:
             entries.append((f.path, f.content, stat.S_IFREG | f.mode))

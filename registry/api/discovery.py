@@ -1,0 +1,167 @@
+"""`/.well-known/agent-skills/`: the Agent Skills discovery index (RFC v0.2.0) that `npx skills
+add http://HOST` reads, and the artifacts it lists.
+
+Off (404) unless `DISCOVERY_LABEL` names a label; then that label's skills are readable by
+anyone, without a token. Nothing else is: these views alone skip authentication, and they serve
+only what registry/selectors/discovery.py publishes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+from django.conf import settings
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import serializers
+
+from registry.api.base import RawApiView, if_none_match, not_modified, raw_response
+from registry.api.schema import errors
+from registry.errors import NotFound
+from registry.selectors.discovery import (
+    ARCHIVE_TYPE,
+    DISCOVERY_SCHEMA,
+    PUBLISHABLE_NAME,
+    SKILL_MD_TYPE,
+    discovery_artifact,
+    discovery_index,
+    discovery_target,
+    publishable,
+)
+
+# Anyone may read these; each answer is revalidated with its ETag, as the label can move.
+CACHE_CONTROL = "public, no-cache"
+
+
+class DiscoveryEntrySerializer(serializers.Serializer):
+    name = serializers.CharField(help_text="The skill's name (the Agent Skills name rule).")
+    type = serializers.ChoiceField(
+        choices=[SKILL_MD_TYPE, ARCHIVE_TYPE],
+        help_text="`skill-md`: `url` is the SKILL.md, the whole skill. `archive`: `url` is a zip of the skill "
+        "folder, SKILL.md at its root, executable bits kept.",
+    )
+    description = serializers.CharField()
+    url = serializers.CharField(help_text="The artifact's URL, relative to the index.")
+    digest = serializers.RegexField(
+        r"^sha256:[0-9a-f]{64}$", help_text="`sha256:<hex>` of exactly the bytes `url` serves."
+    )
+    version = serializers.CharField(help_text="The registry's version number of the skill that is served.")
+
+
+class DiscoveryIndexSerializer(serializers.Serializer):
+    skills = DiscoveryEntrySerializer(many=True)
+
+    def get_fields(self):
+        fields = super().get_fields()
+        fields["$schema"] = serializers.ChoiceField(choices=[DISCOVERY_SCHEMA])
+        return fields
+
+
+def _published_label() -> str:
+    # Read at request time, like API_DOCS_PUBLIC, so tests and operators can change it live.
+    label = settings.DISCOVERY_LABEL
+    if not label:
+        raise NotFound("The discovery index is off: set DISCOVERY_LABEL to the label to publish.")
+    return label
+
+
+NAME_PATH = OpenApiParameter(
+    "name", OpenApiTypes.STR, OpenApiParameter.PATH, pattern=PUBLISHABLE_NAME.pattern, description="A listed skill."
+)
+OFF_OR_UNKNOWN = "The index is off (`DISCOVERY_LABEL` unset), or the skill is not published at that label."
+
+
+class DiscoveryApi(RawApiView):
+    """Anonymous: no token is read, so none is needed and a bad one is not refused."""
+
+    authentication_classes: list = []
+    permission_classes: list = []
+
+    def artifact(self, request, name: str, type: str):
+        label = _published_label()
+        target = discovery_target(label=label, name=name, type=type) if publishable(name) else None
+        if target is None:
+            raise NotFound(f"No skill '{name}' is published as {type} at label '{label}'.")
+        if target.known_digest and if_none_match(request, _etag(target.known_digest)):
+            return not_modified(_etag(target.known_digest))
+        found = discovery_artifact(target)
+        extra = {"X-Skill-Version": str(found.version)}
+        if type == ARCHIVE_TYPE:
+            extra["Content-Disposition"] = f'attachment; filename="{name}-v{found.version}.zip"'
+        return raw_response(
+            request, found.content, _etag(found.digest), found.content_type, extra=extra, cache_control=CACHE_CONTROL
+        )
+
+
+def _etag(digest: str) -> str:
+    return f'"{digest.removeprefix("sha256:")}"'
+
+
+class DiscoveryIndexApi(DiscoveryApi):
+    @extend_schema(
+        operation_id="discovery_index",
+        auth=[],
+        tags=["discovery"],
+        responses={
+            200: DiscoveryIndexSerializer,
+            304: OpenApiResponse(description="If-None-Match matched."),
+            **errors(404),
+        },
+        summary="The Agent Skills discovery index of DISCOVERY_LABEL's skills (no token needed).",
+    )
+    def get(self, request):
+        label = _published_label()
+        body = {
+            "$schema": DISCOVERY_SCHEMA,
+            "skills": [
+                {
+                    "name": entry.name,
+                    "type": entry.type,
+                    "description": entry.description,
+                    "url": entry.url,
+                    "digest": entry.digest,
+                    "version": str(entry.version),
+                }
+                for entry in discovery_index(label=label)
+            ],
+        }
+        content = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        etag = f'"{hashlib.sha256(content).hexdigest()}"'
+        return raw_response(request, content, etag, "application/json", cache_control=CACHE_CONTROL)
+
+
+class DiscoverySkillMdApi(DiscoveryApi):
+    @extend_schema(
+        operation_id="discovery_skill_md",
+        auth=[],
+        tags=["discovery"],
+        parameters=[NAME_PATH],
+        responses={
+            (200, "text/markdown"): OpenApiResponse(OpenApiTypes.STR),
+            304: OpenApiResponse(description="If-None-Match matched."),
+            **errors(404),
+        },
+        summary="A published skill's SKILL.md, byte for byte (its ETag is its sha256).",
+        description=OFF_OR_UNKNOWN,
+    )
+    def get(self, request, name: str):
+        return self.artifact(request, name, SKILL_MD_TYPE)
+
+
+class DiscoveryArchiveApi(DiscoveryApi):
+    @extend_schema(
+        operation_id="discovery_archive",
+        auth=[],
+        tags=["discovery"],
+        parameters=[NAME_PATH],
+        responses={
+            (200, "application/zip"): OpenApiResponse(OpenApiTypes.BINARY),
+            304: OpenApiResponse(description="If-None-Match matched."),
+            **errors(404),
+        },
+        summary="A published skill with more than SKILL.md, as a zip with SKILL.md at its root.",
+        description=OFF_OR_UNKNOWN,
+    )
+    def get(self, request, name: str):
+        return self.artifact(request, name, ARCHIVE_TYPE)

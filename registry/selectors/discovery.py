@@ -1,0 +1,198 @@
+"""What the Agent Skills discovery index (`/.well-known/agent-skills/`, RFC v0.2.0) publishes.
+
+One label, the operator's `DISCOVERY_LABEL`, is published: the skills that carry it, at the
+version it points to, when that is the version in effect there (`skill_effective`: the winning
+source, enabled, its SKILL.md not `enabled: false`). A skill the label does not point to is not
+published, even though a labelled read would fall back to its latest version: the index is read
+without a token, so it shows only what someone promoted. `latest` publishes every effective skill
+at its newest version.
+
+Each skill is one artifact whose digest is the sha256 of exactly the bytes served: its SKILL.md
+(`type: skill-md`) when that is the whole skill, else a zip with SKILL.md at the root (`type:
+archive`). The zip is `write_zip`'s deterministic one, so the same version always has the same
+digest; links are written as the files they resolve to, as clients refuse link entries.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from functools import cached_property
+
+from django.core.cache import cache
+from django.db.models import Count, F, QuerySet
+
+from registry.models import Label, SkillVersion
+from registry.selectors.resolve import cache_namespace, registry_snapshot, skill_effective, skill_version_effective
+from registry.selectors.skills import EffectiveSkill
+from registry.selectors.versions import version_bundle
+from registry.skillformat.bundle import SKILL_MD, write_zip
+
+DISCOVERY_SCHEMA = "https://schemas.agentskills.io/discovery/0.2.0/schema.json"
+SKILL_MD_TYPE = "skill-md"
+ARCHIVE_TYPE = "archive"
+ARCHIVE_SUFFIX = ".zip"
+# The Agent Skills name rule (1-64 of a-z, 0-9 and single inner hyphens): clients skip an entry
+# whose name breaks it, and install a skill into a folder of that name (`publishable`).
+PUBLISHABLE_NAME = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
+PUBLISHABLE_NAME_MAX_CHARS = 64
+DESCRIPTION_MAX_CHARS = 1024  # the spec's limit; clients skip an entry with a longer one
+LATEST = "latest"  # the implicit label: every skill's newest version
+_DIGEST_CACHE_SECONDS = 7 * 24 * 3600  # versions are immutable; the key names the content
+
+
+@dataclass(frozen=True)
+class DiscoveryEntry:
+    """One skill of the index, as the RFC's entry (`url` relative to the index)."""
+
+    name: str
+    type: str
+    description: str
+    url: str
+    digest: str
+    version: int
+
+
+@dataclass(frozen=True)
+class DiscoveryArtifact:
+    """The bytes a client downloads for one skill."""
+
+    name: str
+    version: int
+    type: str
+    content: bytes
+
+    @cached_property
+    def digest(self) -> str:
+        return f"sha256:{hashlib.sha256(self.content).hexdigest()}"
+
+    @property
+    def content_type(self) -> str:
+        return "text/markdown; charset=utf-8" if self.type == SKILL_MD_TYPE else "application/zip"
+
+
+def publishable(name: str) -> bool:
+    return len(name) <= PUBLISHABLE_NAME_MAX_CHARS and PUBLISHABLE_NAME.fullmatch(name) is not None
+
+
+def artifact_url(*, name: str, type: str) -> str:
+    """Where a skill's artifact is, relative to `index.json`."""
+    return f"{name}/{SKILL_MD}" if type == SKILL_MD_TYPE else f"{name}{ARCHIVE_SUFFIX}"
+
+
+def _published(label: str, names: list[str] | None = None) -> list[EffectiveSkill]:
+    """The effective skills at `label` that the label points to (every one for `latest`),
+    with publishable names, by name; with `names`, only those."""
+    if names is None:
+        # One snapshot for the whole listing: every entry as of one generation, read once.
+        effective: list[EffectiveSkill] = list(registry_snapshot(label=label).skills)
+    else:
+        effective = [skill for name in names if (skill := skill_effective(name=name, label=label))]
+    pointed = None
+    if label != LATEST:
+        pointers = Label.objects.filter(name=label)
+        if names is not None:
+            pointers = pointers.filter(skill__name__in=names)
+        pointed = set(pointers.values_list("skill_id", "version__number"))
+    return sorted(
+        (
+            skill
+            for skill in effective
+            if publishable(skill.name) and (pointed is None or (skill.skill_id, skill.version) in pointed)
+        ),
+        key=lambda skill: skill.name,
+    )
+
+
+def _artifact_type(file_count: int) -> str:
+    return SKILL_MD_TYPE if file_count == 0 else ARCHIVE_TYPE
+
+
+def _digest_key(version_id: int, fingerprint: str, type: str) -> str:
+    # The fingerprint keeps a key from naming other content when ids repeat (a test database).
+    return f"discovery-digest:{cache_namespace()}:{version_id}:{fingerprint}:{type}"
+
+
+def _build(version: SkillVersion, type: str) -> DiscoveryArtifact:
+    """The artifact's bytes, its digest remembered (the index lists it without building it)."""
+    if type == SKILL_MD_TYPE:
+        content = version.skill_md.encode("utf-8")
+    else:
+        content = write_zip(version_bundle(version), keep_links=False)
+    artifact = DiscoveryArtifact(name=version.skill.name, version=version.number, type=type, content=content)
+    cache.set(_digest_key(version.pk, version.fingerprint, type), artifact.digest, _DIGEST_CACHE_SECONDS)
+    return artifact
+
+
+def _versions_at(label: str) -> QuerySet[SkillVersion]:
+    """The version `label` points to, of every skill that has one (newest for `latest`): the
+    versions `_published` skills are at."""
+    if label == LATEST:
+        return SkillVersion.objects.filter(number=F("skill__latest_version"))
+    return SkillVersion.objects.filter(labels__name=label)
+
+
+def discovery_index(*, label: str) -> list[DiscoveryEntry]:
+    """The index's skills at `label`, by name. Digests are remembered per version, so a listing
+    reads the content only of versions it has not seen (in one query, zips' files aside)."""
+    skills = _published(label)
+    if not skills:
+        return []
+    rows = {
+        (row["skill_id"], row["number"]): row
+        for row in _versions_at(label)
+        .filter(skill_id__in=[skill.skill_id for skill in skills])
+        .annotate(file_count=Count("files"))
+        .values("id", "skill_id", "number", "fingerprint", "file_count")
+    }
+    listed = []
+    for skill in skills:
+        row = rows[(skill.skill_id, skill.version)]
+        type = _artifact_type(row["file_count"])
+        listed.append((skill, row["id"], type, _digest_key(row["id"], row["fingerprint"], type)))
+    digests = cache.get_many([key for *_, key in listed])
+    unseen = {version_id: type for _, version_id, type, key in listed if key not in digests}
+    for version in SkillVersion.objects.select_related("skill").filter(pk__in=list(unseen)):
+        digests[_digest_key(version.pk, version.fingerprint, unseen[version.pk])] = _build(
+            version, unseen[version.pk]
+        ).digest
+    return [
+        DiscoveryEntry(
+            name=skill.name,
+            type=type,
+            description=skill.description[:DESCRIPTION_MAX_CHARS],
+            url=artifact_url(name=skill.name, type=type),
+            digest=digests[key],
+            version=skill.version,
+        )
+        for skill, _, type, key in listed
+    ]
+
+
+@dataclass(frozen=True)
+class DiscoveryTarget:
+    """A published artifact before its bytes are built: the version, and its digest when it
+    was built before (a request whose If-None-Match matches it needs nothing more)."""
+
+    version: SkillVersion
+    type: str
+    known_digest: str | None
+
+
+def discovery_target(*, label: str, name: str, type: str) -> DiscoveryTarget | None:
+    """The artifact of `type` the index lists for `name` at `label` (SKILL.md is also served for
+    a skill listed as an archive: it is the skill's first file), or None when `name` is not
+    published there or is not listed as that type."""
+    if not _published(label, names=[name]):
+        return None
+    version = skill_version_effective(name=name, label=label)
+    if version is None:
+        return None
+    if type != SKILL_MD_TYPE and type != _artifact_type(version.files.count()):
+        return None
+    return DiscoveryTarget(version, type, cache.get(_digest_key(version.pk, version.fingerprint, type)))
+
+
+def discovery_artifact(target: DiscoveryTarget) -> DiscoveryArtifact:
+    return _build(target.version, target.type)
