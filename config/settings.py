@@ -321,6 +321,27 @@ RESOLVE_MAX_SECONDS = env.float("RESOLVE_MAX_SECONDS", default=2.0)
 # reads skip a query per request; off, every read asks the database (registry/selectors/generation.py).
 REGISTRY_LISTEN = env.bool("REGISTRY_LISTEN", default=True)
 
+# --- Webhooks ---------------------------------------------------------------------------
+# Off, a webhook URL that resolves to a loopback, private, link-local or other non-public address
+# is refused when the hook is created and again before each delivery (SSRF). On only where the
+# receivers are on the operator's own network.
+WEBHOOK_ALLOW_PRIVATE_ADDRESSES = env.bool("WEBHOOK_ALLOW_PRIVATE_ADDRESSES", default=False)
+# Connect and read timeout of one delivery attempt, in seconds.
+WEBHOOK_TIMEOUT_SECONDS = env.float("WEBHOOK_TIMEOUT_SECONDS", default=5.0)
+# Attempts per delivery; a failed attempt waits WEBHOOK_RETRY_BASE_SECONDS * 2^(attempt - 1),
+# at most WEBHOOK_RETRY_MAX_SECONDS, before the next.
+WEBHOOK_MAX_ATTEMPTS = env.int("WEBHOOK_MAX_ATTEMPTS", default=6)
+WEBHOOK_RETRY_BASE_SECONDS = env.float("WEBHOOK_RETRY_BASE_SECONDS", default=10.0)
+WEBHOOK_RETRY_MAX_SECONDS = env.float("WEBHOOK_RETRY_MAX_SECONDS", default=600.0)
+for _name, _value in (
+    ("WEBHOOK_TIMEOUT_SECONDS", WEBHOOK_TIMEOUT_SECONDS),
+    ("WEBHOOK_MAX_ATTEMPTS", WEBHOOK_MAX_ATTEMPTS),
+    ("WEBHOOK_RETRY_BASE_SECONDS", WEBHOOK_RETRY_BASE_SECONDS),
+    ("WEBHOOK_RETRY_MAX_SECONDS", WEBHOOK_RETRY_MAX_SECONDS),
+):
+    if not _value > 0:
+        raise ImproperlyConfigured(f"{_name}={_value}: it must be greater than 0.")
+
 # --- Agent runtime ----------------------------------------------------------------------
 AGENT_MODEL = env.str("AGENT_MODEL", default="offline").strip()
 AGENT_API_BASE = env.str("AGENT_API_BASE", default="")
