@@ -293,6 +293,8 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # A webhook's `events` and a delivery's `event` are one choice set: one schema component.
+    "ENUM_NAME_OVERRIDES": {"WebhookEventEnum": "registry.models.WebhookEvent"},
 }
 
 # --- Skill Registry ---------------------------------------------------------------------
