@@ -10,6 +10,7 @@ import json
 import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 import pytest
 from django.core.management import call_command
@@ -18,16 +19,18 @@ from rest_framework.test import APIClient
 
 from registry.models import AuditLog, DeliveryStatus, Skill, WebhookDelivery
 from registry.roles import ADMIN, ANALYST, AUTHOR
+from registry.services import webhooks as webhooks_service
 from registry.services.audit import Actor
 from registry.services.labels import label_move
 from registry.services.rules import rule_create
 from registry.services.skills import skill_set_enabled
-from registry.services import webhooks as webhooks_service
 from registry.services.webhooks import webhook_create, webhook_delivery_attempt
 from registry.webhooks.transport import address_problem
 from tests.factories import publish, user_with_role
 
 pytestmark = pytest.mark.django_db
+
+ROOT = Path(__file__).resolve().parents[2]
 
 ALL_EVENTS = ["skill.published", "label.moved", "rule.changed", "skill.enabled", "skill.disabled"]
 PUBLIC = "http://93.184.215.14/hook"  # an address literal: no DNS needed, and global
@@ -234,7 +237,8 @@ def test_a_rolled_back_change_records_and_queues_nothing(settings, django_captur
         with transaction.atomic():
             publish("undone")
             raise RuntimeError("roll it back")
-    assert _deliveries_queued(queued) == [] and not WebhookDelivery.objects.exists() and not Skill.objects.filter(name="undone").exists()
+    assert _deliveries_queued(queued) == [] and not WebhookDelivery.objects.exists()
+    assert not Skill.objects.filter(name="undone").exists()
 
 
 def test_a_delivery_is_signed_and_sent_once(settings, receiver):
@@ -289,3 +293,29 @@ def test_it_connects_to_the_address_it_checked_not_to_a_new_dns_answer(settings,
     webhook_delivery_attempt(delivery_id=WebhookDelivery.objects.get().pk)
     [request] = receiver.requests
     assert request["headers"]["Host"] == f"hooks.example:{receiver.port}" and answers == ["127.0.0.1"]
+
+
+def _readme_receiver() -> str:
+    """The receiver the README's Webhooks section shows."""
+    section = (ROOT / "README.md").read_text().split("## Webhooks", 1)[1].split("\n## ", 1)[0]
+    return section.split("```python\n", 1)[1].split("```", 1)[0]
+
+
+@pytest.mark.parametrize(("secret", "status"), [("readme-secret", DeliveryStatus.DELIVERED), ("other", "failed")])
+def test_the_readme_receiver_accepts_only_correctly_signed_deliveries(settings, monkeypatch, secret, status):
+    settings.WEBHOOK_ALLOW_PRIVATE_ADDRESSES = True
+    monkeypatch.setenv("WEBHOOK_SECRET", secret)
+    example: dict = {"__name__": "readme_receiver"}
+    exec(compile(_readme_receiver(), "README.md", "exec"), example)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), example["Receiver"])
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        webhook_create(url=f"http://127.0.0.1:{server.server_address[1]}/", events=ALL_EVENTS, secret="readme-secret")
+        publish("from-the-readme")
+        delivery = WebhookDelivery.objects.get()
+        webhook_delivery_attempt(delivery_id=delivery.pk)
+    finally:
+        server.shutdown()
+        server.server_close()
+    delivery.refresh_from_db()
+    assert delivery.status == status and delivery.last_status == (204 if status == "delivered" else 401)
