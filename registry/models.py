@@ -535,6 +535,10 @@ class WebhookDelivery(models.Model):
     class Meta:
         ordering = ["-created_at", "-id"]
         constraints = [models.UniqueConstraint(fields=["webhook", "event_id"], name="delivery_unique_event_per_hook")]
+        # The reaper's requeue looks for unfinished deliveries every few seconds: only those are indexed.
+        indexes = [
+            models.Index(fields=["status"], name="delivery_unfinished", condition=Q(status__in=["pending", "sending"]))
+        ]
 
     def __str__(self) -> str:
         return f"{self.event} {self.event_id} to webhook {self.webhook_id}"

@@ -155,7 +155,7 @@ def webhook_event_emit(
 
 
 def _queue(delivery_id: int) -> None:
-    """Tell a worker. With the broker down the row stays pending, with no message to carry it."""
+    """Tell a worker. With the broker down the row stays pending; `webhook_deliveries_requeue` finds it."""
     try:
         current_app.send_task(DELIVERY_TASK, args=[delivery_id])
     except kombu.exceptions.OperationalError:
@@ -166,6 +166,34 @@ def _lease() -> dt.timedelta:
     """How long a claimed attempt may take before another worker may take the row over (its worker
     died): the attempt's timeouts, with room to spare."""
     return dt.timedelta(seconds=4 * settings.WEBHOOK_TIMEOUT_SECONDS + 30)
+
+
+# A pending delivery whose attempt has been due this long has lost its message (the broker was down
+# when it was sent, or a worker lost the retry it held): it is queued again.
+REQUEUE_AFTER = dt.timedelta(seconds=60)
+REQUEUE_BATCH = 500
+
+
+def webhook_deliveries_requeue() -> int:
+    """Queue again the deliveries no message carries any more: pending ones overdue by
+    REQUEUE_AFTER, and ones whose attempt's worker died (claimed longer ago than the lease).
+    Each gets a new due time first, so a slow queue is not flooded with copies; a copy that does
+    arrive twice is dropped by the claim. Run by every worker's reaper round. Returns how many."""
+    now = timezone.now()
+    overdue = now - REQUEUE_AFTER
+    lost = Q(status=DeliveryStatus.PENDING) & (
+        Q(next_attempt_at__lt=overdue) | Q(next_attempt_at__isnull=True, created_at__lt=overdue)
+    )
+    abandoned = Q(status=DeliveryStatus.SENDING, claimed_at__lt=now - _lease())
+    ids = list(
+        WebhookDelivery.objects.filter(lost | abandoned, webhook__active=True)
+        .order_by("pk")
+        .values_list("pk", flat=True)[:REQUEUE_BATCH]
+    )
+    WebhookDelivery.objects.filter(pk__in=ids, status=DeliveryStatus.PENDING).update(next_attempt_at=now)
+    for delivery_id in ids:
+        _queue(delivery_id)
+    return len(ids)
 
 
 def webhook_delivery_claim(*, delivery_id: int) -> WebhookDelivery | None:

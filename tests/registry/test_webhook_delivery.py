@@ -13,10 +13,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from celery import current_app
 from django.db import transaction
+from django.utils import timezone
 from rest_framework.test import APIClient
 
-from registry.models import DeliveryStatus, TokenScope, WebhookDelivery
-from registry.services.webhooks import DELIVERY_TASK
+from registry.models import DeliveryStatus, TokenScope, Webhook, WebhookDelivery, WebhookEvent
+from registry.services.webhooks import DELIVERY_TASK, REQUEUE_AFTER
 from tests.factories import make_skill_md, publish
 from tests.worker import WorkerProcess, wait_for
 
@@ -78,7 +79,11 @@ def receiver():
 @pytest.fixture(scope="module")
 def worker(django_db_setup, django_db_blocker):
     process = WorkerProcess(
-        extra_env={"WEBHOOK_ALLOW_PRIVATE_ADDRESSES": "true", "WEBHOOK_RETRY_BASE_SECONDS": "0.2"}
+        extra_env={
+            "WEBHOOK_ALLOW_PRIVATE_ADDRESSES": "true",
+            "WEBHOOK_RETRY_BASE_SECONDS": "0.2",
+            "AGENT_TURN_REAPER_SECONDS": "0.5",
+        }
     ).start()
     yield process
     process.stop()
@@ -157,3 +162,23 @@ def test_a_rolled_back_change_sends_nothing(admin_api, receiver, worker):
     payloads = arrived(receiver, "/rollback", 1, worker)
     assert [p["skill"] for p in payloads] == ["happened"]
     assert all(b"never-happened" not in bytes(d.payload) for d in WebhookDelivery.objects.all())
+
+
+def test_a_delivery_whose_message_was_lost_is_requeued_by_the_worker(admin_api, receiver, worker):
+    """As if the broker had been down at commit: the row is there, no message carries it."""
+    webhook_id = hook(admin_api, receiver.url("/lost"), ["skill.published"])
+    payload = {"id": "5e1f0c4e-8d1b-4f7e-9a53-2f9e0b6f2a10", "event": "skill.published", "skill": "lost"}
+    delivery = WebhookDelivery.objects.create(
+        webhook=Webhook.objects.get(pk=webhook_id),
+        event_id=payload["id"],
+        event=WebhookEvent.SKILL_PUBLISHED,
+        payload=json.dumps(payload).encode(),
+    )
+    WebhookDelivery.objects.filter(pk=delivery.pk).update(created_at=timezone.now() - 2 * REQUEUE_AFTER)
+
+    assert arrived(receiver, "/lost", 1, worker) == [payload]
+    delivery = wait_for(
+        lambda: WebhookDelivery.objects.filter(pk=delivery.pk, status=DeliveryStatus.DELIVERED).first(),
+        message="the requeued delivery to be marked delivered",
+    )
+    assert delivery.attempts == 1
