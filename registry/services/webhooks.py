@@ -20,6 +20,7 @@ from typing import Any
 
 import kombu.exceptions
 from celery import current_app
+from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.db import transaction
 from django.db.models import F, Q
@@ -165,7 +166,7 @@ def _queue(delivery_id: int) -> None:
 def _lease() -> dt.timedelta:
     """How long a claimed attempt may take before another worker may take the row over (its worker
     died): the attempt's timeouts, with room to spare."""
-    return dt.timedelta(seconds=4 * settings.WEBHOOK_TIMEOUT_SECONDS + 30)
+    return dt.timedelta(seconds=webhook_attempt_limit() + 30)
 
 
 # A pending delivery whose attempt has been due this long has lost its message (the broker was down
@@ -185,6 +186,10 @@ def webhook_deliveries_requeue() -> int:
         Q(next_attempt_at__lt=overdue) | Q(next_attempt_at__isnull=True, created_at__lt=overdue)
     )
     abandoned = Q(status=DeliveryStatus.SENDING, claimed_at__lt=now - _lease())
+    # A last attempt whose worker died is not made again: the delivery failed.
+    WebhookDelivery.objects.filter(abandoned, attempts__gte=settings.WEBHOOK_MAX_ATTEMPTS).update(
+        status=DeliveryStatus.FAILED, last_error="The worker stopped during the last attempt.", claimed_at=None
+    )
     ids = list(
         WebhookDelivery.objects.filter(lost | abandoned, webhook__active=True)
         .order_by("pk")
@@ -257,5 +262,14 @@ def webhook_delivery_attempt(*, delivery_id: int) -> float | None:
         "X-Skill-Registry-Event": delivery.event,
         "X-Skill-Registry-Delivery": str(delivery.event_id),
     }
-    answer = post(target, body=body, headers=headers, timeout=settings.WEBHOOK_TIMEOUT_SECONDS)
+    try:
+        answer = post(target, body=body, headers=headers, timeout=settings.WEBHOOK_TIMEOUT_SECONDS)
+    except SoftTimeLimitExceeded:  # a receiver that trickles its answer: each read is within the timeout
+        answer = Answer(status=None, error=f"No complete answer within {webhook_attempt_limit():.0f} s.")
     return _record(delivery=delivery, answer=answer, retry=answer.transient)
+
+
+def webhook_attempt_limit() -> float:
+    """Seconds one attempt may take in all (the task's soft time limit): the per-read timeout
+    bounds each wait, this bounds their sum."""
+    return 3 * settings.WEBHOOK_TIMEOUT_SECONDS + 5

@@ -4,10 +4,13 @@ rolled back), and one attempt in-process against a loopback receiver."""
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import hmac
 import json
 import socket
+import ssl
+import subprocess
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -15,6 +18,7 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 from django.db import transaction
+from django.utils import timezone
 from rest_framework.test import APIClient
 
 from registry.models import AuditLog, DeliveryStatus, Skill, WebhookDelivery
@@ -24,8 +28,8 @@ from registry.services.audit import Actor
 from registry.services.labels import label_move
 from registry.services.rules import rule_create
 from registry.services.skills import skill_set_enabled
-from registry.services.webhooks import webhook_create, webhook_delivery_attempt
-from registry.webhooks.transport import address_problem
+from registry.services.webhooks import webhook_create, webhook_deliveries_requeue, webhook_delivery_attempt
+from registry.webhooks.transport import Answer, Target, address_problem, post
 from tests.factories import publish, user_with_role
 
 pytestmark = pytest.mark.django_db
@@ -36,25 +40,27 @@ ALL_EVENTS = ["skill.published", "label.moved", "rule.changed", "skill.enabled",
 PUBLIC = "http://93.184.215.14/hook"  # an address literal: no DNS needed, and global
 
 
+class _Recording(BaseHTTPRequestHandler):
+    """Records each POST on its server's `requests` and answers 200."""
+
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        self.server.requests.append({"path": self.path, "headers": dict(self.headers), "body": body})
+        self.send_response(200)
+        self.end_headers()
+        self.wfile.write(b"ok")
+
+    def log_message(self, *args):
+        pass
+
+
 class Receiver:
     """An http.server on a free loopback port that records every request and answers 200."""
 
     def __init__(self) -> None:
         self.requests: list[dict] = []
-        receiver = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):
-                body = self.rfile.read(int(self.headers["Content-Length"]))
-                receiver.requests.append({"path": self.path, "headers": dict(self.headers), "body": body})
-                self.send_response(200)
-                self.end_headers()
-                self.wfile.write(b"ok")
-
-            def log_message(self, *args):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), _Recording)
+        self.server.requests = self.requests
         self.port = self.server.server_address[1]
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
@@ -319,3 +325,54 @@ def test_the_readme_receiver_accepts_only_correctly_signed_deliveries(settings, 
         server.server_close()
     delivery.refresh_from_db()
     assert delivery.status == status and delivery.last_status == (204 if status == "delivered" else 401)
+
+
+def test_the_requeue_finds_lost_deliveries_and_ends_an_abandoned_last_attempt(settings):
+    settings.WEBHOOK_ALLOW_PRIVATE_ADDRESSES = True
+    webhook_create(url="http://127.0.0.1:9/", events=ALL_EVENTS, secret="k" * 24)
+    publish("lost")
+    publish("abandoned")
+    publish("fresh")
+    lost, abandoned, fresh = WebhookDelivery.objects.order_by("id")
+    long_ago = timezone.now() - dt.timedelta(hours=1)
+    WebhookDelivery.objects.filter(pk=lost.pk).update(created_at=long_ago)
+    WebhookDelivery.objects.filter(pk=abandoned.pk).update(
+        status=DeliveryStatus.SENDING, claimed_at=long_ago, attempts=settings.WEBHOOK_MAX_ATTEMPTS
+    )
+
+    assert webhook_deliveries_requeue() == 1
+    lost.refresh_from_db(), abandoned.refresh_from_db(), fresh.refresh_from_db()
+    assert lost.status == DeliveryStatus.PENDING and lost.next_attempt_at is not None
+    assert abandoned.status == DeliveryStatus.FAILED and "last attempt" in abandoned.last_error
+    assert fresh.next_attempt_at is None
+    assert webhook_deliveries_requeue() == 0  # queued once; not again until it is overdue again
+
+
+def test_https_goes_to_the_checked_address_and_verifies_the_certificate_for_the_url_s_host(tmp_path, monkeypatch):
+    key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-keyout", key, "-out", cert]
+        + ["-subj", "/CN=hooks.test", "-addext", "subjectAltName=DNS:hooks.test"],
+        check=True,
+        capture_output=True,
+    )
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Recording)
+    server.requests = []
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    port = server.server_address[1]
+    try:
+
+        def send(host: str) -> Answer:
+            target = Target(scheme="https", host=host, port=port, path="/", addresses=("127.0.0.1",))
+            return post(target, body=b"{}", headers={}, timeout=5)
+
+        assert "CERTIFICATE_VERIFY_FAILED" in send("hooks.test").error  # not trusted yet
+        monkeypatch.setenv("SSL_CERT_FILE", str(cert))
+        assert send("hooks.test").status == 200
+        assert "Hostname mismatch" in send("other.test").error
+    finally:
+        server.shutdown()
+        server.server_close()
