@@ -96,8 +96,8 @@ def webhook_create(
 
 
 def webhook_delete(*, webhook: Webhook, actor: Actor = SYSTEM) -> None:
-    """Deactivate the hook and forget its secret; deliveries not yet sent are dropped, and the
-    ones made stay readable in the audit of what was sent."""
+    """Deactivate the hook and forget its secret; deliveries waiting for an attempt are dropped.
+    The rows stay, as the record of what was sent."""
     with transaction.atomic():
         changed = Webhook.objects.filter(pk=webhook.pk, active=True).update(active=False, secret="")
         if not changed:
@@ -177,25 +177,28 @@ REQUEUE_BATCH = 500
 
 def webhook_deliveries_requeue() -> int:
     """Queue again the deliveries no message carries any more: pending ones overdue by
-    REQUEUE_AFTER, and ones whose attempt's worker died (claimed longer ago than the lease).
-    Each gets a new due time first, so a slow queue is not flooded with copies; a copy that does
-    arrive twice is dropped by the claim. Run by every worker's reaper round. Returns how many."""
+    REQUEUE_AFTER, and ones whose attempt's worker died (claimed longer ago than the lease, past
+    the task's hard time limit), which become pending again, or failed after their last attempt.
+    Each gets a new due time, so a slow queue is not flooded with copies round after round; a
+    copy that does arrive twice is dropped by the claim. Run by every worker's reaper round.
+    Returns how many were queued."""
     now = timezone.now()
     overdue = now - REQUEUE_AFTER
-    lost = Q(status=DeliveryStatus.PENDING) & (
-        Q(next_attempt_at__lt=overdue) | Q(next_attempt_at__isnull=True, created_at__lt=overdue)
-    )
-    abandoned = Q(status=DeliveryStatus.SENDING, claimed_at__lt=now - _lease())
-    # A last attempt whose worker died is not made again: the delivery failed.
-    WebhookDelivery.objects.filter(abandoned, attempts__gte=settings.WEBHOOK_MAX_ATTEMPTS).update(
+    abandoned = WebhookDelivery.objects.filter(status=DeliveryStatus.SENDING, claimed_at__lt=now - _lease())
+    abandoned.filter(attempts__gte=settings.WEBHOOK_MAX_ATTEMPTS).update(
         status=DeliveryStatus.FAILED, last_error="The worker stopped during the last attempt.", claimed_at=None
     )
+    abandoned.update(status=DeliveryStatus.PENDING, claimed_at=None, next_attempt_at=overdue)
     ids = list(
-        WebhookDelivery.objects.filter(lost | abandoned, webhook__active=True)
+        WebhookDelivery.objects.filter(
+            Q(next_attempt_at__lte=overdue) | Q(next_attempt_at__isnull=True, created_at__lt=overdue),
+            status=DeliveryStatus.PENDING,
+            webhook__active=True,
+        )
         .order_by("pk")
         .values_list("pk", flat=True)[:REQUEUE_BATCH]
     )
-    WebhookDelivery.objects.filter(pk__in=ids, status=DeliveryStatus.PENDING).update(next_attempt_at=now)
+    WebhookDelivery.objects.filter(pk__in=ids).update(next_attempt_at=now)
     for delivery_id in ids:
         _queue(delivery_id)
     return len(ids)

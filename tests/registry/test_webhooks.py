@@ -330,20 +330,23 @@ def test_the_readme_receiver_accepts_only_correctly_signed_deliveries(settings, 
 def test_the_requeue_finds_lost_deliveries_and_ends_an_abandoned_last_attempt(settings):
     settings.WEBHOOK_ALLOW_PRIVATE_ADDRESSES = True
     webhook_create(url="http://127.0.0.1:9/", events=ALL_EVENTS, secret="k" * 24)
-    publish("lost")
-    publish("abandoned")
-    publish("fresh")
-    lost, abandoned, fresh = WebhookDelivery.objects.order_by("id")
+    for name in ("lost", "abandoned", "abandoned-last", "fresh"):
+        publish(name)
+    lost, abandoned, abandoned_last, fresh = WebhookDelivery.objects.order_by("id")
     long_ago = timezone.now() - dt.timedelta(hours=1)
     WebhookDelivery.objects.filter(pk=lost.pk).update(created_at=long_ago)
     WebhookDelivery.objects.filter(pk=abandoned.pk).update(
+        status=DeliveryStatus.SENDING, claimed_at=long_ago, attempts=2
+    )
+    WebhookDelivery.objects.filter(pk=abandoned_last.pk).update(
         status=DeliveryStatus.SENDING, claimed_at=long_ago, attempts=settings.WEBHOOK_MAX_ATTEMPTS
     )
 
-    assert webhook_deliveries_requeue() == 1
-    lost.refresh_from_db(), abandoned.refresh_from_db(), fresh.refresh_from_db()
-    assert lost.status == DeliveryStatus.PENDING and lost.next_attempt_at is not None
-    assert abandoned.status == DeliveryStatus.FAILED and "last attempt" in abandoned.last_error
+    assert webhook_deliveries_requeue() == 2
+    for delivery in (lost, abandoned, abandoned_last, fresh):
+        delivery.refresh_from_db()
+    assert lost.status == abandoned.status == DeliveryStatus.PENDING and lost.next_attempt_at is not None
+    assert abandoned_last.status == DeliveryStatus.FAILED and "last attempt" in abandoned_last.last_error
     assert fresh.next_attempt_at is None
     assert webhook_deliveries_requeue() == 0  # queued once; not again until it is overdue again
 
