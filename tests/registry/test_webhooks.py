@@ -263,17 +263,28 @@ def test_a_delivery_is_signed_and_sent_once(settings, receiver):
     assert (delivery.status, delivery.attempts, delivery.last_status) == (DeliveryStatus.DELIVERED, 1, 200)
 
 
-def test_the_address_is_checked_again_at_delivery(settings, receiver):
+@pytest.mark.parametrize(
+    ("url", "problem"),
+    [
+        ("http://localhost:{port}/", "loopback"),
+        ("http://127.0.0.1:{port}/", "loopback"),
+        ("http://[::1]:{port}/", "loopback"),
+        ("http://10.20.30.40:{port}/", "private"),
+        ("http://169.254.169.254/latest/meta-data/", "link-local"),
+    ],
+)
+def test_the_address_is_checked_again_at_delivery(settings, receiver, url, problem):
     """Created while private addresses were allowed, the hook's URL is refused once they are not."""
     settings.WEBHOOK_ALLOW_PRIVATE_ADDRESSES = True
-    webhook_create(url=f"http://localhost:{receiver.port}/", events=ALL_EVENTS, secret="k" * 24)
+    webhook_create(url=url.format(port=receiver.port), events=ALL_EVENTS, secret="k" * 24)
     publish("rechecked")
     settings.WEBHOOK_ALLOW_PRIVATE_ADDRESSES = False
 
     delivery = WebhookDelivery.objects.get()
     assert webhook_delivery_attempt(delivery_id=delivery.pk) is None  # refused: no retry
     delivery.refresh_from_db()
-    assert delivery.status == DeliveryStatus.FAILED and "loopback" in delivery.last_error
+    assert delivery.status == DeliveryStatus.FAILED and problem in delivery.last_error
+    assert delivery.attempts == 1 and delivery.last_status is None
     assert receiver.requests == []
 
 
