@@ -20,6 +20,7 @@ from agents.store import RegistrySkillStore, resolution_for_turn
 from agents.trace import step_writer_warm_up
 from agents.turn_tools import tool_registry
 from registry.services.usage import usage_offers_roll_up, usage_statements_compile
+from registry.services.webhooks import webhook_deliveries_requeue
 
 logger = logging.getLogger(__name__)
 
@@ -56,9 +57,10 @@ def agent_turn_run_task(self, turn_id: str) -> None:
 
 class TurnReaper:
     """The worker's own timer: every AGENT_TURN_REAPER_SECONDS, requeue or end the turns whose
-    lease lapsed, remove dead processes' scratch folders and count the finished turns' queued
-    offers into the rollups (reads roll up first anyway; this keeps the queue, and so the first
-    read's wait, short when nobody reads for a while).
+    lease lapsed, remove dead processes' scratch folders, queue again the webhook deliveries that
+    lost their message, and count the finished turns' queued offers into the rollups (reads roll
+    up first anyway; this keeps the queue, and so the first read's wait, short when nobody reads
+    for a while).
 
     A thread in the worker's main process rather than a periodic task: it needs no beat
     process or schedule file, works with the filesystem broker of `make run`, and cannot wait
@@ -84,6 +86,8 @@ class TurnReaper:
                     logger.warning("turn reaper: %s", report)
                 services.scratch_dirs_sweep()
                 usage_offers_roll_up()
+                if requeued := webhook_deliveries_requeue():
+                    logger.warning("requeued %d webhook deliveries that had lost their message", requeued)
             except Exception:  # the database may be down for a moment; try again next round
                 logger.exception("turn reaper round failed")
             finally:

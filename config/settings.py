@@ -293,6 +293,8 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # A webhook's `events` and a delivery's `event` are one choice set: one schema component.
+    "ENUM_NAME_OVERRIDES": {"WebhookEventEnum": "registry.models.WebhookEvent"},
 }
 
 # --- Skill Registry ---------------------------------------------------------------------
@@ -329,6 +331,27 @@ if DISCOVERY_LABEL is not None and not re.fullmatch(r"[a-z0-9_.-]{1,36}", DISCOV
         f"DISCOVERY_LABEL={DISCOVERY_LABEL!r}: it must be a label name (1-36 of a-z, 0-9, '_', '.', '-'), "
         "e.g. production."
     )
+
+# --- Webhooks ---------------------------------------------------------------------------
+# Off, a webhook URL that resolves to a loopback, private, link-local or other non-public address
+# is refused when the hook is created and again before each delivery (SSRF). On only where the
+# receivers are on the operator's own network.
+WEBHOOK_ALLOW_PRIVATE_ADDRESSES = env.bool("WEBHOOK_ALLOW_PRIVATE_ADDRESSES", default=False)
+# Connect and read timeout of one delivery attempt, in seconds.
+WEBHOOK_TIMEOUT_SECONDS = env.float("WEBHOOK_TIMEOUT_SECONDS", default=5.0)
+# Attempts per delivery; a failed attempt waits WEBHOOK_RETRY_BASE_SECONDS * 2^(attempt - 1),
+# at most WEBHOOK_RETRY_MAX_SECONDS, before the next.
+WEBHOOK_MAX_ATTEMPTS = env.int("WEBHOOK_MAX_ATTEMPTS", default=6)
+WEBHOOK_RETRY_BASE_SECONDS = env.float("WEBHOOK_RETRY_BASE_SECONDS", default=10.0)
+WEBHOOK_RETRY_MAX_SECONDS = env.float("WEBHOOK_RETRY_MAX_SECONDS", default=600.0)
+for _name, _value in (
+    ("WEBHOOK_TIMEOUT_SECONDS", WEBHOOK_TIMEOUT_SECONDS),
+    ("WEBHOOK_MAX_ATTEMPTS", WEBHOOK_MAX_ATTEMPTS),
+    ("WEBHOOK_RETRY_BASE_SECONDS", WEBHOOK_RETRY_BASE_SECONDS),
+    ("WEBHOOK_RETRY_MAX_SECONDS", WEBHOOK_RETRY_MAX_SECONDS),
+):
+    if not _value > 0:
+        raise ImproperlyConfigured(f"{_name}={_value}: it must be greater than 0.")
 
 # --- Agent runtime ----------------------------------------------------------------------
 AGENT_MODEL = env.str("AGENT_MODEL", default="offline").strip()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from registry.api import resolve, rules, skills, usage
+from registry.api import resolve, rules, skills, usage, webhooks
 
 urlpatterns = [
     path("skills", skills.SkillListCreateApi.as_view(), name="api-skills"),
@@ -32,5 +32,10 @@ urlpatterns = [
     ),
     path("analytics/skills/<str:name>/compare", usage.AnalyticsCompareApi.as_view(), name="api-analytics-compare"),
     path("analytics/funnel", usage.AnalyticsFunnelApi.as_view(), name="api-analytics-funnel"),
+    path("webhooks", webhooks.WebhookListCreateApi.as_view(), name="api-webhooks"),
+    path("webhooks/<int:webhook_id>", webhooks.WebhookDetailApi.as_view(), name="api-webhook"),
+    path(
+        "webhooks/<int:webhook_id>/deliveries", webhooks.WebhookDeliveryListApi.as_view(), name="api-webhook-deliveries"
+    ),
     path("analytics/failing", usage.AnalyticsFailingApi.as_view(), name="api-analytics-failing"),
 ]

@@ -30,6 +30,7 @@ SCOPE_HELP = {
     TokenScope.USAGE_WRITE: "report usage events (POST /usage)",
     TokenScope.ANALYTICS_READ: "read the analytics API",
     TokenScope.AGENT_RUN: "run agent turns",
+    TokenScope.WEBHOOKS_WRITE: "manage webhooks and read their deliveries (admins only)",
 }
 
 

@@ -8,5 +8,6 @@ urlpatterns = [
     path("", include("registry.console.skills")),
     path("", include("registry.console.rules")),
     path("", include("registry.console.tokens")),
+    path("", include("registry.console.webhooks")),
     path("", include("registry.console.audit")),
 ]

@@ -11,9 +11,10 @@ import re
 from django.db import transaction
 
 from registry.errors import ApplicationError, NotFound
-from registry.models import Label, LabelHistory, Skill
+from registry.models import Label, LabelHistory, Skill, WebhookEvent
 from registry.services.audit import SYSTEM, Actor, audit_record
 from registry.services.generation import registry_changed
+from registry.services.webhooks import webhook_event_emit
 
 LABEL_NAME = re.compile(r"^[a-z0-9_.-]{1,36}$")
 IMPLICIT_LABEL = "latest"
@@ -77,6 +78,14 @@ def label_move(*, skill: Skill, label: str, version_number: int, actor: Actor = 
             after={"label": label, "version": version.number},
         )
         registry_changed(skill=skill.name)
+        webhook_event_emit(
+            event=WebhookEvent.LABEL_MOVED,
+            actor=actor,
+            skill=skill.name,
+            version=version.number,
+            label=label,
+            from_version=before,
+        )
     return current
 
 
@@ -100,3 +109,7 @@ def label_delete(*, skill: Skill, label: str, actor: Actor = SYSTEM) -> None:
             before={"label": label, "version": before},
         )
         registry_changed(skill=skill.name)
+        # A deleted label moved to nothing: `version` is null.
+        webhook_event_emit(
+            event=WebhookEvent.LABEL_MOVED, actor=actor, skill=skill.name, label=label, from_version=before
+        )

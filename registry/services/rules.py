@@ -18,9 +18,10 @@ from django.db import IntegrityError, transaction
 
 from registry.errors import ApplicationError, Conflict
 from registry.matching.patterns import pattern_check
-from registry.models import ForceIncludeRule, Skill
+from registry.models import ForceIncludeRule, Skill, WebhookEvent
 from registry.services.audit import SYSTEM, Actor, audit_record
 from registry.services.generation import registry_changed
+from registry.services.webhooks import webhook_event_emit
 
 # Names people give skills: the spec's [a-z0-9-] plus the seeds' underscores and dots, any case.
 SKILL_REFERENCE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
@@ -182,6 +183,11 @@ def _duplicate(name: str) -> Conflict:
     return Conflict(f"A rule named '{name}' already exists.", fields={"name": "already exists"})
 
 
+def _rule_changed(*, rule: str, action: str, actor: Actor) -> None:
+    """The webhook event of a rule write: which rule, and whether it was created, updated or deleted."""
+    webhook_event_emit(event=WebhookEvent.RULE_CHANGED, actor=actor, extra={"rule": rule, "action": action})
+
+
 # --- services ----------------------------------------------------------------------------
 
 
@@ -225,6 +231,7 @@ def rule_create(
                 actor=actor, action="rule.create", object_type="rule", object_repr=name, after=rule_fields(rule)
             )
             registry_changed(rules=True)
+            _rule_changed(rule=name, action="created", actor=actor)
     except IntegrityError:
         raise _duplicate(name) from None
     return RuleWriteResult(rule=rule, warnings=_skill_warnings(skills))
@@ -288,6 +295,7 @@ def rule_update(
                 after={k: rule_fields(rule)[k] for k in changed},
             )
             registry_changed(rules=True)
+            _rule_changed(rule=rule.name, action="updated", actor=actor)
     except IntegrityError:
         raise _duplicate(changes.get("name", rule.name)) from None
     return RuleWriteResult(rule=rule, warnings=_skill_warnings(rule.skills))
@@ -300,3 +308,4 @@ def rule_delete(*, rule: ForceIncludeRule, actor: Actor = SYSTEM) -> None:
         if deleted:
             audit_record(actor=actor, action="rule.delete", object_type="rule", object_repr=rule.name, before=before)
             registry_changed(rules=True)
+            _rule_changed(rule=rule.name, action="deleted", actor=actor)

@@ -22,9 +22,10 @@ from registry.errors import (
     LenientReadingRefused,
     VersionConflict,
 )
-from registry.models import Blob, Skill, SkillFile, SkillSource, SkillVersion
+from registry.models import Blob, Skill, SkillFile, SkillSource, SkillVersion, WebhookEvent
 from registry.services.audit import SYSTEM, Actor, audit_record
 from registry.services.generation import registry_changed
+from registry.services.webhooks import webhook_event_emit
 from registry.skillformat.bundle import (
     SKILL_MD,
     Bundle,
@@ -228,6 +229,13 @@ def skill_version_publish(
             after={"version": version.number, "fingerprint": version.fingerprint},
         )
         registry_changed(skill=skill.name)
+        webhook_event_emit(
+            event=WebhookEvent.SKILL_PUBLISHED,
+            actor=actor,
+            skill=skill.name,
+            version=version.number,
+            from_version=newest.number if newest else None,
+        )
     return PublishResult(version=version, created=True, warnings=parsed.warnings)
 
 
@@ -521,6 +529,12 @@ def skill_set_enabled(*, skill: Skill, enabled: bool, actor: Actor = SYSTEM) -> 
             after={"enabled": enabled},
         )
         registry_changed(skill=skill.name)
+        webhook_event_emit(
+            event=WebhookEvent.SKILL_ENABLED if enabled else WebhookEvent.SKILL_DISABLED,
+            actor=actor,
+            skill=skill.name,
+            version=skill.latest_version,
+        )
     return skill
 
 

@@ -14,6 +14,7 @@ from rest_framework.test import APIClient
 from registry.models import ForceIncludeRule, Skill, TokenScope
 from registry.roles import ANALYST
 from registry.services.tokens import api_token_revoke
+from registry.services.webhooks import webhook_create
 from tests.factories import UserFactory, make_skill_md, publish, user_with_role
 
 pytestmark = pytest.mark.django_db
@@ -54,6 +55,10 @@ ENDPOINTS = [
         {"events": [{"event_id": "e1", "kind": "loaded", "skill": "guarded", "version": 1}]},
     ),
     ("get", "/api/v1/analytics/skills", "analytics:read", None),
+    ("get", "/api/v1/webhooks", "webhooks:write", None),
+    ("post", "/api/v1/webhooks", "webhooks:write", {"url": "http://93.184.215.14/hook", "events": ["label.moved"]}),
+    ("get", "/api/v1/webhooks/{webhook}/deliveries", "webhooks:write", None),
+    ("delete", "/api/v1/webhooks/{webhook}", "webhooks:write", None),
 ]
 SUCCESS = {200, 201, 204}
 
@@ -65,7 +70,11 @@ def world(db):
     from registry.services.labels import label_move
 
     label_move(skill=skill, label="staging", version_number=1)
-    return {"rule": ForceIncludeRule.objects.create(name="r", pattern="guard", skills=["guarded"]).pk}
+    webhook, _ = webhook_create(url="http://93.184.215.14/hook", events=["label.moved"])
+    return {
+        "rule": ForceIncludeRule.objects.create(name="r", pattern="guard", skills=["guarded"]).pk,
+        "webhook": webhook.pk,
+    }
 
 
 def call(client, method, path, body, world):
@@ -281,7 +290,7 @@ def test_the_schema_describes_every_endpoint_with_its_error_responses(admin_clie
     assert response.status_code == 200
     paths = response.json()["paths"]
     for method, path, _, _ in ENDPOINTS:
-        template = path.split("?")[0].replace("/api/v1", "/api/v1").replace("{rule}", "{rule_id}")
+        template = path.split("?")[0].replace("{rule}", "{rule_id}").replace("{webhook}", "{webhook_id}")
         template = (
             template.replace("/guarded", "/{name}")
             .replace("/notes.txt", "/{path}")

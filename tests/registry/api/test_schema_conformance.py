@@ -88,6 +88,8 @@ UNSTATED_RULES: dict[str, set[str]] = {
     # `version` and `source` go with `skill`, `detail` with `cause`; `from` must not be after `to`.
     "GET /api/v1/agent/turns": {"version", "source", "detail", "from", "to"},
     "GET /api/v1/agent/turns/causes": {"version", "source", "detail", "from", "to"},
+    # A webhook URL must be http(s) and resolve, to public addresses only.
+    "POST /api/v1/webhooks": {"url"},
 }
 
 

@@ -1,0 +1,23 @@
+"""The registry's Celery tasks: they take ids and call a service (STYLE.md)."""
+
+from __future__ import annotations
+
+from celery import shared_task
+
+from registry.services.webhooks import webhook_attempt_limit, webhook_delivery_attempt
+
+
+# The retry limit is the delivery row's (WEBHOOK_MAX_ATTEMPTS): the service says when to stop.
+# The soft limit ends an attempt that a receiver drags out; the service records it as a failed try.
+@shared_task(
+    bind=True,
+    acks_late=True,
+    reject_on_worker_lost=True,
+    max_retries=None,
+    soft_time_limit=webhook_attempt_limit(),
+    time_limit=webhook_attempt_limit() + 10,
+)
+def webhook_delivery_send_task(self, delivery_id: int) -> None:
+    wait = webhook_delivery_attempt(delivery_id=delivery_id)
+    if wait is not None:
+        raise self.retry(countdown=wait)
