@@ -32,4 +32,5 @@ urlpatterns = [
     # The console pages of the agents app: the registry knows nothing of turns.
     path("", include("agents.playground")),
     path("", include("agents.turns")),
+    path("", include("agents.evals_console")),
 ]
