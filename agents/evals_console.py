@@ -23,9 +23,10 @@ from django.urls import path, reverse
 from django.utils.http import urlencode
 from django_htmx.http import reswap, retarget
 
+from agents import evals as eval_runner
+from agents import selectors as turn_selectors
 from agents.evals_cases import case_from_turn
 from agents.playground import _turn, model_choices
-from agents import selectors as turn_selectors
 from registry import selectors
 from registry.console.access import console_view, user_scopes
 from registry.console.errors import on_domain_error
@@ -37,7 +38,6 @@ from registry.selectors.versions import label_names_in_use, skill_version_number
 from registry.services import evals as eval_services
 from registry.services.audit import Actor
 
-eval_runner: Any = None  # TEMP until agents/evals.py lands
 READ, WRITE, RUN = "skills:read", "skills:write", "agent:run"
 POLL_EVERY = "1s"
 RUNS_SHOWN = 20
@@ -312,7 +312,9 @@ def suite_import(request, name: str):
 
     on_domain_error(request, service_refused)
     revision = eval_services.eval_suite_replace(skill=skill, document=document, actor=_actor(request))
-    messages.success(request, f"Imported {len(revision.cases)} cases from {upload.name}: suite revision {revision.number}.")
+    messages.success(
+        request, f"Imported {len(revision.cases)} cases from {upload.name}: suite revision {revision.number}."
+    )
     return redirect(reverse("eval-suite", args=[skill.name]))
 
 
@@ -371,7 +373,7 @@ class RunInput:
                 errors["version"] = "Choose a version."
             values["version"] = number
         else:
-            values["label"] = self.label or "production"
+            values["label"] = self.label or None  # none: production, else latest
         if self.model not in dict(model_choices()):
             errors["model"] = "Choose one of the listed models."
         repeat = whole_number(self.repeat)
@@ -396,7 +398,7 @@ def run_start(request, name: str):
     if errors:
         return refused(errors)
     on_domain_error(request, lambda error: refused({_run_field(error): error.detail}, error.status))
-    run = eval_runner.eval_run_request(skill=skill, actor=_actor(request), **values)
+    run = eval_runner.eval_run_queue(skill_name=skill.name, actor=_actor(request), **values)
     return redirect(reverse("eval-run", args=[run.pk]))
 
 
@@ -428,8 +430,16 @@ def _run_context(run: EvalRun) -> dict[str, Any]:
 @console_view(scope=READ)
 def run_page(request, run_id: str):
     run = _run(run_id)
-    earlier = [other for other in eval_selectors.eval_runs_of_skill(skill=run.skill, limit=RUNS_SHOWN) if other.created_at < run.created_at]
-    context = {**_run_context(run), "may_run": RUN in user_scopes(request.user), "previous": earlier[0] if earlier else None}
+    earlier = [
+        other
+        for other in eval_selectors.eval_runs_of_skill(skill=run.skill, limit=RUNS_SHOWN)
+        if other.created_at < run.created_at
+    ]
+    context = {
+        **_run_context(run),
+        "may_run": RUN in user_scopes(request.user),
+        "previous": earlier[0] if earlier else None,
+    }
     return render(request, "agents/evals/run.html", context)
 
 
@@ -448,7 +458,7 @@ def run_cancel(request, run_id: str):
     run = _run(run_id)
     if request.method == "POST":
         on_domain_error(request, lambda error: _cancel_refused(request, run, error))
-        eval_runner.eval_run_cancel_turns(run=run, actor=_actor(request))
+        eval_runner.eval_run_cancel(run=run, actor=_actor(request))
         messages.info(request, "Cancelled: the cases not yet graded will not run.")
     return redirect(reverse("eval-run", args=[run.pk]))
 

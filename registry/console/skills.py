@@ -205,7 +205,9 @@ def _version_evals(skill: Skill) -> list[VersionEval]:
     latest = eval_latest_per_version(skill=skill)
     live = {
         stats.version: stats
-        for stats in skill_analytics(filters=AnalyticsFilter(skill=skill.name, skill_source=skill.source), by_version=True)
+        for stats in skill_analytics(
+            filters=AnalyticsFilter(skill=skill.name, skill_source=skill.source), by_version=True
+        )
         if stats.version is not None and stats.n
     }
     numbers = sorted(set(latest) | set(live), reverse=True)

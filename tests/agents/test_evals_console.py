@@ -20,19 +20,11 @@ from registry.models import AuditLog, EvalRun
 from registry.roles import ANALYST, AUTHOR
 from registry.selectors import skill_get
 from registry.selectors.evals import eval_run_results, eval_suite_revision
-from registry.services.evals import eval_result_dispatch, eval_result_grade, eval_run_create, eval_run_finish
-from registry.services.evals import eval_suite_replace
+from registry.services.evals import eval_run_create, eval_suite_replace
+from tests.agents.eval_runs import SUITE, graded_run
 from tests.factories import publish, user_with_role
 
 pytestmark = pytest.mark.django_db
-
-SUITE = {
-    "cases": [
-        {"id": "t-pr", "kind": "trigger", "query": "review this pull request", "should_trigger": True},
-        {"id": "t-poem", "kind": "trigger", "query": "write me a haiku", "should_trigger": False},
-        {"id": "k-sql", "kind": "task", "prompt": "Review app.py", "expect": [{"skill_loaded": "code-review"}]},
-    ]
-}
 
 
 @pytest.fixture
@@ -74,7 +66,13 @@ def test_an_author_adds_edits_and_deletes_cases_each_save_a_revision(skill):
     assert 'name="original_id" value="t-pr"' in text(form) and "review this PR" in text(form)
     author.post(
         "/skills/code-review/evals/cases/",
-        {"original_id": "t-pr", "id": "k-pr", "kind": "task", "prompt": "Review the PR", "expect": '[{"max_steps": 4}]'},
+        {
+            "original_id": "t-pr",
+            "id": "k-pr",
+            "kind": "task",
+            "prompt": "Review the PR",
+            "expect": '[{"max_steps": 4}]',
+        },
     )
     assert cases_of(skill) == [{"id": "k-pr", "kind": "task", "prompt": "Review the PR", "expect": [{"max_steps": 4}]}]
 
@@ -129,9 +127,7 @@ def test_import_reads_ours_and_skill_creators_and_names_a_bad_case(skill):
         "/skills/code-review/evals/import/", {"evals_file": SimpleUploadedFile("e.json", json.dumps(bad).encode())}
     )
     assert refused.status_code == 400 and "Case t-x, query" in text(refused)
-    not_json = author.post(
-        "/skills/code-review/evals/import/", {"evals_file": SimpleUploadedFile("e.json", b"{nope")}
-    )
+    not_json = author.post("/skills/code-review/evals/import/", {"evals_file": SimpleUploadedFile("e.json", b"{nope")})
     assert not_json.status_code == 400 and "Not imported" in text(not_json)
 
     exported = author.get("/skills/code-review/evals/evals.json")
@@ -165,27 +161,6 @@ def test_the_run_form_names_its_bad_fields(skill):
     assert not EvalRun.objects.exists()
 
 
-def _graded_run(skill, *, outcomes: dict[str, bool]) -> EvalRun:
-    """A finished run whose cases ended as `outcomes` says (case id -> passed)."""
-    run = eval_run_create(skill=skill, version=skill.versions.get(number=1), model="scripted")
-    for result in eval_run_results(run=run):
-        turn = AgentTurn.objects.create(
-            message=result.case_id, model="scripted", origin=TurnOrigin.EVAL, status=TurnStatus.SUCCEEDED
-        )
-        eval_result_dispatch(result_id=result.pk, turn_id=turn.pk)
-        passed = outcomes[result.case_id]
-        should = next(case for case in SUITE["cases"] if case["id"] == result.case_id).get("should_trigger")
-        eval_result_grade(
-            result_id=result.pk,
-            passed=passed,
-            triggered=None if should is None else passed == should,
-            checks=[{"check": "skill_loaded", "passed": passed, "detail": "code-review v1 via read_skill"}],
-        )
-    eval_run_finish(run_id=run.pk)
-    run.refresh_from_db()
-    return run
-
-
 def test_the_run_page_polls_until_the_run_ends_and_links_each_case_to_its_trace(skill):
     eval_suite_replace(skill=skill, document=SUITE)
     analyst = console(ANALYST)
@@ -194,7 +169,7 @@ def test_the_run_page_polls_until_the_run_ends_and_links_each_case_to_its_trace(
     assert page.status_code == 200 and 'hx-trigger="every 1s"' in text(page)
     assert analyst.get(f"/evals/runs/{queued.pk}/live/", HTTP_HX_REQUEST="true").status_code == 200
 
-    run = _graded_run(skill, outcomes={"t-pr": True, "t-poem": True, "k-sql": False})
+    run = graded_run(skill, outcomes={"t-pr": True, "t-poem": True, "k-sql": False})
     live = analyst.get(f"/evals/runs/{run.pk}/live/", HTTP_HX_REQUEST="true")
     assert live.status_code == 286 and "hx-trigger" not in text(live)
     page = text(analyst.get(f"/evals/runs/{run.pk}/"))
@@ -210,8 +185,8 @@ def test_the_run_page_polls_until_the_run_ends_and_links_each_case_to_its_trace(
 
 def test_the_compare_view_shows_the_difference_and_the_flipped_cases(skill):
     eval_suite_replace(skill=skill, document=SUITE)
-    a = _graded_run(skill, outcomes={"t-pr": True, "t-poem": True, "k-sql": False})
-    b = _graded_run(skill, outcomes={"t-pr": False, "t-poem": True, "k-sql": True})
+    a = graded_run(skill, outcomes={"t-pr": True, "t-poem": True, "k-sql": False})
+    b = graded_run(skill, outcomes={"t-pr": False, "t-poem": True, "k-sql": True})
     page = console(ANALYST).get(f"/evals/runs/compare/?a={a.pk}&b={b.pk}")
     assert page.status_code == 200
     body = text(page)
@@ -222,7 +197,7 @@ def test_the_compare_view_shows_the_difference_and_the_flipped_cases(skill):
 
 def test_the_skill_page_shows_each_versions_eval_result(skill):
     eval_suite_replace(skill=skill, document=SUITE)
-    run = _graded_run(skill, outcomes={"t-pr": True, "t-poem": True, "k-sql": True})
+    run = graded_run(skill, outcomes={"t-pr": True, "t-poem": True, "k-sql": True})
     page = text(console(ANALYST).get("/skills/code-review/"))
     evals = page.split('id="version-evals"')[1].split("</table>")[0]
     assert f'href="/evals/runs/{run.pk}/"' in evals and "task 100%" in evals and "F1 1.00" in evals
@@ -264,7 +239,15 @@ def test_save_as_eval_case_builds_a_case_from_a_playground_turn(skill):
             "expect": [{"skill_loaded": "code-review"}, {"tool_called": {"name": "file_read"}}],
             "script": script,
         },
-        {"id": "t-review-app-py-for", "kind": "trigger", "query": "Review app.py for SQL injection", "should_trigger": True},
+        {
+            "id": "t-review-app-py-for",
+            "kind": "trigger",
+            "query": "Review app.py for SQL injection",
+            "should_trigger": True,
+        },
     ]
     analyst = console(ANALYST)
-    assert analyst.post(f"/playground/turns/{turn.pk}/eval-case/", {"skill": "code-review", "kind": "task"}).status_code == 403
+    assert (
+        analyst.post(f"/playground/turns/{turn.pk}/eval-case/", {"skill": "code-review", "kind": "task"}).status_code
+        == 403
+    )
