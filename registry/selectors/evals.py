@@ -131,9 +131,9 @@ def trigger_figures(results: list[EvalCaseResult]) -> TriggerFigures:
         elif triggered:
             fp += 1
         elif should:
-            tn += 1
-        else:
             fn += 1
+        else:
+            tn += 1
     return TriggerFigures(tp=tp, fp=fp, tn=tn, fn=fn)
 
 
@@ -253,3 +253,20 @@ def eval_latest_per_version(*, skill: Skill) -> dict[int, EvalRun]:
     for run in runs.order_by("-created_at"):
         latest.setdefault(run.version.number, run)
     return latest
+
+
+def eval_results_in_flight(*, run: EvalRun) -> list[EvalCaseResult]:
+    """Results whose turn was dispatched and that are not graded yet."""
+    return list(run.results.filter(turn__isnull=False, graded_at__isnull=True).order_by("position"))
+
+
+def eval_results_waiting(*, run: EvalRun, limit: int) -> list[EvalCaseResult]:
+    """The next `limit` results no turn was dispatched for, in dispatch order."""
+    if limit <= 0:
+        return []
+    return list(run.results.filter(turn__isnull=True, graded_at__isnull=True).order_by("position")[:limit])
+
+
+def eval_run_for_turn(*, turn_id: Any) -> EvalRun | None:
+    result = EvalCaseResult.objects.select_related("run").filter(turn_id=turn_id).first()
+    return result.run if result else None

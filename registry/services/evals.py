@@ -111,6 +111,12 @@ def eval_run_create(
     return run
 
 
+def eval_run_lock(*, run_id: Any) -> EvalRun | None:
+    """The run's row, locked until the caller's transaction ends (inside `transaction.atomic`):
+    one worker at a time decides what of the run to dispatch next."""
+    return EvalRun.objects.select_for_update(of=("self",)).select_related("skill", "version").filter(pk=run_id).first()
+
+
 def eval_run_start(*, run_id: Any) -> bool:
     """queued -> running; False when it is not queued (started already, or cancelled)."""
     return bool(
