@@ -251,3 +251,32 @@ def test_save_as_eval_case_builds_a_case_from_a_playground_turn(skill):
         analyst.post(f"/playground/turns/{turn.pk}/eval-case/", {"skill": "code-review", "kind": "task"}).status_code
         == 403
     )
+
+
+def test_the_run_form_queues_a_run_as_the_api_does_and_an_author_cancels_it(skill):
+    eval_suite_replace(skill=skill, document=SUITE)
+    publish("code-review", description="Review code, second version.")
+    author = console(AUTHOR)
+    started = author.post(
+        "/skills/code-review/evals/runs/",
+        {"target": "version", "version": "1", "model": "scripted", "repeat": "2", "baseline": "on"},
+    )
+    run = EvalRun.objects.get()
+    assert started.status_code == 302 and started["Location"] == f"/evals/runs/{run.pk}/"
+    assert (run.version.number, run.label, run.model, run.repeat, run.baseline) == (1, "", "scripted", 2, True)
+    assert len(eval_run_results(run=run)) == 3 * 2 * 2
+    at_label = author.post("/skills/code-review/evals/runs/", {"target": "label", "label": "", "model": "offline"})
+    assert at_label.status_code == 302
+    assert EvalRun.objects.latest("created_at").version.number == 2  # no production label: the latest
+
+    cancelled = author.post(f"/evals/runs/{run.pk}/cancel/", follow=True)
+    run.refresh_from_db()
+    assert run.status == "cancelled" and "Cancelled" in text(cancelled)
+    again = author.post(f"/evals/runs/{run.pk}/cancel/", follow=True)
+    assert "Not cancelled" in text(again)
+
+
+def test_a_run_of_an_empty_suite_is_refused_beside_the_form(skill):
+    refused = console(AUTHOR).post("/skills/code-review/evals/runs/", {"target": "label", "model": "offline"})
+    assert refused.status_code == 409 and "has no eval cases yet" in text(refused)
+    assert 'id="run-error"' in text(refused)
