@@ -167,3 +167,31 @@ def test_an_analyst_reads_the_suite_and_the_runs_but_edits_and_runs_nothing(live
     page.goto(f"{live_server.url}/skills/code-review/")
     expect(page.locator("#version-evals")).to_contain_text("task 100%")
     screenshot(page, "evals-skill-page-analyst")
+
+
+def test_a_playground_turn_is_saved_as_an_eval_case(live_server, open_page, worker, skill):
+    user_with_role("ada", "author")
+    page = open_page("ada")
+    page.goto(f"{live_server.url}/playground/")
+    page.fill("textarea[name=message]", "Review this pull request for security problems")
+    page.select_option("#id_model", "offline")
+    page.get_by_role("button", name="Send").click()
+    expect(page.locator("#turn-status")).to_have_text("succeeded", timeout=120_000)
+    page.get_by_text("Save as eval case").click()
+    expect(page.get_by_label("Skill", exact=True)).to_have_value("code-review")  # the skill the turn loaded
+    page.get_by_label("As", exact=True).select_option("trigger")
+    page.get_by_role("button", name="Add to the suite").click()
+
+    expect(page.locator(".flashes")).to_contain_text("Saved as trigger case t-review-this-pull-request")
+    form = page.locator("#case-t-review-this-pull-request")
+    expect(form.get_by_label("Query")).to_have_value("Review this pull request for security problems")
+    expect(form.get_by_label("Should load the skill")).to_be_checked()
+    screenshot(page, "evals-saved-from-playground-author")
+    assert eval_suite_revision(skill=skill).cases == [
+        {
+            "id": "t-review-this-pull-request",
+            "kind": "trigger",
+            "query": "Review this pull request for security problems",
+            "should_trigger": True,
+        }
+    ]
