@@ -4,7 +4,7 @@ because a run dispatches agent turns; mounted under `/api/v1/` beside the regist
 
 from __future__ import annotations
 
-from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.response import Response
 
@@ -313,15 +313,12 @@ class EvalRunCompareApi(ApiView):
     required_scopes = {"GET": READ}
 
     class CompareQuerySerializer(serializers.Serializer):
-        a = serializers.UUIDField()
-        b = serializers.UUIDField()
+        a = serializers.UUIDField(help_text="The run compared against (a run id).")
+        b = serializers.UUIDField(help_text="The run compared with it (a run id).")
 
     @extend_schema(
         operation_id="evals_runs_compare",
-        parameters=[
-            OpenApiParameter("a", str, required=True, description="The run compared against (a run id)."),
-            OpenApiParameter("b", str, required=True, description="The run compared (a run id)."),
-        ],
+        parameters=[CompareQuerySerializer],
         responses={200: CompareSerializer, **errors(400, 401, 403, 404)},
         summary="Run b against run a: task-rate difference, P(b better), trigger F1, flipped cases",
     )

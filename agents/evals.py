@@ -102,15 +102,18 @@ def _send_advance(run_id: str) -> None:
 def eval_run_cancel(*, run: EvalRun, actor: Actor = SYSTEM) -> EvalRun:
     """Cancel the run (a Conflict once it ended) and every turn of it that has not ended."""
     run = eval_services.eval_run_cancel(run=run, actor=actor)
-    for result in eval_results_in_flight(run=run):
-        turn = AgentTurn.objects.filter(pk=result.turn_id).first()
-        if turn is None or turn.is_finished:
+    for turn in _turns_of(eval_results_in_flight(run=run)).values():
+        if turn.is_finished:
             continue
         try:
             agent_turn_cancel(turn=turn)
         except Conflict:
             pass  # it ended meanwhile
     return run
+
+
+def _turns_of(results: list[EvalCaseResult]) -> dict[Any, AgentTurn]:
+    return AgentTurn.objects.in_bulk([result.turn_id for result in results if result.turn_id is not None])
 
 
 def eval_runs_advance() -> int:
@@ -137,8 +140,10 @@ def eval_run_advance(*, run_id: Any) -> bool:
     if run is None or run.is_finished:
         return False
     cases = {case["id"]: case for case in run.suite_revision.cases}
-    for result in eval_results_in_flight(run=run):
-        turn = AgentTurn.objects.filter(pk=result.turn_id).first()
+    dispatched = eval_results_in_flight(run=run)
+    turns = _turns_of(dispatched)
+    for result in dispatched:
+        turn = turns.get(result.turn_id)
         if turn is not None and turn.status in FINISHED_STATUSES:
             try:
                 grade = eval_case_grade(run=run, case=cases[result.case_id], result=result, turn=turn)

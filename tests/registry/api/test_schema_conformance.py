@@ -88,6 +88,10 @@ UNSTATED_RULES: dict[str, set[str]] = {
     # `version` and `source` go with `skill`, `detail` with `cause`; `from` must not be after `to`.
     "GET /api/v1/agent/turns": {"version", "source", "detail", "from", "to"},
     "GET /api/v1/agent/turns/causes": {"version", "source", "detail", "from", "to"},
+    # An eval suite's cases follow the case format (README "Evals"); a run takes a version or a
+    # label, one of AGENT_MODELS, and a version a turn can be pinned to.
+    "PUT /api/v1/skills/{name}/evals": {"invalid_suite"},
+    "POST /api/v1/skills/{name}/evals/runs": {"model", "label", "skill_versions"},
 }
 
 
