@@ -175,6 +175,8 @@ def test_the_run_page_polls_until_the_run_ends_and_links_each_case_to_its_trace(
     page = text(analyst.get(f"/evals/runs/{run.pk}/"))
     for result in eval_run_results(run=run):
         assert f'href="/turns/{result.turn_id}/"' in page
+    trace = text(analyst.get(f"/turns/{result.turn_id}/"))
+    assert f'href="/evals/runs/{run.pk}/"' in trace  # and back from the trace to its run
     summary = page.split('id="run-summary"')[1].split("</section>")[0]
     # t-pr triggered as it should, t-poem stayed quiet as it should: F1 1.00.
     assert 'title="true positives">1<' in summary and 'title="true negatives">1<' in summary
@@ -265,6 +267,8 @@ def test_the_run_form_queues_a_run_as_the_api_does_and_an_author_cancels_it(skil
     assert started.status_code == 302 and started["Location"] == f"/evals/runs/{run.pk}/"
     assert (run.version.number, run.label, run.model, run.repeat, run.baseline) == (1, "", "scripted", 2, True)
     assert len(eval_run_results(run=run)) == 3 * 2 * 2
+    page = text(author.get(f"/evals/runs/{run.pk}/"))
+    assert 'id="run-baseline"' in page and 'id="run-done">0<' in page and 'id="run-total">12<' in page
     at_label = author.post("/skills/code-review/evals/runs/", {"target": "label", "label": "", "model": "offline"})
     assert at_label.status_code == 302
     assert EvalRun.objects.latest("created_at").version.number == 2  # no production label: the latest
