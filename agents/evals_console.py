@@ -70,6 +70,7 @@ class CaseInput:
     prompt: str = ""
     expect: str = ""
     script: str = ""
+    revision: str = ""  # the suite revision the form was opened on (blank: the current one)
     errors: dict[str, str] = field(default_factory=dict)
 
     @classmethod
@@ -83,6 +84,7 @@ class CaseInput:
             prompt=post.get("prompt", ""),
             expect=post.get("expect", "").strip(),
             script=post.get("script", "").strip(),
+            revision=post.get("revision", "").strip()[:9],
         )
 
     @classmethod
@@ -241,6 +243,15 @@ def case_save(request, name: str):
         if index is None:
             form.errors["id"] = "This case is no longer in the suite (someone removed it); add it again."
             return _case_refused(request, skill, form, status=409)
+        # Other cases may have changed since the form opened (only this one is replaced); this one
+        # must not have, or someone's edit would be lost without a word.
+        opened = _case_at(skill, revision=whole_number(form.revision), case_id=form.original_id)
+        if opened is not None and opened != cases[index]:
+            form.errors["id"] = (
+                f"Someone changed case {form.original_id} since you opened it. Your text is kept here: "
+                "open the case again to see theirs, then save yours over it if it should win."
+            )
+            return _case_refused(request, skill, form, status=409)
         # Fields the row form does not show (a task case's judge_script, expected_output) are kept.
         kept = {key: value for key, value in cases[index].items() if key not in _FORM_FIELDS}
         cases[index] = {**kept, **case} if cases[index].get("kind") == case["kind"] else case
@@ -262,6 +273,12 @@ def case_save(request, name: str):
 
 
 _FORM_FIELDS = {"id", "kind", "query", "should_trigger", "prompt", "expect", "script"}
+
+
+def _case_at(skill: Skill, *, revision: int | None, case_id: str) -> dict[str, Any] | None:
+    """The case as the suite's revision `revision` held it (None: no such revision or case)."""
+    stored = eval_selectors.eval_suite_revision(skill=skill, number=revision) if revision else None
+    return next((case for case in stored.cases if case.get("id") == case_id), None) if stored else None
 
 
 @console_view(scope=WRITE)

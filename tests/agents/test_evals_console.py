@@ -284,3 +284,51 @@ def test_a_run_of_an_empty_suite_is_refused_beside_the_form(skill):
     refused = console(AUTHOR).post("/skills/code-review/evals/runs/", {"target": "label", "model": "offline"})
     assert refused.status_code == 409 and "has no eval cases yet" in text(refused)
     assert 'id="run-error"' in text(refused)
+
+
+def test_saving_a_case_someone_changed_meanwhile_is_refused_and_keeps_the_text(skill):
+    eval_suite_replace(skill=skill, document=SUITE)
+    first, second = console(AUTHOR), console(AUTHOR)
+    mine = {"original_id": "t-pr", "id": "t-pr", "kind": "trigger", "query": "mine", "revision": "1"}
+    theirs = {**mine, "query": "theirs", "should_trigger": "on"}
+    other_case = {"original_id": "t-poem", "id": "t-poem", "kind": "trigger", "query": "a limerick", "revision": "1"}
+    assert second.post("/skills/code-review/evals/cases/", other_case).status_code == 302  # another case: fine
+    assert second.post("/skills/code-review/evals/cases/", theirs).status_code == 302
+    refused = first.post("/skills/code-review/evals/cases/", mine, HTTP_HX_REQUEST="true")
+    assert refused.status_code == 409 and "Someone changed case t-pr" in text(refused)
+    assert ">mine</textarea>" in text(refused)
+    assert [case.get("query") for case in cases_of(skill)] == ["theirs", "a limerick", None]
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "/skills/code-review/evals/?edit=no-such-case",
+        "/skills/code-review/evals/evals.json?format=yaml",
+        "/evals/runs/not-a-uuid/",
+        "/evals/runs/00000000-0000-0000-0000-000000000000/",
+        "/evals/runs/compare/?a=1&b=2",
+        "/evals/runs/compare/",
+        "/skills/no-such-skill/evals/evals.json",
+    ],
+)
+def test_bad_addresses_are_404_not_500(skill, url):
+    eval_suite_replace(skill=skill, document=SUITE)
+    assert console(AUTHOR).get(url).status_code == 404
+
+
+def test_hostile_form_text_is_a_400_in_place(skill):
+    author = console(AUTHOR)
+    nul = author.post("/skills/code-review/evals/cases/", {"id": "t-x", "kind": "trigger", "query": "a\x00b"})
+    assert nul.status_code == 400 and "NUL" in text(nul)
+    kind = author.post("/skills/code-review/evals/cases/", {"id": "t-x", "kind": "poem", "query": "q"})
+    assert kind.status_code == 400 and 'data-field="kind"' in text(kind)
+    binary = author.post(
+        "/skills/code-review/evals/import/", {"evals_file": SimpleUploadedFile("e.json", b"\xff\xfe\x00")}
+    )
+    assert binary.status_code == 400 and "not UTF-8" in text(binary)
+    deep = author.post(
+        "/skills/code-review/evals/import/", {"evals_file": SimpleUploadedFile("e.json", b"[" * 5000 + b"]" * 5000)}
+    )
+    assert deep.status_code == 400
+    assert eval_suite_revision(skill=skill) is None
