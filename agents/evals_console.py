@@ -42,8 +42,6 @@ READ, WRITE, RUN = "skills:read", "skills:write", "agent:run"
 POLL_EVERY = "1s"
 RUNS_SHOWN = 20
 KINDS = ("trigger", "task")
-MAX_REPEAT = 20
-FINISHED = ("succeeded", "failed", "cancelled")
 # A service names a bad case's field as `cases[3].expect[0]` or `cases.3.query`: the field is the
 # first name after the case's index.
 _CASE_FIELD = re.compile(r"cases[\[.](\d+)\]?\.?([a-z_]+)?")
@@ -203,6 +201,7 @@ def _suite_context(
         "versions": skill_version_numbers(name=skill.name),
         "label_names": label_names_in_use(),
         "saved": saved,
+        "max_repeat": eval_services.MAX_REPEAT,
         "expect_example": EXPECT_EXAMPLE,
         "script_example": SCRIPT_EXAMPLE,
     }
@@ -394,8 +393,8 @@ class RunInput:
         if self.model not in dict(model_choices()):
             errors["model"] = "Choose one of the listed models."
         repeat = whole_number(self.repeat)
-        if repeat is None or not 1 <= repeat <= MAX_REPEAT:
-            errors["repeat"] = f"Repeat each case 1 to {MAX_REPEAT} times."
+        if repeat is None or not 1 <= repeat <= eval_services.MAX_REPEAT:
+            errors["repeat"] = f"Repeat each case 1 to {eval_services.MAX_REPEAT} times."
         values["repeat"] = repeat
         return values, errors
 
