@@ -21,6 +21,7 @@ SCRIPTS = (
     "load_mixed.py",
     "console_pages.py",
     "turn_list.py",
+    "evals_run.py",
 )
 
 for script in SCRIPTS:
