@@ -9,7 +9,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from registry.errors import ApplicationError, Conflict
+from registry.errors import ApplicationError, Conflict, NotFound
 from registry.models import (
     EVAL_RUN_FINISHED,
     EvalCaseResult,
@@ -20,7 +20,7 @@ from registry.models import (
     Skill,
     SkillVersion,
 )
-from registry.selectors.evals import eval_run_summary, eval_suite_revision
+from registry.selectors.evals import eval_run_summary, eval_suite_cases, eval_suite_revision
 from registry.services.audit import SYSTEM, Actor, audit_record
 from registry.skillformat.evals import suite_cases_read
 
@@ -52,6 +52,27 @@ def eval_suite_replace(*, skill: Skill, document: Any, actor: Actor = SYSTEM) ->
             after={"revision": revision.number, "cases": len(cases)},
         )
     return revision
+
+
+def eval_suite_case_save(*, skill: Skill, case: dict[str, Any], actor: Actor = SYSTEM) -> EvalSuiteRevision:
+    """Add `case` to the suite, or replace the case with its id (the console's table, "Save as
+    eval case" on a turn): a new revision of the whole suite, validated as a whole."""
+    cases = eval_suite_cases(skill=skill)
+    position = next((i for i, c in enumerate(cases) if c["id"] == case.get("id")), None)
+    if position is None:
+        cases.append(case)
+    else:
+        cases[position] = case
+    return eval_suite_replace(skill=skill, document={"cases": cases}, actor=actor)
+
+
+def eval_suite_case_delete(*, skill: Skill, case_id: str, actor: Actor = SYSTEM) -> EvalSuiteRevision:
+    """Remove the case with `case_id` (NotFound when the suite has none): a new revision."""
+    cases = eval_suite_cases(skill=skill)
+    kept = [c for c in cases if c["id"] != case_id]
+    if len(kept) == len(cases):
+        raise NotFound(f"'{skill.name}' has no eval case '{case_id}'.", fields={"case": "unknown"})
+    return eval_suite_replace(skill=skill, document={"cases": kept}, actor=actor)
 
 
 def eval_run_create(

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import pytest
+from rest_framework.test import APIClient
 
 from agents.evals import eval_case_grade, eval_run_queue
 from agents.models import AgentTurn, TurnStatus
 from registry.errors import ApplicationError, Conflict
 from registry.models import AuditLog, EvalCaseResult, SkillVersion
 from registry.selectors.evals import trigger_figures
-from registry.services.evals import eval_suite_replace
+from registry.services.evals import eval_suite_case_delete, eval_suite_case_save, eval_suite_replace
 from registry.skillformat.evals import InvalidSuite, suite_cases_read
 from tests.factories import publish
 
@@ -81,8 +82,6 @@ def test_the_api_needs_the_scopes_the_issue_names(client_with_scopes):
 
 @pytest.fixture
 def client_with_scopes(make_token):
-    from rest_framework.test import APIClient
-
     def make(scopes: list[str]) -> APIClient:
         client = APIClient()
         client.credentials(HTTP_AUTHORIZATION=f"Bearer {make_token(scopes)}")
@@ -126,3 +125,15 @@ def test_trigger_figures_tell_false_negatives_from_true_negatives():
     assert (figures.tp, figures.fp, figures.tn, figures.fn) == (1, 1, 1, 1)
     figures = trigger_figures([graded(False, False), graded(False, False), graded(True, True)])
     assert (figures.tp, figures.fn, figures.tn, figures.recall) == (1, 2, 0, 1 / 3)
+
+
+def test_a_case_is_added_replaced_and_deleted_each_as_a_new_revision():
+    skill = publish("pr-review", description="Review a pull request.").version.skill
+    trigger = {"id": "t", "kind": "trigger", "query": "review my PR", "should_trigger": True}
+    assert eval_suite_case_save(skill=skill, case=JUDGED).number == 1
+    assert eval_suite_case_save(skill=skill, case=trigger).cases == [JUDGED, trigger]
+    changed = eval_suite_case_save(skill=skill, case=trigger | {"should_trigger": False})
+    assert (changed.number, changed.cases[1]["should_trigger"]) == (3, False)
+    assert eval_suite_case_delete(skill=skill, case_id="k").cases == [trigger | {"should_trigger": False}]
+    with pytest.raises(InvalidSuite):
+        eval_suite_case_save(skill=skill, case={"id": "bad", "kind": "task", "prompt": "p"})

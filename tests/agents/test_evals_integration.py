@@ -232,3 +232,21 @@ def test_suite_replace_names_the_bad_case_and_field_and_keeps_revisions(api):
     assert replaced["cases"] == [{"id": "eval-1", "kind": "task", "prompt": "p", "expect": [{"judge": "It names X"}]}]
     exported = api.get("/api/v1/skills/pr-review/evals/evals.json").json()
     assert exported["evals"][0]["expectations"] == ["It names X"]
+
+
+def test_a_baseline_runs_every_case_again_without_the_skill(api, worker):
+    pr_review_skill()
+    sql = next(case for case in SUITE if case["id"] == "k-sql")
+    put_suite(api, "pr-review", [SUITE[0], sql | {"expect": sql["expect"][:5]}])  # no judge
+
+    body = run_ended(api, start_run(api, "pr-review", model="scripted", baseline=True), worker)
+
+    assert body["status"] == "succeeded", body
+    assert body["progress"] == {"done": 4, "total": 4}
+    summary = body["summary"]
+    assert (summary["trigger"]["recall"], summary["task"]["rate"]) == (1.0, 1.0)
+    # Without the skill the same scripts' read_skill finds nothing: no trigger, no task passed.
+    assert summary["baseline"]["trigger"]["recall"] == 0.0 and summary["baseline"]["task"]["rate"] == 0.0
+    baseline_turns = [c["turn"] for c in body["cases"] if c["baseline"]]
+    pins = AgentTurn.objects.filter(pk__in=baseline_turns).values_list("skill_versions", flat=True)
+    assert list(pins) == [{"pr-review": 0}, {"pr-review": 0}]
