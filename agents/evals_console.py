@@ -135,7 +135,9 @@ def _suite_cases(skill: Skill) -> tuple[list[dict[str, Any]], int]:
 
 
 def _suite_replace(request, skill: Skill, cases: list[dict[str, Any]]) -> int:
-    """Save the cases as the suite's new revision, as `PUT /api/v1/skills/{name}/evals` does."""
+    """Save the cases as the suite's new revision, as `PUT /api/v1/skills/{name}/evals` does. The
+    table's row form saves the whole list rather than one case by id: it renames cases in place,
+    and adding a case under an id already in use must be refused, not replace that case."""
     return eval_services.eval_suite_replace(skill=skill, document={"cases": cases}, actor=_actor(request)).number
 
 
@@ -286,12 +288,8 @@ def case_delete(request, name: str):
     if request.method != "POST":
         return redirect(reverse("eval-suite", args=[skill.name]))
     case_id = request.POST.get("id", "")
-    cases, _ = _suite_cases(skill)
-    kept = [case for case in cases if str(case.get("id")) != case_id]
-    if len(kept) == len(cases):
-        raise Http404("No such case in this suite.")
-    number = _suite_replace(request, skill, kept)
-    return _suite_answer(request, skill, saved=f"Deleted case {case_id}: suite revision {number}.")
+    revision = eval_services.eval_suite_case_delete(skill=skill, case_id=case_id, actor=_actor(request))
+    return _suite_answer(request, skill, saved=f"Deleted case {case_id}: suite revision {revision.number}.")
 
 
 MAX_IMPORT_BYTES = 2 * 1024 * 1024
@@ -526,7 +524,7 @@ def turn_save_case(request, turn_id: str):
         taken={str(known.get("id")) for known in cases},
     )
     on_domain_error(request, lambda error: _save_case_refused(request, page, error))
-    _suite_replace(request, skill, [*cases, case])
+    eval_services.eval_suite_case_save(skill=skill, case=case, actor=_actor(request))
     messages.success(request, f"Saved as {kind} case {case['id']} in {skill.name}'s suite: check it and adjust.")
     return redirect(f"{reverse('eval-suite', args=[skill.name])}?{urlencode({'edit': case['id']})}#case-{case['id']}")
 
