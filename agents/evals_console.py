@@ -260,11 +260,10 @@ def case_save(request, name: str):
         cases.append(case)
 
     def refused(error: ApplicationError) -> HttpResponse:
+        # The message names the case and field; it goes beside that field when it is this case's.
         case_id, field_name = _field_of(error, cases)
-        if case_id not in (None, form.id):  # another case is wrong: say which, beside the id
-            form.errors["id"] = f"Case {case_id}: {error.detail}"
-        else:
-            form.errors[field_name if field_name in _FORM_FIELDS else "id"] = error.detail
+        mine = case_id in (None, form.id) and field_name in _FORM_FIELDS
+        form.errors[field_name if mine else "id"] = error.detail
         return _case_refused(request, skill, form, status=error.status)
 
     on_domain_error(request, refused)
@@ -319,26 +318,13 @@ def suite_import(request, name: str):
     except ApplicationError as error:
         return refused(error.detail)
 
-    def service_refused(error: ApplicationError) -> HttpResponse:
-        case_id, field_name = _field_of(error, _import_cases(document))
-        where = f"Case {case_id}, {field_name}: " if case_id else ""
-        return refused(f"{where}{error.detail}", error.status)
-
-    on_domain_error(request, service_refused)
+    # The service's message names the case and the field ("Case 't-x': query is required").
+    on_domain_error(request, lambda error: refused(error.detail, error.status))
     revision = eval_services.eval_suite_replace(skill=skill, document=document, actor=_actor(request))
     messages.success(
         request, f"Imported {len(revision.cases)} cases from {upload.name}: suite revision {revision.number}."
     )
     return redirect(reverse("eval-suite", args=[skill.name]))
-
-
-def _import_cases(document: Any) -> list[dict[str, Any]]:
-    """The uploaded document's cases in order, whichever format, to name the one a problem is in."""
-    if isinstance(document, dict):
-        listed = document.get("cases", document.get("evals", []))
-        if isinstance(listed, list):
-            return [item if isinstance(item, dict) else {} for item in listed]
-    return []
 
 
 @console_view(scope=READ)

@@ -126,7 +126,7 @@ def test_import_reads_ours_and_skill_creators_and_names_a_bad_case(skill):
     refused = author.post(
         "/skills/code-review/evals/import/", {"evals_file": SimpleUploadedFile("e.json", json.dumps(bad).encode())}
     )
-    assert refused.status_code == 400 and "Case t-x, query" in text(refused)
+    assert refused.status_code == 400 and "Case &#x27;t-x&#x27;: query is required" in text(refused)
     not_json = author.post("/skills/code-review/evals/import/", {"evals_file": SimpleUploadedFile("e.json", b"{nope")})
     assert not_json.status_code == 400 and "Not imported" in text(not_json)
 
