@@ -84,7 +84,7 @@ class RunSerializer(serializers.Serializer):
     repeat = serializers.IntegerField()
     baseline = serializers.BooleanField()
     suite_revision = serializers.IntegerField(source="suite_revision.number")
-    status = serializers.ChoiceField(choices=EvalRunStatus.values)
+    status = serializers.CharField(help_text=" | ".join(EvalRunStatus.values))
     error = serializers.CharField()
     created_at = serializers.DateTimeField()
     started_at = serializers.DateTimeField(allow_null=True)

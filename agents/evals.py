@@ -18,6 +18,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+import kombu.exceptions
 from celery import current_app
 from django.conf import settings
 from django.contrib.auth.models import AnonymousUser
@@ -95,7 +96,7 @@ def _send_advance(run_id: str) -> None:
     # Named, not imported: agents/tasks.py imports this module. A lost message costs a reaper round.
     try:
         current_app.send_task(ADVANCE_TASK, args=[run_id])
-    except Exception:
+    except kombu.exceptions.OperationalError:
         logger.warning("could not queue eval run %s; the reaper will advance it", run_id, exc_info=True)
 
 

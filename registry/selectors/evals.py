@@ -15,8 +15,6 @@ from registry.models import EVAL_RUN_FINISHED, EvalCaseResult, EvalRun, EvalRunS
 from registry.selectors.analytics import newcombe_difference, probability_b_better, wilson_interval
 from registry.skillformat.evals import suite_as_skill_creator, suite_trigger_list
 
-EXPORT_FORMATS = ("cases", "skill-creator", "triggers")
-
 
 def eval_suite_revision(*, skill: Skill, number: int | None = None) -> EvalSuiteRevision | None:
     """The suite's newest revision (or revision `number`), None when the skill has no suite."""
