@@ -41,6 +41,7 @@ from registry.services.audit import Actor
 READ, WRITE, RUN = "skills:read", "skills:write", "agent:run"
 POLL_EVERY = "1s"
 RUNS_SHOWN = 20
+EXPORT_FORMATS = ("cases", "skill-creator", "triggers")  # what eval_suite_export writes
 KINDS = ("trigger", "task")
 # A service names a bad case's field as `cases[3].expect[0]` or `cases.3.query`: the field is the
 # first name after the case's index.
@@ -332,7 +333,7 @@ def suite_export(request, name: str):
     """The suite as `evals.json` to keep in the skill's folder: ours, or `?format=skill-creator`."""
     skill = _skill(name)
     format = request.GET.get("format", "cases")
-    if format not in eval_selectors.EXPORT_FORMATS:
+    if format not in EXPORT_FORMATS:
         raise Http404(f"No export format {format[:40]!r}.")
     document = eval_selectors.eval_suite_export(skill=skill, format=format)
     response = HttpResponse(json.dumps(document, indent=2, ensure_ascii=False) + "\n", content_type="application/json")
