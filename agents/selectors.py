@@ -132,6 +132,8 @@ def _narrowed(turns: QuerySet[AgentTurn], filters: TurnFilter, *, status: bool =
         turns = turns.filter(model=filters.model)
     if filters.origin:
         turns = turns.filter(origin=filters.origin)
+    else:  # eval runs' turns are listed on their run, and here only when asked for
+        turns = turns.exclude(origin=TurnOrigin.EVAL)
     if filters.feedback:
         turns = turns.filter(feedback_rating=1 if filters.feedback == "up" else -1)
     if filters.cause:

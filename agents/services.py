@@ -123,12 +123,15 @@ def agent_turn_create(
     origin: str = TurnOrigin.API,
     label: str | None = None,
     skill_versions: Mapping[str, int] | None = None,
+    hidden_skills: Sequence[str] = (),
 ) -> AgentTurn:
     """Queue a turn; the worker is told only after the row is committed.
 
     Every skill of the turn is resolved at `label` (as resolve does: skills without it at
     production, else latest) and the skills in `skill_versions` at exactly those versions: what
-    it offers, what `read_skill` and a forced skill load, what its usage events report."""
+    it offers, what `read_skill` and a forced skill load, what its usage events report. The
+    skills in `hidden_skills` are pinned to version 0, which no skill has, so resolve leaves them
+    out of the turn altogether (an eval's baseline: the same case without the skill)."""
     model = agent_model_check(model=model)
     if model == SCRIPTED:
         _validate_script(script)
@@ -136,6 +139,7 @@ def agent_turn_create(
         raise ApplicationError('A script is only used with "model": "scripted".', fields={"script": "remove it"})
     label = agent_turn_label_check(label=label)
     pins = agent_turn_pins_check(skill_versions=skill_versions, label=label)
+    pins.update(dict.fromkeys(hidden_skills, 0))
     _check_forced_skill(message=message, forced_skill=forced_skill, label=label, pins=pins)
 
     with transaction.atomic():
@@ -456,7 +460,8 @@ def agent_turn_finish(*, turn: AgentTurn, result: TurnResult, trace: DatabaseTra
         if result.status != TurnStatus.SUCCEEDED:
             cause = failure_cause(status=result.status, error=result.error or "", failed_tools=_failed_tools(turn))
             AgentTurn.objects.filter(pk=turn.pk).update(failure_cause=cause.cause, failure_detail=cause.detail)
-        usage_record(events=_usage_events(turn, result), source=UsageSource.RUNTIME, audit=False)
+        if turn.origin != TurnOrigin.EVAL:  # eval traffic stays out of the live analytics
+            usage_record(events=_usage_events(turn, result), source=UsageSource.RUNTIME, audit=False)
         TurnCheckpoint.objects.filter(turn=turn).delete()  # a finished turn is never resumed
     return True
 
@@ -756,15 +761,21 @@ def _history(turn: AgentTurn) -> list[dict[str, str]]:
 
 
 def _llm_options(turn: AgentTurn) -> dict[str, Any]:
-    if turn.model == SCRIPTED:
-        return {"script": turn.script or []}
+    return llm_options_for(model=turn.model, script=turn.script)
+
+
+def llm_options_for(*, model: str, script: list[dict] | None = None) -> dict[str, Any]:
+    """What litellm is called with for `model` besides the messages: the scripted model's
+    script, or the operator's API base and key where they were given for that provider."""
+    if model == SCRIPTED:
+        return {"script": script or []}
     options: dict[str, Any] = {}
     # AGENT_API_BASE and AGENT_API_KEY were given for AGENT_MODEL: they go with the models litellm
     # sends to the same provider, and no others. A listed model of another provider reads that
     # provider's own litellm variables (ANTHROPIC_API_KEY, OLLAMA_API_BASE, ...), so the key never
     # reaches a server it was not given for.
-    if turn.model != settings.AGENT_MODEL:
-        provider = provider_of(turn.model)
+    if model != settings.AGENT_MODEL:
+        provider = provider_of(model)
         if provider is None or provider != provider_of(settings.AGENT_MODEL):
             return options
     if settings.AGENT_API_BASE:

@@ -11,9 +11,10 @@ from celery.signals import task_postrun, task_prerun, worker_init, worker_proces
 from django.conf import settings
 from django.db import close_old_connections, connection
 
-from agents import services
+from agents import evals, services
 from agents.checks import NO_CGROUP_HINT, run_skill_memory_problem
 from agents.lease import TurnLost
+from agents.models import TurnOrigin
 from agents.runtime.llm import TransientLLMError, complete, warm_up
 from agents.runtime.providers import USAGE_TOKENIZER_MODEL, register_providers
 from agents.store import RegistrySkillStore, resolution_for_turn
@@ -53,6 +54,24 @@ def agent_turn_run_task(self, turn_id: str) -> None:
             turn_id=turn_id, attempt=claimed.attempt, error=f"The turn failed: {type(error).__name__}: {error}"
         )
         raise
+    finally:
+        if claimed.turn.origin == TurnOrigin.EVAL:
+            _eval_turn_ended(turn_id)
+
+
+def _eval_turn_ended(turn_id: str) -> None:
+    """Grade the turn and send its run's next one now rather than at the reaper's round; a
+    failure here leaves that to the reaper and never hides the turn's own outcome."""
+    try:
+        evals.eval_run_advance_for_turn(turn_id=turn_id)
+    except Exception:
+        logger.exception("could not advance the eval run of turn %s", turn_id)
+
+
+@shared_task(acks_late=True, reject_on_worker_lost=True)
+def eval_run_advance_task(run_id: str) -> None:
+    """Start an eval run: dispatch its first turns (each ended turn dispatches the next)."""
+    evals.eval_run_advance(run_id=run_id)
 
 
 class TurnReaper:
@@ -85,6 +104,7 @@ class TurnReaper:
                 if report.requeued or report.failed or report.cancelled:
                     logger.warning("turn reaper: %s", report)
                 services.scratch_dirs_sweep()
+                evals.eval_runs_advance()  # runs whose turns ended while no worker advanced them
                 usage_offers_roll_up()
                 if requeued := webhook_deliveries_requeue():
                     logger.warning("requeued %d webhook deliveries that had lost their message", requeued)

@@ -28,6 +28,7 @@ from agents.playground import event_view
 from agents.selectors import ANALYTICS, RUN, TurnFilter, TurnReader
 from registry.console.access import console_view, user_scopes
 from registry.console.inputs import uuid_or_none, whole_number
+from registry.selectors.evals import eval_run_for_turn
 from registry.skillformat.rendering import render_markdown
 
 PAGE_SIZE = 50
@@ -179,6 +180,7 @@ def turn_detail(request, turn_id: str):
             "answer_html": render_markdown(turn.answer) if turn.answer else "",
             "cause_title": FailureCause(turn.failure_cause).label if turn.failure_cause else "",
             "is_own": turn.user_id == request.user.pk,
+            "eval_run": eval_run_for_turn(turn_id=turn.pk) if turn.origin == TurnOrigin.EVAL else None,
             "author": turn.user.get_username() if turn.user else "",
         },
     )

@@ -22,6 +22,7 @@ SCRIPTS = (
     "load_mixed.py",
     "console_pages.py",
     "turn_list.py",
+    "evals_run.py",
 )
 
 for script in SCRIPTS:

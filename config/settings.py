@@ -388,6 +388,10 @@ AGENT_SCRATCH_ROOT = Path(
 # input is trimmed per call by the runtime (agents/runtime/context.py), never refused.
 AGENT_MAX_MESSAGE_CHARS = env.int("AGENT_MAX_MESSAGE_CHARS", default=200_000)
 AGENT_WORKSPACE_ROOT = Path(env.str("AGENT_WORKSPACE_ROOT", default=str(VAR_DIR / "workspaces")))
+# Evals (README "Evals"): how many of one run's turns are queued or running at once, and the
+# model that grades `judge` checks through litellm (unset: a judge check is an error, not a pass).
+EVAL_CONCURRENCY = env.int("EVAL_CONCURRENCY", default=4)
+EVAL_JUDGE_MODEL = env.str("EVAL_JUDGE_MODEL", default="").strip()
 # How run_skill and code skills confine a skill's script (agents/runtime/sandbox.py, README
 # "Skill scripts"): `bwrap`, or `none` to run scripts unconfined as the worker's user. There is
 # no silent fallback: with `bwrap` and no working bubblewrap, run_skill refuses to run scripts.
@@ -436,6 +440,7 @@ for _name in (
     "AGENT_TURN_LEASE_SECONDS",
     "AGENT_TURN_REAPER_SECONDS",
     "AGENT_MAX_MESSAGE_CHARS",
+    "EVAL_CONCURRENCY",
     "RUN_SKILL_MEMORY_BYTES",
 ):
     if globals()[_name] <= 0:

@@ -35,9 +35,11 @@ urlpatterns = [
     path("api/schema/", ApiSchemaView.as_view(), name="api-schema"),
     path("api/docs/", api_docs, name="api-docs"),
     path("api/v1/agent/", include("agents.urls")),
+    path("api/v1/", include("agents.eval_urls")),
     path("api/v1/", include("registry.api.urls")),
     path("", include("registry.console.urls")),
     # The console pages of the agents app: the registry knows nothing of turns.
     path("", include("agents.playground")),
     path("", include("agents.turns")),
+    path("", include("agents.evals_console")),
 ]

@@ -29,8 +29,9 @@ from registry.api.serializers import PUBLISH_SOURCES, PublishSourceField
 from registry.console.access import console_view
 from registry.console.errors import on_domain_error
 from registry.errors import ApplicationError, LenientReadingRefused, VersionConflict
-from registry.models import Skill, SkillSource, SkillVersion
-from registry.selectors.analytics import AnalyticsFilter, skill_analytics
+from registry.models import EvalRun, Skill, SkillSource, SkillVersion
+from registry.selectors.analytics import AnalyticsFilter, SkillStats, skill_analytics
+from registry.selectors.evals import eval_latest_per_version
 from registry.selectors.resolve import render_prompt_block
 from registry.services.audit import Actor
 from registry.services.labels import label_delete, label_move
@@ -169,6 +170,7 @@ def skill_detail(request, name: str):
     labels = selectors.skill_labels(skill)
     usage_offers_roll_up()
     usage = next(iter(skill_analytics(filters=AnalyticsFilter(skill=skill.name, skill_source=skill.source))), None)
+    evals = _version_evals(skill)
     api_url = request.build_absolute_uri(reverse("api-skill-md", args=[skill.name]))
     context = {
         **_page_context(skill),
@@ -182,11 +184,35 @@ def skill_detail(request, name: str):
         "body_html": _body_html(version.body),
         "frontmatter": _frontmatter_rows(version.frontmatter),
         "usage": usage,
+        "version_evals": evals,
         "curl": f'curl -H "Authorization: Bearer $SKILL_REGISTRY_TOKEN" {api_url}',
         "is_latest": version.number == skill.latest_version,
         "is_served": version.number == served.number,
     }
     return render(request, "registry/skills/detail.html", context)
+
+
+@dataclass(frozen=True)
+class VersionEval:
+    """One version's newest finished eval run beside its live success rate, newest version first."""
+
+    number: int
+    run: EvalRun | None
+    live: SkillStats | None
+
+
+def _version_evals(skill: Skill) -> list[VersionEval]:
+    """Every version that has an eval result or live outcomes (none when neither exists)."""
+    latest = eval_latest_per_version(skill=skill)
+    live = {
+        stats.version: stats
+        for stats in skill_analytics(
+            filters=AnalyticsFilter(skill=skill.name, skill_source=skill.source), by_version=True
+        )
+        if stats.version is not None and stats.n
+    }
+    numbers = sorted(set(latest) | set(live), reverse=True)
+    return [VersionEval(number, latest.get(number), live.get(number)) for number in numbers]
 
 
 def _frontmatter_rows(frontmatter: dict) -> list[tuple[str, str]]:

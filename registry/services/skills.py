@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 from collections.abc import Callable, Iterable
@@ -24,6 +25,7 @@ from registry.errors import (
 )
 from registry.models import Blob, Skill, SkillFile, SkillSource, SkillVersion, WebhookEvent
 from registry.services.audit import SYSTEM, Actor, audit_record
+from registry.services.evals import eval_suite_replace
 from registry.services.generation import registry_changed
 from registry.services.webhooks import webhook_event_emit
 from registry.skillformat.bundle import (
@@ -35,6 +37,7 @@ from registry.skillformat.bundle import (
     read_folder,
     read_zip,
 )
+from registry.skillformat.evals import SUITE_PATH
 from registry.skillformat.skill_templates import PROMPT, skill_template
 from registry.skillformat.skillmd import Issue, ParsedSkill, read_skill_md
 from registry.skillformat.token_count import count_tokens
@@ -504,9 +507,28 @@ def skills_import_tree(
             report.failed.append((folder, _describe(exc)))
         else:
             (report.published if result.created else report.unchanged).append(result)
+            if problem := _suite_import(folder=folder, skill=result.skill, actor=actor):
+                report.failed.append((folder, problem))
         if progress:
             progress(folder)
     return report
+
+
+def _suite_import(*, folder: Path, skill: Skill, actor: Actor) -> str | None:
+    """Make the folder's evals/evals.json (if it has one) the skill's eval suite; the problem
+    with it, if any (the skill itself is imported all the same)."""
+    path = folder / SUITE_PATH
+    if not path.is_file():
+        return None
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as error:
+        return f"{SUITE_PATH}: not JSON ({error})"
+    try:
+        eval_suite_replace(skill=skill, document=document, actor=actor)
+    except ApplicationError as exc:
+        return f"{SUITE_PATH}: {_describe(exc)}"
+    return None
 
 
 def _describe(exc: ApplicationError) -> str:

@@ -138,6 +138,7 @@ CONSOLE_PAGES = [
     "/rules/test/",
     "/analytics/",
     "/analytics/skills/csp-demo/",
+    "/skills/csp-demo/evals/",
     "/playground/",
     "/tokens/",
     "/audit/",

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 from pathlib import Path
 
+from django.core.management import call_command, get_commands, load_command_class
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
@@ -31,7 +33,7 @@ CLI = Actor(via="cli")
 
 
 class Command(BaseCommand):
-    help = "Manage skills: list, info, validate, import, export, sync, enable, disable, create, label."
+    help = "Manage skills: list, info, validate, import, export, sync, enable, disable, create, label, eval."
 
     def add_arguments(self, parser: CommandParser) -> None:
         sub = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
@@ -83,6 +85,22 @@ class Command(BaseCommand):
         label.add_argument("label")
         label.add_argument("version", type=int)
         label.add_argument("--source", choices=SkillSource.values)
+
+        # Running evals dispatches agent turns, the agents app's job: its `skills_eval` command
+        # owns the arguments (`skills eval --help` shows them) and this forwards them.
+        evaluate = sub.add_parser(
+            "eval", add_help=False, help="Run a skill's eval suite, wait, print the summary (skills eval --help)."
+        )
+        evaluate.add_argument("arguments", nargs=argparse.REMAINDER)
+
+    def run_from_argv(self, argv: list[str]) -> None:
+        # From the shell, `skills eval ...` is the `skills_eval` command with the rest of the
+        # line, so its options (`--version N` among them) and its --help are its own.
+        if argv[2:3] == ["eval"]:
+            command = load_command_class(get_commands()["skills_eval"], "skills_eval")
+            command.run_from_argv([argv[0], "skills eval", *argv[3:]])
+            return
+        super().run_from_argv(argv)
 
     def handle(self, *args, action: str, **options) -> None:
         handler = getattr(self, f"handle_{action}")
@@ -253,6 +271,9 @@ class Command(BaseCommand):
         label_move(skill=skill, label=label, version_number=version, actor=CLI)
         moved = f"v{before} -> v{version}" if before is not None else f"-> v{version}"
         self.stdout.write(f"{skill.name} ({skill.source}) {label}: {moved}")
+
+    def handle_eval(self, *, arguments: list[str], **_) -> None:
+        call_command("skills_eval", *arguments, stdout=self.stdout, stderr=self.stderr)
 
     def _report(self, report: ImportReport, skipped: int = 0) -> None:
         for result in report.published:

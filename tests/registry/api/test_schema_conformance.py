@@ -90,6 +90,10 @@ UNSTATED_RULES: dict[str, set[str]] = {
     "GET /api/v1/agent/turns/causes": {"version", "source", "detail", "from", "to"},
     # A webhook URL must be http(s) and resolve, to public addresses only.
     "POST /api/v1/webhooks": {"url"},
+    # An eval suite's cases follow the case format (README "Evals"); a run takes a version or a
+    # label, one of AGENT_MODELS, and a version a turn can be pinned to.
+    "PUT /api/v1/skills/{name}/evals": {"invalid_suite"},
+    "POST /api/v1/skills/{name}/evals/runs": {"model", "label", "skill_versions"},
 }
 
 

@@ -9,7 +9,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('registry', '0013_usage_skill_source'),
+        ('registry', '0014_evals'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

@@ -1,0 +1,330 @@
+"""REST endpoints for evals (README "Evals"): read and replace a skill's suite, queue a run of it,
+read a run's progress, summary and cases, compare two runs, cancel one. In the agents app
+because a run dispatches agent turns; mounted under `/api/v1/` beside the registry's routes."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema, inline_serializer
+from rest_framework import serializers, status
+from rest_framework.response import Response
+
+from agents import evals
+from registry.api.base import ApiView
+from registry.api.schema import errors
+from registry.api.serializers import LabelField, TextField, WholeNumberField
+from registry.models import EvalCaseResult, EvalRun, EvalRunStatus
+from registry.selectors import evals as eval_selectors
+from registry.selectors.skills import skill_get
+from registry.services.evals import MAX_REPEAT, eval_suite_replace
+
+READ, WRITE, RUN = "skills:read", "skills:write", "agent:run"
+
+
+class CheckSerializer(serializers.Serializer):
+    check = serializers.CharField(help_text="triggered, turn, skill_loaded, tool_called, answer_matches, ...")
+    passed = serializers.BooleanField()
+    detail = serializers.CharField()
+
+
+class CaseResultSerializer(serializers.Serializer):
+    id = serializers.CharField(source="case_id")
+    kind = serializers.ChoiceField(choices=["trigger", "task"])
+    repeat = serializers.IntegerField()
+    baseline = serializers.BooleanField(help_text="Run with the skill unavailable.")
+    passed = serializers.BooleanField(allow_null=True, help_text="null until its turn has ended and been graded.")
+    turn = serializers.UUIDField(source="turn_id", allow_null=True, help_text="The agent turn: its trace is there.")
+    checks = CheckSerializer(many=True)
+    error = serializers.CharField(help_text="Why a check could not be graded (e.g. no judge model); empty if none.")
+
+
+class TriggerFiguresSerializer(serializers.Serializer):
+    tp = serializers.IntegerField()
+    fp = serializers.IntegerField()
+    tn = serializers.IntegerField()
+    fn = serializers.IntegerField()
+    precision = serializers.FloatField(allow_null=True)
+    recall = serializers.FloatField(allow_null=True)
+    f1 = serializers.FloatField(allow_null=True)
+
+
+class TaskFiguresSerializer(serializers.Serializer):
+    passed = serializers.IntegerField()
+    failed = serializers.IntegerField()
+    rate = serializers.FloatField(allow_null=True)
+    low = serializers.FloatField(allow_null=True, help_text="95% Wilson interval of the rate.")
+    high = serializers.FloatField(allow_null=True)
+
+
+class BaselineSerializer(serializers.Serializer):
+    trigger = TriggerFiguresSerializer()
+    task = TaskFiguresSerializer()
+
+
+class SummarySerializer(serializers.Serializer):
+    trigger = TriggerFiguresSerializer()
+    task = TaskFiguresSerializer()
+    baseline = BaselineSerializer(allow_null=True, help_text="The same cases without the skill; null without one.")
+    tokens = serializers.IntegerField()
+    cost = serializers.FloatField()
+    duration_ms = serializers.IntegerField(allow_null=True)
+    errors = serializers.IntegerField(help_text="Cases with a check that could not be graded.")
+
+
+class ProgressSerializer(serializers.Serializer):
+    done = serializers.IntegerField()
+    total = serializers.IntegerField()
+
+
+class RunSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    skill = serializers.CharField(source="skill.name")
+    version = serializers.IntegerField(source="version.number")
+    label = serializers.CharField()
+    model = serializers.CharField()
+    repeat = serializers.IntegerField()
+    baseline = serializers.BooleanField()
+    suite_revision = serializers.IntegerField(source="suite_revision.number")
+    status = serializers.CharField(help_text=" | ".join(EvalRunStatus.values))
+    error = serializers.CharField()
+    created_at = serializers.DateTimeField()
+    started_at = serializers.DateTimeField(allow_null=True)
+    finished_at = serializers.DateTimeField(allow_null=True)
+
+
+class RunDetailSerializer(RunSerializer):
+    progress = ProgressSerializer()
+    summary = SummarySerializer()
+    cases = CaseResultSerializer(many=True)
+
+
+def run_detail(run: EvalRun) -> dict:
+    """The run as `GET /evals/runs/{id}` shows it: its figures so far until it ends."""
+    results: list[EvalCaseResult] = eval_selectors.eval_run_results(run=run)
+    summary = (
+        run.summary if run.is_finished and run.summary else eval_selectors.eval_run_summary(run=run, results=results)
+    )
+    return {
+        **RunSerializer(run).data,
+        "progress": {"done": sum(1 for r in results if r.graded_at is not None), "total": len(results)},
+        "summary": SummarySerializer(summary).data,
+        "cases": CaseResultSerializer(results, many=True).data,
+    }
+
+
+SUITE_REQUEST = {
+    "application/json": {
+        "description": 'Our `{"cases": [...]}`, skill-creator\'s evals.json (`{"skill_name", "evals": [...]}`) '
+        'or its trigger-eval list (`[{"query", "should_trigger"}]`).',
+        "oneOf": [
+            {
+                "type": "object",
+                "properties": {"cases": {"type": "array", "items": {"type": "object"}}},
+                "required": ["cases"],
+            },
+            {
+                "type": "object",
+                "properties": {
+                    "skill_name": {"type": "string"},
+                    "evals": {"type": "array", "items": {"type": "object"}},
+                },
+                "required": ["evals"],
+            },
+            {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {"query": {"type": "string"}, "should_trigger": {"type": "boolean"}},
+                    "required": ["query", "should_trigger"],
+                },
+            },
+        ],
+    }
+}
+
+
+class SuiteSerializer(serializers.Serializer):
+    skill = serializers.CharField()
+    revision = serializers.IntegerField(help_text="0 while the skill has no suite.")
+    cases = serializers.ListField(child=serializers.DictField(), help_text="As README 'Evals' describes them.")
+
+
+class EvalSuiteApi(ApiView):
+    required_scopes = {"GET": READ, "PUT": WRITE}
+
+    def _suite(self, skill) -> dict:
+        revision = eval_selectors.eval_suite_revision(skill=skill)
+        return {
+            "skill": skill.name,
+            "revision": revision.number if revision else 0,
+            "cases": revision.cases if revision else [],
+        }
+
+    @extend_schema(
+        operation_id="skills_evals_read",
+        responses={200: SuiteSerializer, **errors(401, 403, 404)},
+        summary="A skill's eval suite (its newest revision)",
+    )
+    def get(self, request, name: str):
+        return Response(self._suite(skill_get(name=name)))
+
+    @extend_schema(
+        operation_id="skills_evals_replace",
+        request=SUITE_REQUEST,
+        responses={200: SuiteSerializer, **errors(400, 401, 403, 404, 413, 415)},
+        summary="Replace a skill's eval suite (a new revision; the same cases make none)",
+        description='A bad case is a 400 naming the case and field (`fields: {"cases[2].expect[0]": ...}`).',
+    )
+    def put(self, request, name: str):
+        skill = skill_get(name=name)
+        eval_suite_replace(skill=skill, document=request.data, actor=self.actor())
+        return Response(self._suite(skill))
+
+
+class EvalSuiteSkillCreatorApi(ApiView):
+    required_scopes = {"GET": READ}
+
+    @extend_schema(
+        operation_id="skills_evals_export",
+        responses={
+            200: inline_serializer(
+                "SkillCreatorEvals",
+                {"skill_name": serializers.CharField(), "evals": serializers.ListField(child=serializers.DictField())},
+            ),
+            **errors(401, 403, 404),
+        },
+        summary="The suite's task cases as skill-creator's evals/evals.json",
+    )
+    def get(self, request, name: str):
+        return Response(eval_selectors.eval_suite_export(skill=skill_get(name=name), format="skill-creator"))
+
+
+class EvalRunListCreateApi(ApiView):
+    required_scopes = {"GET": READ, "POST": RUN}
+
+    class RunInputSerializer(serializers.Serializer):
+        version = WholeNumberField(required=False, allow_null=True, min_value=1, max_value=2**31 - 1)
+        label = LabelField(required=False, allow_blank=True, allow_null=True, help_text="Instead of `version`.")
+        model = TextField(required=False, allow_blank=True, max_length=200, help_text="One of AGENT_MODELS.")
+        repeat = WholeNumberField(required=False, default=1, min_value=1, max_value=MAX_REPEAT)
+        baseline = serializers.BooleanField(required=False, default=False)
+
+    class RunQueuedSerializer(serializers.Serializer):
+        id = serializers.UUIDField()
+        status = serializers.CharField()
+
+    @extend_schema(
+        operation_id="skills_evals_runs_create",
+        request=RunInputSerializer,
+        responses={202: RunQueuedSerializer, **errors(400, 401, 403, 404, 409, 413, 415)},
+        summary="Run a skill's eval suite against a version; each case x repeat is an agent turn",
+    )
+    def post(self, request, name: str):
+        body = self.RunInputSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        values = body.validated_data
+        run = evals.eval_run_queue(
+            skill_name=name,
+            version=values.get("version"),
+            label=values.get("label") or None,
+            model=values.get("model") or None,
+            repeat=values["repeat"],
+            baseline=values["baseline"],
+            actor=self.actor(),
+        )
+        return Response({"id": str(run.pk), "status": run.status}, status=status.HTTP_202_ACCEPTED)
+
+    @extend_schema(
+        operation_id="skills_evals_runs_list",
+        responses={200: RunSerializer(many=True), **errors(400, 401, 403, 404)},
+        summary="A skill's eval runs, newest first",
+    )
+    def get(self, request, name: str):
+        runs = eval_selectors.eval_runs_of_skill(skill=skill_get(name=name), limit=500)
+        return self.paginated(runs, lambda run: RunSerializer(run).data)
+
+
+class EvalRunDetailApi(ApiView):
+    required_scopes = {"GET": READ}
+
+    @extend_schema(
+        operation_id="evals_runs_read",
+        responses={200: RunDetailSerializer, **errors(401, 403, 404)},
+        summary="An eval run: status, progress, summary and every case's checks",
+    )
+    def get(self, request, run_id):
+        return Response(run_detail(eval_selectors.eval_run_get(run_id=run_id)))
+
+
+class EvalRunCancelApi(ApiView):
+    required_scopes = {"POST": RUN}
+
+    @extend_schema(
+        operation_id="evals_runs_cancel",
+        request=None,
+        responses={200: RunDetailSerializer, **errors(401, 403, 404, 409)},
+        summary="Cancel an eval run and its unfinished turns (a finished run is a 409)",
+    )
+    def post(self, request, run_id):
+        run = evals.eval_run_cancel(run=eval_selectors.eval_run_get(run_id=run_id), actor=self.actor())
+        return Response(run_detail(run))
+
+
+class CompareSerializer(serializers.Serializer):
+    class Side(serializers.Serializer):
+        id = serializers.UUIDField()
+        skill = serializers.CharField()
+        version = serializers.IntegerField()
+        model = serializers.CharField()
+        status = serializers.CharField()
+        suite_revision = serializers.IntegerField()
+
+    class Difference(serializers.Serializer):
+        estimate = serializers.FloatField(allow_null=True)
+        ci_low = serializers.FloatField(allow_null=True)
+        ci_high = serializers.FloatField(allow_null=True)
+
+    class Task(serializers.Serializer):
+        a = TaskFiguresSerializer()
+        b = TaskFiguresSerializer()
+        difference = serializers.DictField(help_text="b's task pass rate minus a's, with Newcombe's 95% interval.")
+        probability_b_better = serializers.FloatField()
+
+    class Trigger(serializers.Serializer):
+        a = TriggerFiguresSerializer()
+        b = TriggerFiguresSerializer()
+        f1_a = serializers.FloatField(allow_null=True)
+        f1_b = serializers.FloatField(allow_null=True)
+
+    class Flip(serializers.Serializer):
+        id = serializers.CharField()
+        kind = serializers.CharField()
+        a = serializers.DictField()
+        b = serializers.DictField()
+        now = serializers.ChoiceField(choices=["passes", "fails"])
+
+    a = Side()
+    b = Side()
+    task = Task()
+    trigger = Trigger()
+    flipped = Flip(many=True, help_text="Cases whose outcome (passed in most repeats) differs between the runs.")
+
+
+class EvalRunCompareApi(ApiView):
+    required_scopes = {"GET": READ}
+
+    class CompareQuerySerializer(serializers.Serializer):
+        a = serializers.UUIDField(help_text="The run compared against (a run id).")
+        b = serializers.UUIDField(help_text="The run compared with it (a run id).")
+
+    @extend_schema(
+        operation_id="evals_runs_compare",
+        parameters=[CompareQuerySerializer],
+        responses={200: CompareSerializer, **errors(400, 401, 403, 404)},
+        summary="Run b against run a: task-rate difference, P(b better), trigger F1, flipped cases",
+    )
+    def get(self, request):
+        query = self.CompareQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        a = eval_selectors.eval_run_get(run_id=query.validated_data["a"])
+        b = eval_selectors.eval_run_get(run_id=query.validated_data["b"])
+        return Response(eval_selectors.eval_runs_compare(a=a, b=b))

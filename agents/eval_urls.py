@@ -1,0 +1,16 @@
+"""`/api/v1/` routes of evals, included by config/urls.py before the registry's."""
+
+from django.urls import path
+
+from agents import eval_api
+
+urlpatterns = [
+    path("skills/<str:name>/evals", eval_api.EvalSuiteApi.as_view(), name="api-skill-evals"),
+    path(
+        "skills/<str:name>/evals/evals.json", eval_api.EvalSuiteSkillCreatorApi.as_view(), name="api-skill-evals-json"
+    ),
+    path("skills/<str:name>/evals/runs", eval_api.EvalRunListCreateApi.as_view(), name="api-skill-eval-runs"),
+    path("evals/runs/compare", eval_api.EvalRunCompareApi.as_view(), name="api-eval-runs-compare"),
+    path("evals/runs/<uuid:run_id>", eval_api.EvalRunDetailApi.as_view(), name="api-eval-run"),
+    path("evals/runs/<uuid:run_id>/cancel", eval_api.EvalRunCancelApi.as_view(), name="api-eval-run-cancel"),
+]

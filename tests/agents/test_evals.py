@@ -1,0 +1,139 @@
+"""Evals without a worker: grading a stored turn, the API's refusals, the suite formats."""
+
+from __future__ import annotations
+
+import pytest
+from rest_framework.test import APIClient
+
+from agents.evals import eval_case_grade, eval_run_queue
+from agents.models import AgentTurn, TurnStatus
+from registry.errors import ApplicationError, Conflict
+from registry.models import AuditLog, EvalCaseResult, SkillVersion
+from registry.selectors.evals import trigger_figures
+from registry.services.evals import eval_suite_case_delete, eval_suite_case_save, eval_suite_replace
+from registry.skillformat.evals import InvalidSuite, suite_cases_read
+from tests.factories import publish
+
+pytestmark = pytest.mark.django_db
+
+JUDGED = {"id": "k", "kind": "task", "prompt": "Review app.py", "expect": [{"judge": "It names a fix."}]}
+
+
+def queued_run(**kwargs):
+    published = publish("pr-review", description="Review a pull request.")
+    eval_suite_replace(skill=published.version.skill, document={"cases": [JUDGED]})
+    return eval_run_queue(skill_name="pr-review", model="scripted", **kwargs)
+
+
+def test_a_judge_case_without_a_judge_model_is_an_error_not_a_pass(settings):
+    settings.EVAL_JUDGE_MODEL = ""
+    run = queued_run()
+    result = EvalCaseResult.objects.get(run=run)
+    turn = AgentTurn.objects.create(message="Review app.py", model="scripted", status=TurnStatus.SUCCEEDED, answer="ok")
+
+    grade = eval_case_grade(run=run, case=JUDGED, result=result, turn=turn)
+
+    assert grade.passed is False
+    assert grade.checks == [
+        {
+            "check": "judge",
+            "passed": False,
+            "detail": "EVAL_JUDGE_MODEL is not set: this judge check cannot be graded (it is not a pass)",
+        }
+    ]
+    assert "EVAL_JUDGE_MODEL is not set" in grade.error
+
+
+def test_a_run_is_queued_against_the_production_version_and_audited():
+    run = queued_run()
+    assert (run.status, run.version.number, run.repeat, run.model) == ("queued", 1, 1, "scripted")
+    assert EvalCaseResult.objects.filter(run=run).count() == 1
+    assert AuditLog.objects.filter(action="eval_run.create").count() == 1
+    assert AuditLog.objects.filter(action="eval_suite.replace").count() == 1
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "field"),
+    [({"version": 1, "label": "production"}, "label"), ({"version": 9}, None), ({"repeat": 0}, "repeat")],
+)
+def test_a_run_names_what_is_wrong_with_its_request(kwargs, field):
+    with pytest.raises(ApplicationError) as raised:
+        queued_run(**kwargs)
+    assert field is None or field in raised.value.fields
+
+
+def test_a_skill_without_cases_cannot_be_run():
+    publish("empty-skill")
+    with pytest.raises(Conflict):
+        eval_run_queue(skill_name="empty-skill", model="scripted")
+
+
+def test_the_api_needs_the_scopes_the_issue_names(client_with_scopes):
+    published = publish("pr-review", description="Review a pull request.")
+    eval_suite_replace(skill=published.version.skill, document={"cases": [JUDGED]})
+    reader = client_with_scopes(["skills:read"])
+    assert reader.get("/api/v1/skills/pr-review/evals").status_code == 200
+    assert reader.put("/api/v1/skills/pr-review/evals", {"cases": []}, format="json").status_code == 403
+    assert reader.post("/api/v1/skills/pr-review/evals/runs", {"model": "scripted"}, format="json").status_code == 403
+    runner = client_with_scopes(["skills:read", "agent:run"])
+    assert runner.post("/api/v1/skills/pr-review/evals/runs", {"model": "scripted"}, format="json").status_code == 202
+    assert SkillVersion.objects.count() == 1
+
+
+@pytest.fixture
+def client_with_scopes(make_token):
+    def make(scopes: list[str]) -> APIClient:
+        client = APIClient()
+        client.credentials(HTTP_AUTHORIZATION=f"Bearer {make_token(scopes)}")
+        return client
+
+    return make
+
+
+def test_skill_creator_files_read_into_cases():
+    cases = suite_cases_read(
+        {"skill_name": "x", "evals": [{"id": 3, "prompt": "Do it", "expected_output": "done", "expectations": ["A"]}]}
+    )
+    assert cases == [
+        {"id": "eval-3", "kind": "task", "prompt": "Do it", "expect": [{"judge": "A"}], "expected_output": "done"}
+    ]
+    triggers = suite_cases_read([{"query": "q", "should_trigger": True}, {"query": "r", "should_trigger": False}])
+    assert [(c["id"], c["should_trigger"]) for c in triggers] == [("trigger-1", True), ("trigger-2", False)]
+
+
+@pytest.mark.parametrize(
+    ("cases", "field"),
+    [
+        ([{"id": "a", "kind": "poem"}], "cases[0].kind"),
+        ([{"id": "a", "kind": "trigger", "query": "q"}], "cases[0].should_trigger"),
+        ([{"id": "a", "kind": "task", "prompt": "p", "expect": [{"answer_has": "x"}]}], "cases[0].expect[0]"),
+        ([{"id": "a", "kind": "task", "prompt": "p", "expect": [{"max_steps": 0}]}], "cases[0].expect[0].max_steps"),
+        ([JUDGED, JUDGED], "cases[1].id"),
+    ],
+)
+def test_a_bad_case_is_refused_naming_its_field(cases, field):
+    with pytest.raises(InvalidSuite) as raised:
+        suite_cases_read({"cases": cases})
+    assert list(raised.value.fields) == [field]
+
+
+def test_trigger_figures_tell_false_negatives_from_true_negatives():
+    def graded(passed: bool, triggered: bool) -> EvalCaseResult:
+        return EvalCaseResult(kind="trigger", passed=passed, triggered=triggered, graded_at="2026-01-01T00:00Z")
+
+    figures = trigger_figures([graded(True, True), graded(False, True), graded(True, False), graded(False, False)])
+    assert (figures.tp, figures.fp, figures.tn, figures.fn) == (1, 1, 1, 1)
+    figures = trigger_figures([graded(False, False), graded(False, False), graded(True, True)])
+    assert (figures.tp, figures.fn, figures.tn, figures.recall) == (1, 2, 0, 1 / 3)
+
+
+def test_a_case_is_added_replaced_and_deleted_each_as_a_new_revision():
+    skill = publish("pr-review", description="Review a pull request.").version.skill
+    trigger = {"id": "t", "kind": "trigger", "query": "review my PR", "should_trigger": True}
+    assert eval_suite_case_save(skill=skill, case=JUDGED).number == 1
+    assert eval_suite_case_save(skill=skill, case=trigger).cases == [JUDGED, trigger]
+    changed = eval_suite_case_save(skill=skill, case=trigger | {"should_trigger": False})
+    assert (changed.number, changed.cases[1]["should_trigger"]) == (3, False)
+    assert eval_suite_case_delete(skill=skill, case_id="k").cases == [trigger | {"should_trigger": False}]
+    with pytest.raises(InvalidSuite):
+        eval_suite_case_save(skill=skill, case={"id": "bad", "kind": "task", "prompt": "p"})
