@@ -1,4 +1,4 @@
-"""An eval suite's cases as JSON: our format, and skill-creator's two files, read and written.
+"""An eval suite's cases as JSON: our format and skill-creator's two files read, its evals.json written.
 
 Our format is `{"cases": [...]}` (README "Evals"). skill-creator keeps task evals in
 `evals/evals.json` (`{"skill_name", "evals": [{"id", "prompt", "expected_output",
@@ -199,8 +199,3 @@ def suite_as_skill_creator(*, skill_name: str, cases: list[dict[str, Any]]) -> d
             }
         )
     return {"skill_name": skill_name, "evals": evals}
-
-
-def suite_trigger_list(*, cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """skill-creator's trigger-eval list of the trigger cases."""
-    return [{"query": c["query"], "should_trigger": c["should_trigger"]} for c in cases if c["kind"] == "trigger"]
