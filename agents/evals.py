@@ -46,6 +46,7 @@ from registry.selectors.evals import (
 from registry.selectors.skills import skill_get, skill_version_for
 from registry.services import evals as eval_services
 from registry.services.audit import SYSTEM, Actor
+from registry.skillformat.evals import answer_pattern
 
 logger = logging.getLogger(__name__)
 
@@ -269,12 +270,10 @@ def _check(
         if calls:
             return False, f"{wanted['name']} called, but never with {json.dumps(arguments)[:200]}"
         return False, f"{wanted['name']} not called (called: {', '.join(called) or 'none'})"
-    if kind == "answer_matches":
-        found = re.search(value, turn.answer) is not None
-        return found, f"the answer {'matches' if found else 'does not match'} /{value}/"
-    if kind == "answer_not_matches":
-        found = re.search(value, turn.answer) is not None
-        return not found, f"the answer {'matches' if found else 'does not match'} /{value}/"
+    if kind in ("answer_matches", "answer_not_matches"):
+        found = answer_pattern(value).search(turn.answer) is not None
+        detail = f"the answer {'matches' if found else 'does not match'} /{value}/"
+        return found == (kind == "answer_matches"), detail
     if kind == "max_steps":
         return turn.steps <= value, f"{turn.steps} step(s), at most {value}"
     return _judge(criterion=value, turn=turn, case=case)
