@@ -23,8 +23,9 @@ KINDS = ("trigger", "task")
 CHECKS = ("skill_loaded", "tool_called", "answer_matches", "answer_not_matches", "max_steps", "judge")
 MAX_CASES = 500
 MAX_TEXT = 20_000
-# Where a bundled skill keeps its suite, as skill-creator does.
-SUITE_PATH = "evals/evals.json"
+# Where a skill folder keeps its suite, as skill-creator does.
+EVALS_FOLDER = "evals/"
+SUITE_PATH = EVALS_FOLDER + "evals.json"
 
 
 class InvalidSuite(ApplicationError):

@@ -2,21 +2,25 @@
 
 from __future__ import annotations
 
+import io
+import json
 from datetime import timedelta
 
 import pytest
+from django.core.management import CommandError, call_command
 from django.utils import timezone
 from rest_framework.test import APIClient
 
 from agents.evals import eval_case_grade, eval_run_queue
 from agents.models import AgentTurn, TurnStatus
 from registry.errors import ApplicationError, Conflict
-from registry.models import AuditLog, EvalCaseResult, EvalRun, SkillVersion
+from registry.models import AuditLog, EvalCaseResult, EvalRun, SkillFile, SkillVersion
 from registry.selectors.analytics import newcombe_difference, probability_b_better
-from registry.selectors.evals import eval_latest_per_version, eval_runs_compare, trigger_figures
+from registry.selectors.evals import eval_latest_per_version, eval_runs_compare, eval_suite_cases, trigger_figures
+from registry.selectors.skills import skill_get
 from registry.services.evals import eval_suite_case_delete, eval_suite_case_save, eval_suite_replace
 from registry.skillformat.evals import InvalidSuite, suite_cases_read
-from tests.factories import publish
+from tests.factories import make_skill_md, publish
 
 pytestmark = pytest.mark.django_db
 
@@ -202,3 +206,22 @@ def test_each_version_s_latest_succeeded_run_is_its_eval_result():
     latest = eval_latest_per_version(skill=skill)
 
     assert latest == {1: newer}
+
+
+def test_a_folder_s_evals_json_becomes_its_suite_and_stays_out_of_the_version(tmp_path):
+    folder = tmp_path / "invoice-check"
+    (folder / "evals").mkdir(parents=True)
+    (folder / "SKILL.md").write_text(make_skill_md("invoice-check", description="Checks invoices for VAT errors."))
+    (folder / "notes.md").write_text("kept")
+    trigger = {"id": "t", "kind": "trigger", "query": "check this invoice", "should_trigger": True}
+    (folder / "evals" / "evals.json").write_text(json.dumps({"cases": [trigger]}))
+
+    call_command("skills", "import", str(folder), stdout=io.StringIO())
+
+    skill = skill_get(name="invoice-check")
+    assert eval_suite_cases(skill=skill) == [trigger]
+    assert list(SkillFile.objects.filter(version__skill=skill).values_list("path", flat=True)) == ["notes.md"]
+
+    (folder / "evals" / "evals.json").write_text(json.dumps({"cases": [trigger | {"kind": "poem"}]}))
+    with pytest.raises(CommandError, match="imported, but not its eval suite: evals/evals.json: Case 't': kind"):
+        call_command("skills", "import", str(folder), stdout=io.StringIO())
