@@ -186,6 +186,25 @@ def eval_run_advance(*, run_id: Any) -> bool:
     return True
 
 
+def eval_case_from_turn(*, turn: AgentTurn, skill_name: str, kind: str, case_id: str) -> dict[str, Any]:
+    """A case that replays `turn` against a skill's suite ("Save as eval case"): a trigger case
+    expecting what the turn did (the skill activated unforced, or not), or a task case expecting
+    the skill loaded and the tools it called, within the turn's steps. The turn's script comes
+    along, so the case runs with `scripted` too. Validated when it is saved into the suite."""
+    activated = TraceEvent.objects.filter(turn=turn, type="skill_activated", data__skill=skill_name)
+    case: dict[str, Any] = {"id": case_id, "kind": kind}
+    if kind == "trigger":
+        case |= {"query": turn.message, "should_trigger": activated.exclude(data__trigger="forced").exists()}
+    else:
+        tools = TraceEvent.objects.filter(turn=turn, type="tool_call").values_list("data__tool", flat=True)
+        expect: list[dict[str, Any]] = [{"skill_loaded": skill_name}] if activated.exists() else []
+        expect += [{"tool_called": {"name": name}} for name in dict.fromkeys(tools) if name]
+        case |= {"prompt": turn.message, "expect": expect + [{"max_steps": max(turn.steps, 1)}]}
+    if turn.script:
+        case["script"] = turn.script
+    return case
+
+
 def _turn_for(run: EvalRun, case: dict[str, Any], result: EvalCaseResult) -> dict[str, Any]:
     """agent_turn_create's arguments for one case of the run: never forced (a trigger case asks
     whether the skill is picked; a task case whether it is followed), the skill at the run's

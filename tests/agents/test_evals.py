@@ -11,8 +11,8 @@ from django.core.management import CommandError, call_command
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from agents.evals import eval_case_grade, eval_run_queue
-from agents.models import AgentTurn, TurnStatus
+from agents.evals import eval_case_from_turn, eval_case_grade, eval_run_queue
+from agents.models import AgentTurn, TraceEvent, TurnStatus
 from registry.errors import ApplicationError, Conflict
 from registry.models import AuditLog, EvalCaseResult, EvalRun, SkillFile, SkillVersion
 from registry.selectors.analytics import newcombe_difference, probability_b_better
@@ -225,3 +225,24 @@ def test_a_folder_s_evals_json_becomes_its_suite_and_stays_out_of_the_version(tm
     (folder / "evals" / "evals.json").write_text(json.dumps({"cases": [trigger | {"kind": "poem"}]}))
     with pytest.raises(CommandError, match="imported, but not its eval suite: evals/evals.json: Case 't': kind"):
         call_command("skills", "import", str(folder), stdout=io.StringIO())
+
+
+def test_a_turn_becomes_a_case_expecting_what_it_did():
+    skill = publish("pr-review", description="Review a pull request.").version.skill
+    script = [{"content": None, "tool_calls": [{"name": "read_skill", "arguments": {"skill_name": "pr-review"}}]}]
+    turn = AgentTurn.objects.create(
+        message="review my PR", model="scripted", script=script, status=TurnStatus.SUCCEEDED, steps=2
+    )
+    now = timezone.now()
+    TraceEvent.objects.create(turn=turn, seq=1, type="tool_call", at=now, data={"tool": "read_skill"})
+    activated = {"skill": "pr-review", "version": 1, "trigger": "read_skill"}
+    TraceEvent.objects.create(turn=turn, seq=2, type="skill_activated", at=now, data=activated)
+
+    trigger = eval_case_from_turn(turn=turn, skill_name="pr-review", kind="trigger", case_id="t-pr")
+    task = eval_case_from_turn(turn=turn, skill_name="pr-review", kind="task", case_id="k-pr")
+
+    assert trigger == {"id": "t-pr", "kind": "trigger", "query": "review my PR", "should_trigger": True} | {
+        "script": script
+    }
+    assert task["expect"] == [{"skill_loaded": "pr-review"}, {"tool_called": {"name": "read_skill"}}, {"max_steps": 2}]
+    assert eval_suite_case_save(skill=skill, case=task).cases[0]["prompt"] == "review my PR"
