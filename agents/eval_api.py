@@ -195,7 +195,7 @@ class EvalSuiteSkillCreatorApi(ApiView):
         summary="The suite's task cases as skill-creator's evals/evals.json",
     )
     def get(self, request, name: str):
-        return Response(eval_selectors.eval_suite_export(skill=skill_get(name=name), format="skill-creator"))
+        return Response(eval_selectors.eval_suite_skill_creator(skill=skill_get(name=name)))
 
 
 class EvalRunListCreateApi(ApiView):

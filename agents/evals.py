@@ -46,6 +46,7 @@ from registry.selectors.evals import (
 from registry.selectors.skills import skill_get, skill_version_for
 from registry.services import evals as eval_services
 from registry.services.audit import SYSTEM, Actor
+from registry.skillformat.evals import answer_pattern
 
 logger = logging.getLogger(__name__)
 
@@ -185,6 +186,25 @@ def eval_run_advance(*, run_id: Any) -> bool:
     return True
 
 
+def eval_case_from_turn(*, turn: AgentTurn, skill_name: str, kind: str, case_id: str) -> dict[str, Any]:
+    """A case that replays `turn` against a skill's suite ("Save as eval case"): a trigger case
+    expecting what the turn did (the skill activated unforced, or not), or a task case expecting
+    the skill loaded and the tools it called, within the turn's steps. The turn's script comes
+    along, so the case runs with `scripted` too. Validated when it is saved into the suite."""
+    activated = TraceEvent.objects.filter(turn=turn, type="skill_activated", data__skill=skill_name)
+    case: dict[str, Any] = {"id": case_id, "kind": kind}
+    if kind == "trigger":
+        case |= {"query": turn.message, "should_trigger": activated.exclude(data__trigger="forced").exists()}
+    else:
+        tools = TraceEvent.objects.filter(turn=turn, type="tool_call").values_list("data__tool", flat=True)
+        expect: list[dict[str, Any]] = [{"skill_loaded": skill_name}] if activated.exists() else []
+        expect += [{"tool_called": {"name": name}} for name in dict.fromkeys(tools) if name]
+        case |= {"prompt": turn.message, "expect": expect + [{"max_steps": max(turn.steps, 1)}]}
+    if turn.script:
+        case["script"] = turn.script
+    return case
+
+
 def _turn_for(run: EvalRun, case: dict[str, Any], result: EvalCaseResult) -> dict[str, Any]:
     """agent_turn_create's arguments for one case of the run: never forced (a trigger case asks
     whether the skill is picked; a task case whether it is followed), the skill at the run's
@@ -269,12 +289,10 @@ def _check(
         if calls:
             return False, f"{wanted['name']} called, but never with {json.dumps(arguments)[:200]}"
         return False, f"{wanted['name']} not called (called: {', '.join(called) or 'none'})"
-    if kind == "answer_matches":
-        found = re.search(value, turn.answer) is not None
-        return found, f"the answer {'matches' if found else 'does not match'} /{value}/"
-    if kind == "answer_not_matches":
-        found = re.search(value, turn.answer) is not None
-        return not found, f"the answer {'matches' if found else 'does not match'} /{value}/"
+    if kind in ("answer_matches", "answer_not_matches"):
+        found = answer_pattern(value).search(turn.answer) is not None
+        detail = f"the answer {'matches' if found else 'does not match'} /{value}/"
+        return found == (kind == "answer_matches"), detail
     if kind == "max_steps":
         return turn.steps <= value, f"{turn.steps} step(s), at most {value}"
     return _judge(criterion=value, turn=turn, case=case)

@@ -13,7 +13,7 @@ from django.utils import timezone
 from registry.errors import NotFound
 from registry.models import EVAL_RUN_FINISHED, EvalCaseResult, EvalRun, EvalRunStatus, EvalSuiteRevision, Skill
 from registry.selectors.analytics import newcombe_difference, probability_b_better, wilson_interval
-from registry.skillformat.evals import suite_as_skill_creator, suite_trigger_list
+from registry.skillformat.evals import suite_as_skill_creator
 
 
 def eval_suite_revision(*, skill: Skill, number: int | None = None) -> EvalSuiteRevision | None:
@@ -29,14 +29,9 @@ def eval_suite_cases(*, skill: Skill) -> list[dict[str, Any]]:
     return list(revision.cases) if revision else []
 
 
-def eval_suite_export(*, skill: Skill, format: str = "cases") -> Any:
-    """The suite as our `{"cases"}`, skill-creator's evals.json, or its trigger-eval list."""
-    cases = eval_suite_cases(skill=skill)
-    if format == "skill-creator":
-        return suite_as_skill_creator(skill_name=skill.name, cases=cases)
-    if format == "triggers":
-        return suite_trigger_list(cases=cases)
-    return {"cases": cases}
+def eval_suite_skill_creator(*, skill: Skill) -> dict[str, Any]:
+    """The suite's task cases as skill-creator's evals/evals.json."""
+    return suite_as_skill_creator(skill_name=skill.name, cases=eval_suite_cases(skill=skill))
 
 
 def eval_run_get(*, run_id: Any) -> EvalRun:

@@ -37,7 +37,7 @@ from registry.skillformat.bundle import (
     read_folder,
     read_zip,
 )
-from registry.skillformat.evals import SUITE_PATH
+from registry.skillformat.evals import EVALS_FOLDER, SUITE_PATH
 from registry.skillformat.skill_templates import PROMPT, skill_template
 from registry.skillformat.skillmd import Issue, ParsedSkill, read_skill_md
 from registry.skillformat.token_count import count_tokens
@@ -467,6 +467,11 @@ def skill_import_path(
     """
     if path.is_dir():
         bundle = read_folder(path, limits=registry_limits())
+        # The folder's evals/ is its eval suite (imported by skills_import_tree), not part of the
+        # skill: as skill-creator's packager does, it stays out of the version, so the agent
+        # under test never reads the cases' expected answers.
+        kept = tuple(file for file in bundle.files if not file.path.startswith(EVALS_FOLDER))
+        bundle = replace(bundle, files=kept)
         folder_name = path.name
     else:
         with path.open("rb") as handle:
@@ -507,14 +512,14 @@ def skills_import_tree(
             report.failed.append((folder, _describe(exc)))
         else:
             (report.published if result.created else report.unchanged).append(result)
-            if problem := _suite_import(folder=folder, skill=result.skill, actor=actor):
+            if problem := skill_suite_import(folder=folder, skill=result.skill, actor=actor):
                 report.failed.append((folder, problem))
         if progress:
             progress(folder)
     return report
 
 
-def _suite_import(*, folder: Path, skill: Skill, actor: Actor) -> str | None:
+def skill_suite_import(*, folder: Path, skill: Skill, actor: Actor) -> str | None:
     """Make the folder's evals/evals.json (if it has one) the skill's eval suite; the problem
     with it, if any (the skill itself is imported all the same)."""
     path = folder / SUITE_PATH

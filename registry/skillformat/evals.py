@@ -1,4 +1,4 @@
-"""An eval suite's cases as JSON: our format, and skill-creator's two files, read and written.
+"""An eval suite's cases as JSON: our format and skill-creator's two files read, its evals.json written.
 
 Our format is `{"cases": [...]}` (README "Evals"). skill-creator keeps task evals in
 `evals/evals.json` (`{"skill_name", "evals": [{"id", "prompt", "expected_output",
@@ -10,8 +10,11 @@ skills' `evals/evals.json` are read by it too.
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
+
+import re2
 
 from registry.errors import ApplicationError
 
@@ -20,12 +23,24 @@ KINDS = ("trigger", "task")
 CHECKS = ("skill_loaded", "tool_called", "answer_matches", "answer_not_matches", "max_steps", "judge")
 MAX_CASES = 500
 MAX_TEXT = 20_000
-# Where a bundled skill keeps its suite, as skill-creator does.
-SUITE_PATH = "evals/evals.json"
+# Where a skill folder keeps its suite, as skill-creator does.
+EVALS_FOLDER = "evals/"
+SUITE_PATH = EVALS_FOLDER + "evals.json"
 
 
 class InvalidSuite(ApplicationError):
     code = "invalid_suite"
+
+
+@functools.lru_cache(maxsize=1024)
+def answer_pattern(pattern: str) -> Any:
+    """An `answer_matches` / `answer_not_matches` pattern compiled with RE2: a suite's author
+    writes it and a worker runs it on model output, so it runs in linear time as rule patterns
+    do (registry/matching/patterns.py). Raises re2.error when RE2 cannot compile it."""
+    options = re2.Options()
+    options.max_mem = 2 * 1024 * 1024
+    options.log_errors = False
+    return re2.compile(pattern, options)
 
 
 def _bad(index: int, case_id: Any, field: str, why: str) -> InvalidSuite:
@@ -176,9 +191,11 @@ def _check(index: int, case_id: str, position: int, check: Any) -> dict[str, Any
         if not isinstance(value, str):
             raise _bad(index, case_id, f"{where}.{name}", "must be a regular expression")
         try:
-            re.compile(value)
-        except re.error as error:
-            raise _bad(index, case_id, f"{where}.{name}", f"is not a valid regular expression: {error}") from None
+            answer_pattern(value)
+        except re2.error as error:
+            raw = error.args[0] if error.args else error
+            why = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
+            raise _bad(index, case_id, f"{where}.{name}", f"is not a regular expression RE2 accepts: {why}") from None
     if name == "max_steps" and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
         raise _bad(index, case_id, f"{where}.max_steps", "must be a whole number of at least 1")
     return {name: value}
@@ -199,8 +216,3 @@ def suite_as_skill_creator(*, skill_name: str, cases: list[dict[str, Any]]) -> d
             }
         )
     return {"skill_name": skill_name, "evals": evals}
-
-
-def suite_trigger_list(*, cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """skill-creator's trigger-eval list of the trigger cases."""
-    return [{"query": c["query"], "should_trigger": c["should_trigger"]} for c in cases if c["kind"] == "trigger"]

@@ -11,7 +11,7 @@ from django.conf import settings
 from django.core.management import CommandError, call_command
 
 from agents.evals import eval_run_queue
-from registry.models import EvalRun
+from registry.models import EvalRun, SkillFile
 from registry.selectors.evals import eval_suite_cases
 from registry.selectors.skills import skill_get
 from registry.services.skills import skills_sync_bundled
@@ -33,6 +33,7 @@ def worker(django_db_setup, django_db_blocker):
 def test_every_bundled_skill_s_suite_passes_offline_triggers_and_scripted_tasks(worker):
     report = skills_sync_bundled()
     assert not report.failed, report.failed
+    assert not SkillFile.objects.filter(path__startswith="evals/").exists()  # the suites are not skill files
     for name in BUNDLED:
         cases = eval_suite_cases(skill=skill_get(name=name))
         triggers = [case for case in cases if case["kind"] == "trigger"]

@@ -2,17 +2,25 @@
 
 from __future__ import annotations
 
+import io
+import json
+from datetime import timedelta
+
 import pytest
+from django.core.management import CommandError, call_command
+from django.utils import timezone
 from rest_framework.test import APIClient
 
-from agents.evals import eval_case_grade, eval_run_queue
-from agents.models import AgentTurn, TurnStatus
+from agents.evals import eval_case_from_turn, eval_case_grade, eval_run_queue
+from agents.models import AgentTurn, TraceEvent, TurnStatus
 from registry.errors import ApplicationError, Conflict
-from registry.models import AuditLog, EvalCaseResult, SkillVersion
-from registry.selectors.evals import trigger_figures
+from registry.models import AuditLog, EvalCaseResult, EvalRun, SkillFile, SkillVersion
+from registry.selectors.analytics import newcombe_difference, probability_b_better
+from registry.selectors.evals import eval_latest_per_version, eval_runs_compare, eval_suite_cases, trigger_figures
+from registry.selectors.skills import skill_get
 from registry.services.evals import eval_suite_case_delete, eval_suite_case_save, eval_suite_replace
 from registry.skillformat.evals import InvalidSuite, suite_cases_read
-from tests.factories import publish
+from tests.factories import make_skill_md, publish
 
 pytestmark = pytest.mark.django_db
 
@@ -137,3 +145,104 @@ def test_a_case_is_added_replaced_and_deleted_each_as_a_new_revision():
     assert eval_suite_case_delete(skill=skill, case_id="k").cases == [trigger | {"should_trigger": False}]
     with pytest.raises(InvalidSuite):
         eval_suite_case_save(skill=skill, case={"id": "bad", "kind": "task", "prompt": "p"})
+
+
+def finished_run(skill, version, outcomes: dict[str, list[bool]], **fields) -> EvalRun:
+    """A succeeded run whose task cases passed as `outcomes` says ({case id: [repeat 1, ...]})."""
+    revision = eval_suite_replace(
+        skill=skill,
+        document={"cases": [JUDGED | {"id": case_id} for case_id in outcomes]},
+    )
+    run = EvalRun.objects.create(
+        skill=skill, version=version, model="scripted", suite_revision=revision, status="succeeded", **fields
+    )
+    position = 0
+    for case_id, passes in outcomes.items():
+        for repeat, passed in enumerate(passes, start=1):
+            EvalCaseResult.objects.create(
+                run=run,
+                case_id=case_id,
+                kind="task",
+                repeat=repeat,
+                position=position,
+                passed=passed,
+                graded_at=timezone.now(),
+            )
+            position += 1
+    return run
+
+
+def test_compare_gives_the_task_rate_difference_as_analytics_computes_it_and_the_flipped_cases():
+    first = publish("pr-review", description="Review a pull request.")
+    second = publish("pr-review", description="Review a pull request, carefully.")
+    skill = first.version.skill
+    a = finished_run(skill, first.version, {"x": [True, True], "y": [False, False], "z": [True, False]})
+    b = finished_run(skill, second.version, {"x": [True, True], "y": [True, True], "z": [False, False]})
+
+    compared = eval_runs_compare(a=a, b=b)
+
+    estimate, low, high = newcombe_difference(3, 6, 4, 6)
+    assert compared["task"]["difference"] == {
+        "estimate": round(estimate, 4),
+        "ci_low": round(low, 4),
+        "ci_high": round(high, 4),
+    }
+    assert compared["task"]["probability_b_better"] == round(probability_b_better(3, 3, 4, 2), 4)
+    # z passed once in two (not most of its repeats) and then never: no flip; y flipped.
+    assert [(flip["id"], flip["now"]) for flip in compared["flipped"]] == [("y", "passes")]
+    assert (compared["a"]["version"], compared["b"]["version"]) == (1, 2)
+
+
+def test_each_version_s_latest_succeeded_run_is_its_eval_result():
+    first = publish("pr-review", description="Review a pull request.")
+    second = publish("pr-review", description="Review a pull request, carefully.")
+    skill = first.version.skill
+    older = finished_run(skill, first.version, {"x": [True]})
+    newer = finished_run(skill, first.version, {"x": [False]})
+    EvalRun.objects.filter(pk=older.pk).update(created_at=timezone.now() - timedelta(hours=1))
+    failed = finished_run(skill, second.version, {"x": [True]})
+    EvalRun.objects.filter(pk=failed.pk).update(status="failed")
+
+    latest = eval_latest_per_version(skill=skill)
+
+    assert latest == {1: newer}
+
+
+def test_a_folder_s_evals_json_becomes_its_suite_and_stays_out_of_the_version(tmp_path):
+    folder = tmp_path / "invoice-check"
+    (folder / "evals").mkdir(parents=True)
+    (folder / "SKILL.md").write_text(make_skill_md("invoice-check", description="Checks invoices for VAT errors."))
+    (folder / "notes.md").write_text("kept")
+    trigger = {"id": "t", "kind": "trigger", "query": "check this invoice", "should_trigger": True}
+    (folder / "evals" / "evals.json").write_text(json.dumps({"cases": [trigger]}))
+
+    call_command("skills", "import", str(folder), stdout=io.StringIO())
+
+    skill = skill_get(name="invoice-check")
+    assert eval_suite_cases(skill=skill) == [trigger]
+    assert list(SkillFile.objects.filter(version__skill=skill).values_list("path", flat=True)) == ["notes.md"]
+
+    (folder / "evals" / "evals.json").write_text(json.dumps({"cases": [trigger | {"kind": "poem"}]}))
+    with pytest.raises(CommandError, match="imported, but not its eval suite: evals/evals.json: Case 't': kind"):
+        call_command("skills", "import", str(folder), stdout=io.StringIO())
+
+
+def test_a_turn_becomes_a_case_expecting_what_it_did():
+    skill = publish("pr-review", description="Review a pull request.").version.skill
+    script = [{"content": None, "tool_calls": [{"name": "read_skill", "arguments": {"skill_name": "pr-review"}}]}]
+    turn = AgentTurn.objects.create(
+        message="review my PR", model="scripted", script=script, status=TurnStatus.SUCCEEDED, steps=2
+    )
+    now = timezone.now()
+    TraceEvent.objects.create(turn=turn, seq=1, type="tool_call", at=now, data={"tool": "read_skill"})
+    activated = {"skill": "pr-review", "version": 1, "trigger": "read_skill"}
+    TraceEvent.objects.create(turn=turn, seq=2, type="skill_activated", at=now, data=activated)
+
+    trigger = eval_case_from_turn(turn=turn, skill_name="pr-review", kind="trigger", case_id="t-pr")
+    task = eval_case_from_turn(turn=turn, skill_name="pr-review", kind="task", case_id="k-pr")
+
+    assert trigger == {"id": "t-pr", "kind": "trigger", "query": "review my PR", "should_trigger": True} | {
+        "script": script
+    }
+    assert task["expect"] == [{"skill_loaded": "pr-review"}, {"tool_called": {"name": "read_skill"}}, {"max_steps": 2}]
+    assert eval_suite_case_save(skill=skill, case=task).cases[0]["prompt"] == "review my PR"

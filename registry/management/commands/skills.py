@@ -21,6 +21,7 @@ from registry.services.skills import (
     registry_limits,
     skill_import_path,
     skill_set_enabled,
+    skill_suite_import,
     skill_version_publish,
     skills_import_tree,
     skills_sync_bundled,
@@ -188,6 +189,8 @@ class Command(BaseCommand):
             raise CommandError(f"{path} does not exist.")
         if path.is_file() or (path / "SKILL.md").is_file():
             result = skill_import_path(path=path, source=source, actor=CLI)
+            if path.is_dir() and (problem := skill_suite_import(folder=path, skill=result.skill, actor=CLI)):
+                raise CommandError(f"{result.skill.name} was imported, but not its eval suite: {problem}")
             self._report(
                 ImportReport(published=[result] if result.created else [], unchanged=[] if result.created else [result])
             )
