@@ -24,7 +24,8 @@ import mcp_types as types
 from asgiref.sync import sync_to_async
 from mcp.server.context import ServerRequestContext
 from mcp.server.extension import Extension, MethodBinding
-from mcp.server.lowlevel.server import Server
+from mcp.server.lowlevel.server import NotificationOptions, Server
+from mcp.server.models import InitializationOptions
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS
@@ -272,8 +273,22 @@ async def tool_call(ctx: ServerRequestContext[Any, Any], params: types.CallToolR
     return await sync_to_async(_resolve_answer)(arguments)
 
 
+class RegistryServer(Server[Any]):
+    def create_initialization_options(
+        self,
+        notification_options: NotificationOptions | None = None,
+        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+        extensions: dict[str, dict[str, Any]] | None = None,
+    ) -> InitializationOptions:
+        """The `initialize` answer (2025-11-25), whose schema has no `capabilities.extensions` (the
+        field is dropped from it): there the extensions are announced under `experimental`, as
+        they were before the 2026-07-28 revision gave them their own field."""
+        experimental = {**self.extensions, **(experimental_capabilities or {})}
+        return super().create_initialization_options(notification_options, experimental, extensions)
+
+
 def _build_server() -> Server[Any]:
-    server: Server[Any] = Server(
+    server = RegistryServer(
         "skill-registry",
         version="1",
         title="Skill Registry",
