@@ -271,8 +271,9 @@ def test_tokens_without_the_scope_or_validity_are_refused(live_server, make_toke
     assert bad_label.status_code == 400 and "label" in bad_label.text
 
     # The real client fails to connect with a bad token, too.
-    with pytest.raises(Exception):
+    with pytest.raises(ExceptionGroup) as raised:
         run_host(url, "not-a-token", HANDSHAKE, lambda host, _: anyio.sleep(0))
+    assert raised.group_contains(MCPError, match="error response")
 
 
 def test_a_skill_beyond_the_extensions_limits_is_not_listed(live_server, make_token, db):
