@@ -16,8 +16,9 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+from collections.abc import MutableMapping
 from contextvars import ContextVar
-from typing import Any
+from typing import Any, Literal
 
 import anyio
 import mcp_types as types
@@ -51,7 +52,7 @@ SKILLS_EXTENSION = "io.modelcontextprotocol/skills"
 # at any time; a stale file is caught anyway by its digest, which the host re-checks.
 TTL_MS = 60_000
 # Each token reads what its owner's role lets it read: never shareable between users.
-CACHE_SCOPE = "private"
+CACHE_SCOPE: Literal["private"] = "private"
 PAGE_SIZE = 200
 
 _LABEL: ContextVar[str | None] = ContextVar("mcp_label", default=None)
@@ -331,7 +332,7 @@ class AsgiExchange:
         await self._done.wait()  # the client stays connected until the answer is complete
         return {"type": "http.disconnect"}
 
-    async def send(self, message: dict[str, Any]) -> None:
+    async def send(self, message: MutableMapping[str, Any]) -> None:
         if message["type"] == "http.response.start":
             self.status = message["status"]
             self.headers = list(message.get("headers", []))
