@@ -18,10 +18,10 @@ from urllib.parse import quote, unquote
 
 from django.db.models import Q
 
-from registry.models import SkillFile, SkillVersion
+from registry.models import Blob, SkillFile, SkillVersion
 from registry.selectors.generation import current_generation
 from registry.selectors.memo import GenerationMemo
-from registry.selectors.resolve import cache_namespace, registry_snapshot, skill_effective, skill_version_effective
+from registry.selectors.resolve import cache_namespace, registry_snapshot
 from registry.selectors.skills import EffectiveSkill
 
 SCHEME = "skill://"
@@ -46,6 +46,7 @@ class SkillFileEntry:
 class SkillEntry:
     """One served skill: its name, the version a label serves, frontmatter and files (SKILL.md first)."""
 
+    skill_id: int
     name: str
     version: int
     description: str
@@ -132,6 +133,7 @@ def _entries_for(skills: list[EffectiveSkill] | tuple[EffectiveSkill, ...]) -> l
         frontmatter = row["frontmatter"] if isinstance(row["frontmatter"], dict) else {}
         entries.append(
             SkillEntry(
+                skill_id=skill.skill_id,
                 name=skill.name,
                 version=skill.version,
                 description=skill.description,
@@ -142,41 +144,49 @@ def _entries_for(skills: list[EffectiveSkill] | tuple[EffectiveSkill, ...]) -> l
     return entries
 
 
-# Per label, the newest generation's entries: a listing at 1,000 skills costs no query until the
-# registry changes.
-_CATALOGS: GenerationMemo[tuple[SkillEntry, ...]] = GenerationMemo(maxsize=8)
+@dataclass(frozen=True)
+class SkillCatalog:
+    entries: tuple[SkillEntry, ...]  # by name
+    by_name: dict[str, SkillEntry]
 
 
-def mcp_skill_catalog(*, label: str | None = None) -> tuple[SkillEntry, ...]:
-    """Every effective enabled skill at `label` (each skill's served version without one), by name."""
+# Per label, the newest generation's catalogue: listing, getting or reading a skill at 1,000
+# skills costs no query for the entries until the registry changes.
+_CATALOGS: GenerationMemo[SkillCatalog] = GenerationMemo(maxsize=8)
+
+
+def mcp_skill_catalog(*, label: str | None = None) -> SkillCatalog:
+    """Every effective enabled skill at `label` (each skill's served version without one)."""
     # The namespace changes when the registry's caches are reset (a restored database repeats
     # generation numbers), as resolve results' keys do.
     key = (current_generation(), cache_namespace(), label)
     found = _CATALOGS.get(key)
     if found is None:
-        found = tuple(_entries_for(registry_snapshot(label=label, generation=key[0]).skills))
+        entries = tuple(_entries_for(registry_snapshot(label=label, generation=key[0]).skills))
+        found = SkillCatalog(entries=entries, by_name={entry.name: entry for entry in entries})
         _CATALOGS.put(key, found)
     return found
 
 
 def mcp_skill_entry(*, name: str, label: str | None = None) -> SkillEntry | None:
     """The entry of the effective skill `name` at `label`, or None when none is served."""
-    found = skill_effective(name=name, label=label)
-    if found is None:
-        return None
-    entries = _entries_for([found])
-    return entries[0] if entries else None
+    return mcp_skill_catalog(label=label).by_name.get(name)
 
 
 def mcp_skill_file(*, name: str, path: str, label: str | None = None) -> bytes | None:
     """The exact bytes of one file of the effective skill `name` at `label`, or None."""
-    version = skill_version_effective(name=name, label=label)
-    if version is None:
+    entry = mcp_skill_entry(name=name, label=label)
+    if entry is None:
         return None
     if path == SKILL_MD:
-        return version.skill_md.encode("utf-8")
-    item = version.files.filter(path=path).select_related("blob").first()
-    return bytes(item.blob.content) if item is not None else None
+        found = SkillVersion.objects.filter(skill_id=entry.skill_id, number=entry.version)
+        skill_md = found.values_list("skill_md", flat=True).first()
+        return skill_md.encode("utf-8") if skill_md is not None else None
+    sha256 = next((f.sha256 for f in entry.files if f.path == path), None)
+    if sha256 is None:
+        return None
+    content = Blob.objects.filter(sha256=sha256).values_list("content", flat=True).first()
+    return bytes(content) if content is not None else None
 
 
 @dataclass(frozen=True)

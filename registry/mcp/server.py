@@ -92,7 +92,7 @@ def _page(entries: list[SkillEntry], cursor: str | None) -> tuple[list[SkillEntr
 
 
 async def _catalog() -> tuple[SkillEntry, ...]:
-    return await sync_to_async(mcp_skill_catalog)(label=_LABEL.get())
+    return (await sync_to_async(mcp_skill_catalog)(label=_LABEL.get())).entries
 
 
 # --- the Skills Extension ------------------------------------------------------------------
