@@ -12,6 +12,7 @@ SCRIPTS = (
     "import_skills.py",
     "resolve.py",
     "skill_md_throughput.py",
+    "mcp_list.py",
     "runtime_step.py",
     "trace_size.py",
     "enqueue_latency.py",
