@@ -42,7 +42,9 @@ def _asgi_scope(request) -> dict:
 class McpApi(ApiView):
     # Machine clients only: a console session's cookie is not a way in (no CSRF to guard).
     authentication_classes = [BearerTokenAuthentication]
-    required_scopes = {"POST": READ, "GET": READ, "DELETE": READ}
+    # POST only: a stateless server has no stream to offer on GET and no session to end on
+    # DELETE, so both are 405, as the Streamable HTTP transport allows.
+    required_scopes = {"POST": READ}
 
     def post(self, request):
         query = McpQuerySerializer(data=request.query_params)
@@ -57,8 +59,3 @@ class McpApi(ApiView):
             if key.lower() != b"content-length":
                 response[key.decode("latin-1")] = value.decode("latin-1")
         return response
-
-    # A stateless server has no stream to offer on GET and no session to end on DELETE: the
-    # transport answers both (405), as the specification allows.
-    get = post
-    delete = post

@@ -269,6 +269,10 @@ def test_tokens_without_the_scope_or_validity_are_refused(live_server, make_toke
         headers={**headers, "Authorization": f"Bearer {make_token(['skills:read'])}"},
     )
     assert bad_label.status_code == 400 and "label" in bad_label.text
+    # No sessions, so no stream to open and none to end: 405 (never a hanging GET).
+    reader = {"Authorization": f"Bearer {make_token(['skills:read'])}"}
+    assert httpx2.get(url, headers=reader, timeout=10).status_code == 405
+    assert httpx2.delete(url, headers=reader, timeout=10).status_code == 405
 
     # The real client fails to connect with a bad token, too.
     with pytest.raises(ExceptionGroup) as raised:
