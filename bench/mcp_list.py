@@ -130,7 +130,9 @@ def main() -> None:
                         figures[key].append((time.perf_counter() - began) * 1000)
                         return result
 
-                    assert await listing() == args.skills  # warm both workers' catalogues
+                    # Warm both workers' catalogues (the database may hold other skills than bench-*).
+                    served = await listing()
+                    assert served >= args.skills, served
                     await listing()
                     first_page = SkillsList(params=types.PaginatedRequestParams())
                     get = SkillsGet(params=GetParams(uri="skill://bench-skill-00007/SKILL.md"))
@@ -144,6 +146,7 @@ def main() -> None:
                     for _ in range(min(args.repeat, 10)):
                         await anyio.to_thread.run_sync(changed)
                         await timed("cold", listing)
+        figures["served"] = [served]
         return figures
 
     try:
@@ -153,7 +156,7 @@ def main() -> None:
         server.wait(timeout=30)
     print(f"gunicorn sync workers: {args.workers}; mcp client at 2026-07-28; one host, calls one after another")
     print(f"  skills/list, one page (200 entries):          {describe(figures['page'])}")
-    print(f"  skills/list, all {args.skills:,} (every page):        {describe(figures['listing'])}")
+    print(f"  skills/list, all {figures['served'][0]:,} (every page):        {describe(figures['listing'])}")
     print(f"  skills/list, all, first after a change:       {describe(figures['cold'])}")
     print(f"  skills/get, one skill:                        {describe(figures['get'])}")
     print(f"  resources/read, one file:                     {describe(figures['read'])}")
