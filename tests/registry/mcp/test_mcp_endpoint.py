@@ -7,6 +7,7 @@ import base64
 import hashlib
 import json
 from typing import Any, Literal
+from urllib.parse import unquote
 
 import anyio
 import httpx2
@@ -107,7 +108,12 @@ def _sha(content: bytes) -> str:
 def catalog(skill_md):
     """pdf-tools (text, binary and nested files; v1 in production, v2 at staging), a plain skill,
     one disabled in the registry and one whose SKILL.md says `enabled: false`."""
-    files = [("scripts/run.sh", TEXT, True), ("assets/logo.bin", BINARY, False), ("templates/a/b.md", b"B\n", False)]
+    files = [
+        ("scripts/run.sh", TEXT, True),
+        ("assets/logo.bin", BINARY, False),
+        ("templates/a/b.md", b"B\n", False),
+        ("docs/naïve 100%.md", "Ünïcode name\n".encode(), False),  # percent-encoded in its URI
+    ]
     first = publish("pdf-tools", files=files, description="Fills PDF forms when asked for a form.")
     publish("pdf-tools", files=[*files, ("templates/new.md", b"new\n", False)], description="Fills PDF forms v2.")
     skill = first.version.skill
@@ -165,7 +171,7 @@ def test_a_host_lists_gets_and_reads_skills_byte_exact_on_both_revisions(live_se
         "digest": _sha(expected_md),
         "size": len(expected_md),
     }
-    assert {r["uri"].removeprefix("skill://pdf-tools/"): r["digest"] for r in skill["resources"][1:]} == {
+    assert {unquote(r["uri"].removeprefix("skill://pdf-tools/")): r["digest"] for r in skill["resources"][1:]} == {
         path: f"sha256:{sha}" for path, sha in stored.items()
     }
     for resource in skill["resources"]:
@@ -179,9 +185,11 @@ def test_a_host_lists_gets_and_reads_skills_byte_exact_on_both_revisions(live_se
     assert reads["skill://pdf-tools/scripts/run.sh"] == TEXT
     assert reads["skill://pdf-tools/SKILL.md"] == expected_md
     assert [(r["name"], r["mimeType"]) for r in directory["resources"]] == [("a", "inode/directory")]
+    assert reads["skill://pdf-tools/docs/na%C3%AFve%20100%25.md"] == "Ünïcode name\n".encode()
     assert [r["uri"] for r in root["resources"]] == [
         "skill://pdf-tools/SKILL.md",
         "skill://pdf-tools/assets",
+        "skill://pdf-tools/docs",
         "skill://pdf-tools/scripts",
         "skill://pdf-tools/templates",
     ]
