@@ -146,8 +146,9 @@ def _entries_for(skills: list[EffectiveSkill] | tuple[EffectiveSkill, ...]) -> l
 
 @dataclass(frozen=True)
 class SkillCatalog:
-    entries: tuple[SkillEntry, ...]  # by name
+    entries: tuple[SkillEntry, ...]  # sorted by name, as pages are cut
     by_name: dict[str, SkillEntry]
+    listed: tuple[SkillEntry, ...]  # those within the extension's limits: what `skills/list` lists
 
 
 # Per label, the newest generation's catalogue: listing, getting or reading a skill at 1,000
@@ -162,8 +163,13 @@ def mcp_skill_catalog(*, label: str | None = None) -> SkillCatalog:
     key = (current_generation(), cache_namespace(), label)
     found = _CATALOGS.get(key)
     if found is None:
-        entries = tuple(_entries_for(registry_snapshot(label=label, generation=key[0]).skills))
-        found = SkillCatalog(entries=entries, by_name={entry.name: entry for entry in entries})
+        skills = registry_snapshot(label=label, generation=key[0]).skills
+        entries = tuple(sorted(_entries_for(skills), key=lambda entry: entry.name))
+        found = SkillCatalog(
+            entries=entries,
+            by_name={entry.name: entry for entry in entries},
+            listed=tuple(entry for entry in entries if entry.over_limits is None),
+        )
         _CATALOGS.put(key, found)
     return found
 

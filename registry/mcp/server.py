@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import base64
 import binascii
+import bisect
 import json
-from collections.abc import MutableMapping
+from collections.abc import MutableMapping, Sequence
 from contextvars import ContextVar
 from typing import Any, Literal
 
@@ -35,6 +36,7 @@ from registry.api.serializers import ResolveInputSerializer
 from registry.mcp.catalog import (
     DIRECTORY_TYPE,
     SKILL_MD,
+    SkillCatalog,
     SkillEntry,
     file_uri,
     mcp_skill_catalog,
@@ -81,18 +83,19 @@ def _cursor_after(cursor: str | None) -> str | None:
     return after
 
 
-def _page(entries: list[SkillEntry], cursor: str | None) -> tuple[list[SkillEntry], str | None]:
+def _page(entries: Sequence[SkillEntry], cursor: str | None) -> tuple[Sequence[SkillEntry], str | None]:
+    """The page after `cursor` of `entries` (sorted by name) and the cursor of the next, if any."""
     after = _cursor_after(cursor)
     if after is not None:
-        entries = [entry for entry in entries if entry.name > after]
+        entries = entries[bisect.bisect_right(entries, after, key=lambda entry: entry.name) :]
     page = entries[:PAGE_SIZE]
     if len(entries) <= PAGE_SIZE:
         return page, None
     return page, base64.urlsafe_b64encode(json.dumps({"after": page[-1].name}).encode()).decode("ascii")
 
 
-async def _catalog() -> tuple[SkillEntry, ...]:
-    return (await sync_to_async(mcp_skill_catalog)(label=_LABEL.get())).entries
+async def _catalog() -> SkillCatalog:
+    return await sync_to_async(mcp_skill_catalog)(label=_LABEL.get())
 
 
 # --- the Skills Extension ------------------------------------------------------------------
@@ -107,8 +110,7 @@ class ReadDirectoryParams(types.PaginatedRequestParams):
 
 
 async def skills_list(ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams) -> dict[str, Any]:
-    served = [entry for entry in await _catalog() if entry.over_limits is None]
-    page, next_cursor = _page(served, params.cursor)
+    page, next_cursor = _page((await _catalog()).listed, params.cursor)
     result: dict[str, Any] = {"skills": [entry.as_wire() for entry in page]}
     if next_cursor is not None:
         result["nextCursor"] = next_cursor
@@ -171,7 +173,7 @@ async def resources_list(
     ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
 ) -> types.ListResourcesResult:
     """One resource per skill, its SKILL.md; the other files are listed in its `skills/list` entry."""
-    page, next_cursor = _page(list(await _catalog()), params.cursor if params else None)
+    page, next_cursor = _page((await _catalog()).entries, params.cursor if params else None)
     return types.ListResourcesResult(
         resources=[
             types.Resource(

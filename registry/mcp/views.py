@@ -21,7 +21,7 @@ class McpQuerySerializer(serializers.Serializer):
 
 
 def _asgi_scope(request) -> dict:
-    host, _, port = request.get_host().rpartition(":") if ":" in request.get_host() else (request.get_host(), "", "")
+    port = request.META.get("SERVER_PORT", "")
     return {
         "type": "http",
         "asgi": {"version": "3.0"},
@@ -33,7 +33,7 @@ def _asgi_scope(request) -> dict:
         "query_string": request.META.get("QUERY_STRING", "").encode("latin-1"),
         "root_path": "",
         "headers": [(key.lower().encode("latin-1"), value.encode("latin-1")) for key, value in request.headers.items()],
-        "server": (host, int(port) if port.isdigit() else (443 if request.is_secure() else 80)),
+        "server": (request.META.get("SERVER_NAME", ""), int(port) if str(port).isdigit() else 0),
         "client": (request.META.get("REMOTE_ADDR", ""), 0),
     }
 
