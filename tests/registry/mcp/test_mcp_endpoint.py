@@ -13,6 +13,7 @@ import anyio
 import httpx2
 import mcp_types as types
 import pytest
+from django.db import connection
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
@@ -208,13 +209,15 @@ def test_unknown_skills_and_files_are_invalid_params(live_server, make_token, ca
             host.session.read_resource("skill://pdf-tools/no/such/file.md"),
             host.session.read_resource("skill://says-off/SKILL.md"),
             host.directory("skill://pdf-tools/scripts/run.sh"),
+            host.skills_list(cursor="not-a-cursor"),
+            host.session.read_resource("skill://pdf-tools/../git-flow/SKILL.md"),
         ):
             with pytest.raises(MCPError) as raised:
                 await call
             codes.append(raised.value.code)
         return codes
 
-    assert run_host(_url(live_server), token, revision, steps) == [-32602] * 6
+    assert run_host(_url(live_server), token, revision, steps) == [-32602] * 8
 
 
 def test_label_selects_the_version_served(live_server, make_token, catalog):
@@ -307,7 +310,7 @@ def test_a_skill_beyond_the_extensions_limits_is_not_listed(live_server, make_to
     assert content.startswith(b"---\nname: too-big\n")
 
 
-def test_listing_pages_hold_every_skill_once(live_server, make_token, db, settings):
+def test_listing_pages_hold_every_skill_once_and_follow_changes(live_server, make_token, db):
     from registry.mcp import server
 
     for i in range(5):
@@ -319,11 +322,21 @@ def test_listing_pages_hold_every_skill_once(live_server, make_token, db, settin
 
         async def steps(host: Host, _):
             first = await host.skills_list()
-            return first, await host.all_skills()
+            every = await host.all_skills()
+            await anyio.to_thread.run_sync(disable, "skill-3")
+            return first, every, await host.all_skills()
 
-        first, every = run_host(_url(live_server), token, MODERN, steps)
+        first, every, after = run_host(_url(live_server), token, MODERN, steps)
     finally:
         server.PAGE_SIZE = page_size
     assert len(first["skills"]) == 2 and "nextCursor" in first
     assert [s["frontmatter"]["name"] for s in every] == [f"skill-{i}" for i in range(5)]
-    assert Skill.objects.count() == 5
+    assert [s["frontmatter"]["name"] for s in after] == ["skill-0", "skill-1", "skill-2", "skill-4"]
+
+
+def disable(name: str) -> None:
+    """From the host's worker thread: its own database connection, closed before the test ends."""
+    try:
+        skill_set_enabled(skill=Skill.objects.get(name=name), enabled=False)
+    finally:
+        connection.close()
