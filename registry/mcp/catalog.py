@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, unquote
@@ -106,7 +107,30 @@ def _skill_md_file(skill_md: str) -> SkillFileEntry:
     return SkillFileEntry(path=SKILL_MD, sha256=hashlib.sha256(content).hexdigest(), size=len(content))
 
 
-def _entries_for(skills: list[EffectiveSkill] | tuple[EffectiveSkill, ...]) -> list[SkillEntry]:
+# A published version never changes, so its entry outlives the generation it was read in: after a
+# publish or a label move a catalogue reads only the versions it did not hold. Keyed by 0 (no
+# generation) and the cache namespace (a restored database reuses version ids).
+_VERSION_ENTRIES: GenerationMemo[SkillEntry] = GenerationMemo(maxsize=10_000)
+
+
+def _entries_for(skills: Sequence[EffectiveSkill]) -> list[SkillEntry]:
+    """Entries for these effective skills, each version read once per process."""
+    namespace = cache_namespace()
+    held: dict[tuple[int, int], SkillEntry] = {}
+    missing = []
+    for skill in skills:
+        entry = _VERSION_ENTRIES.get((0, namespace, skill.skill_id, skill.version, skill.name))
+        if entry is None:
+            missing.append(skill)
+        else:
+            held[(skill.skill_id, skill.version)] = entry
+    for entry in _entries_read(missing):
+        held[(entry.skill_id, entry.version)] = entry
+        _VERSION_ENTRIES.put((0, namespace, entry.skill_id, entry.version, entry.name), entry)
+    return [held[key] for skill in skills if (key := (skill.skill_id, skill.version)) in held]
+
+
+def _entries_read(skills: Sequence[EffectiveSkill]) -> list[SkillEntry]:
     """Entries for these effective skills in two queries, whatever their number."""
     if not skills:
         return []
