@@ -3,8 +3,9 @@
 Seeds 1,000 skills (SKILL.md and two files each), starts gunicorn (config.wsgi, sync workers, as
 production runs it) on a free local port and connects the `mcp` package's own client over
 Streamable HTTP at protocol revision 2026-07-28. Prints p50/p99 of one `skills/list` page
-(200 entries), of the whole listing (every page), and of the first listing after a registry
-change (the catalogue is read again), plus `skills/get` and `resources/read` for comparison.
+(200 entries), of the whole listing (every page), and of the first listing after a skill is
+disabled or enabled (the snapshot moves forward, the catalogue reads what is new), plus
+`skills/get` and `resources/read` for comparison.
 
     .venv/bin/python bench/mcp_list.py [--skills 1000] [--repeat 50]
 
@@ -68,7 +69,8 @@ def main() -> None:
     from mcp.client.streamable_http import streamable_http_client
     from pydantic import TypeAdapter
 
-    from registry.services.generation import registry_changed
+    from registry.models import Skill
+    from registry.services.skills import skill_set_enabled
     from registry.services.tokens import api_token_create
 
     started = time.perf_counter()
@@ -90,8 +92,11 @@ def main() -> None:
 
     any_dict = TypeAdapter(dict[str, Any])
 
-    def changed() -> None:
-        registry_changed()  # outside a transaction: committed at once
+    toggled = Skill.objects.get(name="bench-skill-00500")
+
+    def changed(round_: int) -> None:
+        """A write as the console or API makes it (it names its skill): disable, then enable."""
+        skill_set_enabled(skill=toggled, enabled=bool(round_ % 2))
         connection.close()
 
     server, port = start_gunicorn(args.workers)
@@ -143,8 +148,8 @@ def main() -> None:
                         await timed(
                             "read", lambda: session.read_resource("skill://bench-skill-00007/references/ref-1.md")
                         )
-                    for _ in range(min(args.repeat, 10)):
-                        await anyio.to_thread.run_sync(changed)
+                    for round_ in range(min(args.repeat, 10)):
+                        await anyio.to_thread.run_sync(changed, round_)
                         await timed("cold", listing)
         figures["served"] = [served]
         return figures
@@ -157,7 +162,7 @@ def main() -> None:
     print(f"gunicorn sync workers: {args.workers}; mcp client at 2026-07-28; one host, calls one after another")
     print(f"  skills/list, one page (200 entries):          {describe(figures['page'])}")
     print(f"  skills/list, all {figures['served'][0]:,} (every page):        {describe(figures['listing'])}")
-    print(f"  skills/list, all, first after a change:       {describe(figures['cold'])}")
+    print(f"  skills/list, all, first after an enable/disable: {describe(figures['cold'])}")
     print(f"  skills/get, one skill:                        {describe(figures['get'])}")
     print(f"  resources/read, one file:                     {describe(figures['read'])}")
 
