@@ -13,6 +13,7 @@ SCRIPTS = (
     "resolve.py",
     "skill_md_throughput.py",
     "client_resolve.py",
+    "mcp_list.py",
     "runtime_step.py",
     "trace_size.py",
     "enqueue_latency.py",

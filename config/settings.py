@@ -455,5 +455,10 @@ LOGGING = {
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
-    "loggers": {"LiteLLM": {"level": "WARNING"}, "httpx": {"level": "WARNING"}},
+    "loggers": {
+        "LiteLLM": {"level": "WARNING"},
+        "httpx": {"level": "WARNING"},
+        # /mcp serves each request with a session manager of its own, which logs its start and stop.
+        "mcp": {"level": "WARNING"},
+    },
 }

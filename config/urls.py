@@ -8,6 +8,7 @@ from registry.api import discovery, errors
 from registry.api.docs import ApiSchemaView, api_docs
 from registry.api.health import healthz
 from registry.console.login import ThrottledLoginView
+from registry.mcp.views import McpApi
 
 # JSON `{"error", "detail"}` under /api/, Django's HTML pages elsewhere.
 handler400 = errors.bad_request
@@ -37,6 +38,8 @@ urlpatterns = [
     path("api/v1/agent/", include("agents.urls")),
     path("api/v1/", include("agents.eval_urls")),
     path("api/v1/", include("registry.api.urls")),
+    # MCP hosts: Streamable HTTP, the Skills Extension and the resolve tool (registry/mcp/).
+    path("mcp", McpApi.as_view(), name="mcp"),
     path("", include("registry.console.urls")),
     # The console pages of the agents app: the registry knows nothing of turns.
     path("", include("agents.playground")),

@@ -5,7 +5,6 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
-import mimetypes
 from urllib.parse import quote
 
 from django.conf import settings
@@ -26,6 +25,7 @@ from registry.services.labels import LABEL_NAME, label_delete, label_move, label
 from registry.services.rules import SKILL_REFERENCE
 from registry.services.skills import registry_limits, skill_set_enabled, skill_version_publish
 from registry.skillformat.bundle import Bundle, bundle_from_parts, read_zip
+from registry.skillformat.media_types import file_content_type
 
 READ, WRITE = "skills:read", "skills:write"
 
@@ -263,36 +263,6 @@ _ACTIVE_TYPES = {
     "text/javascript",
     "application/javascript",
 }
-_TEXT_TYPES = {
-    ".md": "text/markdown",
-    ".py": "text/x-python",
-    ".sh": "text/x-shellscript",
-    ".txt": "text/plain",
-    ".json": "application/json",
-    ".yaml": "application/yaml",
-    ".yml": "application/yaml",
-    ".toml": "application/toml",
-    ".csv": "text/csv",
-    ".js": "text/javascript",
-    ".ts": "text/plain",
-    ".rb": "text/plain",
-    ".go": "text/plain",
-    ".rs": "text/plain",
-    ".sql": "text/plain",
-}
-
-
-def _content_type(path: str, content: bytes) -> str:
-    suffix = "." + path.rsplit(".", 1)[-1].lower() if "." in path.rsplit("/", 1)[-1] else ""
-    guessed = _TEXT_TYPES.get(suffix) or mimetypes.guess_type(path, strict=False)[0] or "application/octet-stream"
-    is_text = guessed.startswith("text/") or guessed in ("application/json", "application/yaml", "application/toml")
-    if guessed == "application/octet-stream" and b"\x00" not in content[:8192]:
-        try:
-            content.decode("utf-8")
-            guessed, is_text = "text/plain", True
-        except UnicodeDecodeError:
-            pass
-    return f"{guessed}; charset=utf-8" if is_text else guessed
 
 
 @NAME_PATH
@@ -319,7 +289,7 @@ class SkillFileApi(RawApiView):
             )
         item = selectors.version_file(version, path)
         content = bytes(item.blob.content)
-        content_type = _content_type(path, content)
+        content_type = file_content_type(path, content)
         extra = {"Content-Security-Policy": "default-src 'none'; sandbox", "X-Skill-Version": str(version.number)}
         if item.link:
             # The bytes are the target's (stored so at publish); the header says it was a link.

@@ -1,0 +1,354 @@
+"""The MCP server behind `/mcp`: resources (`skill://` files), the Skills Extension
+(`skills/list`, `skills/get`, `resources/directory/read`) and the `resolve` tool.
+
+Built on the `mcp` package's low-level `Server`, which speaks both revisions a host may use:
+2025-11-25 (`initialize`) and 2026-07-28 (`server/discover`, `_meta` on every request). Every
+answer is read through `registry.mcp.catalog` or the resolve selector; handlers only translate.
+The transport is stateless (no `Mcp-Session-Id`): any web worker answers any request, so a host
+that initialized against one process is served by the next.
+
+The label a request reads at comes from the endpoint's `?label=`; the view sets it for the one
+request it serves (`mcp_serve`).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import bisect
+import json
+from collections.abc import MutableMapping, Sequence
+from contextvars import ContextVar
+from typing import Any, Literal
+
+import anyio
+import mcp_types as types
+from asgiref.sync import sync_to_async
+from mcp.server.context import ServerRequestContext
+from mcp.server.extension import Extension, MethodBinding
+from mcp.server.lowlevel.server import NotificationOptions, Server
+from mcp.server.models import InitializationOptions
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS
+
+from registry.api.serializers import ResolveInputSerializer
+from registry.mcp.catalog import (
+    DIRECTORY_TYPE,
+    SKILL_MD,
+    SkillCatalog,
+    SkillEntry,
+    file_uri,
+    mcp_skill_catalog,
+    mcp_skill_directory,
+    mcp_skill_entry,
+    mcp_skill_file,
+    parse_uri,
+)
+from registry.selectors.resolve import resolve
+from registry.skillformat.media_types import file_content_type, path_content_type
+
+SKILLS_EXTENSION = "io.modelcontextprotocol/skills"
+
+# How long a host may treat a listing, entry or file as current. Short, because a label can move
+# at any time; a stale file is caught anyway by its digest, which the host re-checks.
+TTL_MS = 60_000
+# Each token reads what its owner's role lets it read: never shareable between users.
+CACHE_SCOPE: Literal["private"] = "private"
+PAGE_SIZE = 200
+
+_LABEL: ContextVar[str | None] = ContextVar("mcp_label", default=None)
+
+
+def _invalid(message: str) -> MCPError:
+    return MCPError(code=INVALID_PARAMS, message=message)
+
+
+def _cacheable(result: dict[str, Any]) -> dict[str, Any]:
+    return {"resultType": "complete", **result, "ttlMs": TTL_MS, "cacheScope": CACHE_SCOPE}
+
+
+# --- pages: a cursor is the last name of the page before, so pages hold as skills come and go ---
+
+
+def _cursor_after(cursor: str | None) -> str | None:
+    if cursor is None:
+        return None
+    try:
+        after = json.loads(base64.urlsafe_b64decode(cursor.encode("ascii")))["after"]
+    except (ValueError, KeyError, TypeError, UnicodeEncodeError, binascii.Error):
+        raise _invalid("The cursor is not one this server gave; start again without it.") from None
+    if not isinstance(after, str):
+        raise _invalid("The cursor is not one this server gave; start again without it.")
+    return after
+
+
+def _page(entries: Sequence[SkillEntry], cursor: str | None) -> tuple[Sequence[SkillEntry], str | None]:
+    """The page after `cursor` of `entries` (sorted by name) and the cursor of the next, if any."""
+    after = _cursor_after(cursor)
+    if after is not None:
+        entries = entries[bisect.bisect_right(entries, after, key=lambda entry: entry.name) :]
+    page = entries[:PAGE_SIZE]
+    if len(entries) <= PAGE_SIZE:
+        return page, None
+    return page, base64.urlsafe_b64encode(json.dumps({"after": page[-1].name}).encode()).decode("ascii")
+
+
+async def _catalog() -> SkillCatalog:
+    return await sync_to_async(mcp_skill_catalog)(label=_LABEL.get())
+
+
+# --- the Skills Extension ------------------------------------------------------------------
+
+
+class GetSkillParams(types.RequestParams):
+    uri: str
+
+
+class ReadDirectoryParams(types.PaginatedRequestParams):
+    uri: str
+
+
+async def skills_list(ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams) -> dict[str, Any]:
+    page, next_cursor = _page((await _catalog()).listed, params.cursor)
+    result: dict[str, Any] = {"skills": [entry.as_wire() for entry in page]}
+    if next_cursor is not None:
+        result["nextCursor"] = next_cursor
+    return _cacheable(result)
+
+
+async def skills_get(ctx: ServerRequestContext[Any, Any], params: GetSkillParams) -> dict[str, Any]:
+    parsed = parse_uri(params.uri)
+    entry = None
+    if parsed is not None and parsed[1] == SKILL_MD:
+        entry = await sync_to_async(mcp_skill_entry)(name=parsed[0], label=_LABEL.get())
+    if entry is None:
+        raise _invalid(f"No skill is served at {params.uri}")
+    if (why := entry.over_limits) is not None:
+        raise _invalid(f"{params.uri} is not served as a skill: {why}. Its files can still be read one by one.")
+    return _cacheable({"skill": entry.as_wire()})
+
+
+async def directory_read(ctx: ServerRequestContext[Any, Any], params: ReadDirectoryParams) -> dict[str, Any]:
+    parsed = parse_uri(params.uri)
+    children = None
+    if parsed is not None:
+        children = await sync_to_async(mcp_skill_directory)(name=parsed[0], path=parsed[1], label=_LABEL.get())
+    if children is None:
+        raise _invalid(f"{params.uri} is not a directory resource this server serves")
+    name = parsed[0] if parsed else ""
+    return {
+        "resultType": "complete",
+        "resources": [
+            {
+                "uri": file_uri(name, child.path),
+                "name": child.path.rsplit("/", 1)[-1],
+                "mimeType": DIRECTORY_TYPE if child.is_directory else path_content_type(child.path),
+            }
+            for child in children
+        ],
+    }
+
+
+class SkillsExtension(Extension):
+    """`io.modelcontextprotocol/skills` (stable text, against MCP 2026-07-28; served on 2025-11-25 too)."""
+
+    identifier = SKILLS_EXTENSION
+
+    def settings(self) -> dict[str, Any]:
+        return {"directoryRead": True}
+
+    def methods(self) -> tuple[MethodBinding, ...]:
+        return (
+            MethodBinding("skills/list", types.PaginatedRequestParams, skills_list),
+            MethodBinding("skills/get", GetSkillParams, skills_get),
+            MethodBinding("resources/directory/read", ReadDirectoryParams, directory_read),
+        )
+
+
+# --- resources: every file of every served skill, read byte-exact ------------------------------
+
+
+async def resources_list(
+    ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+) -> types.ListResourcesResult:
+    """One resource per skill, its SKILL.md; the other files are listed in its `skills/list` entry."""
+    page, next_cursor = _page((await _catalog()).entries, params.cursor if params else None)
+    return types.ListResourcesResult(
+        resources=[
+            types.Resource(
+                uri=entry.uri,
+                name=entry.name,
+                description=entry.description,
+                mime_type="text/markdown",
+                size=entry.files[0].size,
+            )
+            for entry in page
+        ],
+        next_cursor=next_cursor,
+        ttl_ms=TTL_MS,
+        cache_scope=CACHE_SCOPE,
+    )
+
+
+async def resource_read(
+    ctx: ServerRequestContext[Any, Any], params: types.ReadResourceRequestParams
+) -> types.ReadResourceResult:
+    parsed = parse_uri(params.uri)
+    content = None
+    if parsed is not None and parsed[1]:
+        content = await sync_to_async(mcp_skill_file)(name=parsed[0], path=parsed[1], label=_LABEL.get())
+    if content is None or parsed is None:
+        raise _invalid(f"No resource is served at {params.uri}")
+    path = parsed[1]
+    mime_type = "text/markdown" if path == SKILL_MD else file_content_type(path, content).split(";")[0]
+    contents: types.TextResourceContents | types.BlobResourceContents
+    try:
+        # Text only when the text's UTF-8 is these exact bytes (valid UTF-8 always is); NUL marks binary.
+        if b"\x00" in content:
+            raise UnicodeDecodeError("utf-8", content, 0, 1, "NUL byte")
+        contents = types.TextResourceContents(uri=params.uri, mime_type=mime_type, text=content.decode("utf-8"))
+    except UnicodeDecodeError:
+        contents = types.BlobResourceContents(
+            uri=params.uri, mime_type=mime_type, blob=base64.b64encode(content).decode("ascii")
+        )
+    return types.ReadResourceResult(contents=[contents], ttl_ms=TTL_MS, cache_scope=CACHE_SCOPE)
+
+
+# --- the resolve tool: POST /resolve, for a host deciding what applies to a turn ---------------
+
+RESOLVE_TOOL = types.Tool(
+    name="resolve",
+    title="Resolve skills for a turn",
+    description=(
+        "Which skills, rule instructions and prompt block apply to one agent turn: the same answer as "
+        "the registry's POST /api/v1/resolve (force-include rules included). Give the user's message as "
+        "`query`; `label` defaults to the endpoint's ?label=."
+    ),
+    input_schema={
+        "type": "object",
+        "properties": {
+            "query": {"type": "string", "description": "The turn's text (the user's message)."},
+            "label": {"type": ["string", "null"], "description": "Read skills at this label."},
+            "forced_skill": {"type": ["string", "null"], "description": "A skill to include whatever matches."},
+            "context": {
+                "type": "object",
+                "description": "toolName, error, taskDescription, command: what else the turn is about.",
+                "additionalProperties": {"type": ["string", "number", "boolean", "null"]},
+            },
+            "max_skills": {"type": ["integer", "null"], "minimum": 0},
+            "max_chars": {"type": ["integer", "null"], "minimum": 0},
+        },
+        "additionalProperties": False,
+    },
+    annotations=types.ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False),
+)
+
+
+async def tools_list(
+    ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+) -> types.ListToolsResult:
+    return types.ListToolsResult(tools=[RESOLVE_TOOL], ttl_ms=TTL_MS, cache_scope=CACHE_SCOPE)
+
+
+def _resolve_answer(arguments: dict[str, Any]) -> types.CallToolResult:
+    """The resolve API's input serializer and selector, so both give the same answer and refusals."""
+    body = ResolveInputSerializer(data=arguments)
+    if not body.is_valid():
+        errors = json.dumps(body.errors, ensure_ascii=False)
+        return types.CallToolResult(content=[types.TextContent(text=f"Invalid arguments: {errors}")], is_error=True)
+    answer = resolve(**body.validated_data).as_dict()
+    return types.CallToolResult(
+        content=[types.TextContent(text=json.dumps(answer, ensure_ascii=False))], structured_content=answer
+    )
+
+
+async def tool_call(ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams) -> types.CallToolResult:
+    if params.name != RESOLVE_TOOL.name:
+        raise _invalid(f"Unknown tool {params.name!r}; this server has one tool, 'resolve'.")
+    arguments = dict(params.arguments or {})
+    unknown = sorted(set(arguments) - set(RESOLVE_TOOL.input_schema["properties"]))
+    if unknown:
+        text = f"Unknown arguments: {', '.join(unknown)}."
+        return types.CallToolResult(content=[types.TextContent(text=text)], is_error=True)
+    if "label" not in arguments:
+        arguments["label"] = _LABEL.get()
+    return await sync_to_async(_resolve_answer)(arguments)
+
+
+class RegistryServer(Server[Any]):
+    def create_initialization_options(
+        self,
+        notification_options: NotificationOptions | None = None,
+        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+        extensions: dict[str, dict[str, Any]] | None = None,
+    ) -> InitializationOptions:
+        """The `initialize` answer (2025-11-25), whose schema has no `capabilities.extensions` (the
+        field is dropped from it): there the extensions are announced under `experimental`, as
+        they were before the 2026-07-28 revision gave them their own field."""
+        experimental = {**self.extensions, **(experimental_capabilities or {})}
+        return super().create_initialization_options(notification_options, experimental, extensions)
+
+
+def _build_server() -> Server[Any]:
+    server = RegistryServer(
+        "skill-registry",
+        version="1",
+        title="Skill Registry",
+        instructions=(
+            "Agent skills from this registry: list them with skills/list (Skills Extension), read their "
+            "files with resources/read, and call the `resolve` tool with the user's message to learn which "
+            "skills and rule instructions apply to a turn."
+        ),
+        on_list_resources=resources_list,
+        on_read_resource=resource_read,
+        on_list_tools=tools_list,
+        on_call_tool=tool_call,
+    )
+    # What `MCPServer(extensions=[...])` does with an extension's contributions; the low-level
+    # server is used because skill files are read by URI, not through registered resources.
+    extension = SkillsExtension()
+    for binding in extension.methods():
+        server.add_request_handler(binding.method, binding.params_type, binding.handler)
+    server.extensions[extension.identifier] = extension.settings()
+    return server
+
+
+SERVER = _build_server()
+
+
+class AsgiExchange:
+    """One HTTP request handed to the transport as ASGI, and its response collected."""
+
+    def __init__(self, body: bytes) -> None:
+        self._body: bytes | None = body
+        self._done = anyio.Event()
+        self.status = 500
+        self.headers: list[tuple[bytes, bytes]] = []
+        self.content = bytearray()
+
+    async def receive(self) -> dict[str, Any]:
+        if self._body is not None:
+            body, self._body = self._body, None
+            return {"type": "http.request", "body": body, "more_body": False}
+        await self._done.wait()  # the client stays connected until the answer is complete
+        return {"type": "http.disconnect"}
+
+    async def send(self, message: MutableMapping[str, Any]) -> None:
+        if message["type"] == "http.response.start":
+            self.status = message["status"]
+            self.headers = list(message.get("headers", []))
+        elif message["type"] == "http.response.body":
+            self.content += message.get("body", b"")
+            if not message.get("more_body", False):
+                self._done.set()
+
+
+async def mcp_serve(*, scope: dict[str, Any], body: bytes, label: str | None) -> AsgiExchange:
+    """Serve one Streamable HTTP request (JSON responses, no session) at `label`."""
+    _LABEL.set(label)
+    exchange = AsgiExchange(body)
+    manager = StreamableHTTPSessionManager(app=SERVER, json_response=True, stateless=True)
+    async with manager.run():
+        await manager.handle_request(scope, exchange.receive, exchange.send)
+    return exchange

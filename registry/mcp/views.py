@@ -1,0 +1,61 @@
+"""`/mcp`: a bearer token with `skills:read` (401 without a valid one, 403 without the scope), a
+valid `?label=`, then the request as the `mcp` package's Streamable HTTP transport answers it."""
+
+from __future__ import annotations
+
+from asgiref.sync import async_to_sync
+from django.http import HttpResponse
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers
+
+from registry.api.auth import BearerTokenAuthentication
+from registry.api.base import ApiView
+from registry.api.serializers import LabelField
+from registry.mcp.server import mcp_serve
+
+READ = "skills:read"
+
+
+class McpQuerySerializer(serializers.Serializer):
+    label = LabelField(allow_null=True, default=None)
+
+
+def _asgi_scope(request) -> dict:
+    port = request.META.get("SERVER_PORT", "")
+    return {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": request.method,
+        "scheme": request.scheme,
+        "path": request.path,
+        "raw_path": request.path.encode("utf-8"),
+        "query_string": request.META.get("QUERY_STRING", "").encode("latin-1"),
+        "root_path": "",
+        "headers": [(key.lower().encode("latin-1"), value.encode("latin-1")) for key, value in request.headers.items()],
+        "server": (request.META.get("SERVER_NAME", ""), int(port) if str(port).isdigit() else 0),
+        "client": (request.META.get("REMOTE_ADDR", ""), 0),
+    }
+
+
+@extend_schema(exclude=True)  # JSON-RPC over HTTP: the MCP specification describes it, not OpenAPI
+class McpApi(ApiView):
+    # Machine clients only: a console session's cookie is not a way in (no CSRF to guard).
+    authentication_classes = [BearerTokenAuthentication]
+    # POST only: a stateless server has no stream to offer on GET and no session to end on
+    # DELETE, so both are 405, as the Streamable HTTP transport allows.
+    required_scopes = {"POST": READ}
+
+    def post(self, request):
+        query = McpQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        # Django's request thread runs the selectors (`sync_to_async` inside goes back to it), so
+        # database connections are the request's own, closed with it.
+        exchange = async_to_sync(mcp_serve)(
+            scope=_asgi_scope(request), body=request.body, label=query.validated_data["label"]
+        )
+        response = HttpResponse(bytes(exchange.content), status=exchange.status)
+        for key, value in exchange.headers:
+            if key.lower() != b"content-length":
+                response[key.decode("latin-1")] = value.decode("latin-1")
+        return response
