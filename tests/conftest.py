@@ -108,3 +108,13 @@ def pytest_sessionfinish(session, exitstatus):
             f"CI: {len(skipped)} test(s) skipped, which CI does not allow (see the reasons above)", red=True
         )
         session.exitstatus = 1
+
+
+@pytest.fixture(scope="module")
+def worker(django_db_setup, django_db_blocker):
+    """A real Celery worker for the test module (tests needing other settings define their own)."""
+    from tests.worker import WorkerProcess
+
+    process = WorkerProcess().start()
+    yield process
+    process.stop()

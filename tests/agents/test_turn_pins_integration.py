@@ -13,16 +13,8 @@ from registry.models import Skill, TokenScope, UsageEvent, UsageKind
 from registry.services.labels import label_move
 from tests.agents.test_turns_integration import events, finished, submit
 from tests.factories import publish
-from tests.worker import WorkerProcess
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
-
-
-@pytest.fixture(scope="module")
-def worker(django_db_setup, django_db_blocker):
-    process = WorkerProcess().start()
-    yield process
-    process.stop()
 
 
 @pytest.fixture

@@ -22,13 +22,6 @@ from tests.worker import WorkerProcess, wait_for
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
 
-@pytest.fixture(scope="module")
-def worker(django_db_setup, django_db_blocker):
-    process = WorkerProcess().start()
-    yield process
-    process.stop()
-
-
 @pytest.fixture
 def client(make_token):
     client = APIClient()

@@ -17,7 +17,6 @@ from registry.services.evals import eval_suite_replace
 from tests.agents.eval_runs import SUITE, graded_run
 from tests.browser.console_helpers import screenshot, user_with_role
 from tests.factories import publish
-from tests.worker import WorkerProcess
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
@@ -47,13 +46,6 @@ IMPORTED = {
         },
     ]
 }
-
-
-@pytest.fixture(scope="module")
-def worker(django_db_setup, django_db_blocker):
-    process = WorkerProcess().start()
-    yield process
-    process.stop()
 
 
 @pytest.fixture

@@ -11,18 +11,10 @@ from playwright.sync_api import expect
 from agents.models import AgentTurn, TraceEvent, TurnStatus
 from tests.browser.console_helpers import screenshot, user_with_role
 from tests.factories import publish
-from tests.worker import WorkerProcess
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
 XSS = "<img src=x onerror=window.__xss=1><script>window.__xss=1</script>"
-
-
-@pytest.fixture(scope="module")
-def worker(django_db_setup, django_db_blocker):
-    process = WorkerProcess().start()
-    yield process
-    process.stop()
 
 
 def test_an_offline_turn_whose_trace_arrives_live(live_server, open_page, worker):

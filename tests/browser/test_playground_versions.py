@@ -12,16 +12,8 @@ from registry.models import Skill
 from registry.services.labels import label_move
 from tests.browser.console_helpers import screenshot, user_with_role
 from tests.factories import publish
-from tests.worker import WorkerProcess
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration, pytest.mark.django_db(transaction=True)]
-
-
-@pytest.fixture(scope="module")
-def worker(django_db_setup, django_db_blocker):
-    process = WorkerProcess().start()
-    yield process
-    process.stop()
 
 
 @pytest.fixture
