@@ -23,6 +23,7 @@ from registry.services.audit import SYSTEM, Actor, audit_record
 # least this probability (the Beta posterior comparison eval compare and analytics use).
 NOT_WORSE_P = 0.95
 MODEL_MAX = 200
+P_WORSE_MAX = 0.999  # a guard that needs certainty never fires
 REASON_MAX = 1000
 REQUIRE_EVAL_KEYS = {"model", "min_task_rate", "min_trigger_f1", "not_worse"}
 GUARD_KEYS = {"min_n", "p_worse"}
@@ -111,10 +112,10 @@ def label_policy_clean(*, roles: Any, require_eval: Any, guard: Any) -> dict[str
                 "guard.min_n must be a whole number from 1 to 1,000,000 (outcomes on each side).",
                 fields={"guard.min_n": "1 to 1000000"},
             )
-        if isinstance(p_worse, bool) or not isinstance(p_worse, int | float) or not 0.5 <= p_worse < 1:
+        if isinstance(p_worse, bool) or not isinstance(p_worse, int | float) or not 0.5 <= p_worse <= P_WORSE_MAX:
             raise InvalidLabelPolicy(
-                "guard.p_worse must be a probability from 0.5 up to (not including) 1.",
-                fields={"guard.p_worse": "0.5 <= p < 1"},
+                f"guard.p_worse must be a probability from 0.5 to {P_WORSE_MAX}.",
+                fields={"guard.p_worse": f"0.5 to {P_WORSE_MAX}"},
             )
         cleaned["guard"] = {"min_n": min_n, "p_worse": float(p_worse)}
     return cleaned
