@@ -177,7 +177,7 @@ def label_policy_unmet(*, skill: Skill, label: str, version: SkillVersion, requi
     model = require_eval["model"]
     revision = eval_suite_revision(skill=skill)
     run = eval_run_evidence(version=version, model=model, suite_revision=revision) if revision else None
-    if run is None:
+    if revision is None or run is None:
         wanted = {"model": model, "version": version.number, "suite_revision": revision.number if revision else None}
         return [_unmet("eval_run", wanted, None)]
     summary = eval_run_summary_current(run=run)
@@ -189,17 +189,14 @@ def label_policy_unmet(*, skill: Skill, label: str, version: SkillVersion, requi
         unmet.append(_unmet("min_task_rate", require_eval["min_task_rate"], task_rate, run))
     if require_eval.get("min_trigger_f1") is not None and (f1 is None or f1 < require_eval["min_trigger_f1"]):
         unmet.append(_unmet("min_trigger_f1", require_eval["min_trigger_f1"], f1, run))
-    if require_eval.get("not_worse"):
-        held = skill.labels.select_related("version").filter(name=label).first()
-        held_run = None
-        if held is not None and held.version_id != version.pk:
-            held_run = eval_run_evidence(version=held.version, model=model, suite_revision=revision)
+    held = skill.labels.select_related("version").filter(name=label).first() if require_eval.get("not_worse") else None
+    if held is not None and held.version_id != version.pk:
+        held_run = eval_run_evidence(version=held.version, model=model, suite_revision=revision)
         if held_run is not None:
-            compared = eval_runs_compare(a=run, b=held_run)
-            p_worse = compared["task"]["probability_b_better"]  # P(held version's rate > candidate's)
+            # P(the held version's task rate > the candidate's): the candidate is worse.
+            p_worse = eval_runs_compare(a=run, b=held_run)["task"]["probability_b_better"]
             if p_worse >= NOT_WORSE_P:
-                wanted = f"P(worse than v{held.version.number}) < {NOT_WORSE_P}"
-                unmet.append(_unmet("not_worse", wanted, p_worse, run))
+                unmet.append(_unmet("not_worse", f"P(worse than v{held.version.number}) < {NOT_WORSE_P}", p_worse, run))
     return unmet
 
 

@@ -11,7 +11,7 @@ import re
 from django.db import transaction
 
 from registry.errors import ApplicationError, NotFound
-from registry.models import Label, LabelChange, Skill, WebhookEvent
+from registry.models import Label, LabelChange, Skill, SkillVersion, WebhookEvent
 from registry.services.audit import SYSTEM, Actor, audit_record
 from registry.services.generation import registry_changed
 from registry.services.label_policies import label_history_record, label_policy_enforce, label_policy_role_check
@@ -77,12 +77,7 @@ def label_move(
             overridden = label_policy_enforce(
                 skill=skill, label=label, version=version, actor=actor, role=role, override_reason=override_reason
             )
-        if current is None:
-            current = Label.objects.create(skill=skill, name=label, version=version, updated_by=actor.user_or_none)
-        else:
-            current.version = version
-            current.updated_by = actor.user_or_none
-            current.save(update_fields=["version", "updated_by", "updated_at"])
+        current = _label_point(skill=skill, label=label, current=current, version=version, actor=actor)
         label_history_record(
             skill=skill,
             label=label,
@@ -110,6 +105,15 @@ def label_move(
             label=label,
             from_version=before,
         )
+    return current
+
+
+def _label_point(*, skill: Skill, label: str, current: Label | None, version: SkillVersion, actor: Actor) -> Label:
+    if current is None:
+        return Label.objects.create(skill=skill, name=label, version=version, updated_by=actor.user_or_none)
+    current.version = version
+    current.updated_by = actor.user_or_none
+    current.save(update_fields=["version", "updated_by", "updated_at"])
     return current
 
 

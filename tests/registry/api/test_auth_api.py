@@ -303,6 +303,7 @@ def test_the_schema_describes_every_endpoint_with_its_error_responses(admin_clie
             .replace("/versions/1", "/versions/{number}")
             .replace("/labels/production", "/labels/{label}")
             .replace("/labels/staging", "/labels/{label}")
+            .replace("/label-policies/canary", "/label-policies/{label}")
         )
         template = template.replace("/rules/{rule_id}", "/rules/{rule_id}")
         assert template in paths, template
