@@ -436,14 +436,22 @@ class SkillLabelApi(ApiView):
     @extend_schema(
         operation_id="skills_labels_move",
         request=s.LabelMoveInputSerializer,
-        responses={200: s.LabelSerializer, **errors(400, 401, 403, 404, 413, 415)},
-        summary="Point a label at a version (atomic; recorded in the label history).",
+        responses={200: s.LabelSerializer, **errors(400, 401, 403, 404, 409, 413, 415)},
+        summary="Point a label at a version (atomic; recorded in the label history). A label policy may "
+        "refuse it: 403 for a role it does not name, 409 with the unmet eval checks.",
     )
     def put(self, request, name: str, label: str):
         skill, body = self.skill_and_params(name, s.LabelMoveInputSerializer, body=True)
         label_name_check(label)
         previous = selectors.skill_labels(skill).get(label)
-        moved = label_move(skill=skill, label=label, version_number=body["version"], actor=self.actor())
+        moved = label_move(
+            skill=skill,
+            label=label,
+            version_number=body["version"],
+            actor=self.actor(),
+            role=self.acting_role(),
+            override_reason=body.get("override_reason"),
+        )
         return Response(s.LabelSerializer(selectors.label_pointer(moved, skill=skill, previous_version=previous)).data)
 
     @extend_schema(
@@ -454,5 +462,5 @@ class SkillLabelApi(ApiView):
     )
     def delete(self, request, name: str, label: str):
         skill, _ = self.skill_and_params(name, s.LabelSourceQuerySerializer)
-        label_delete(skill=skill, label=label, actor=self.actor())
+        label_delete(skill=skill, label=label, actor=self.actor(), role=self.acting_role())
         return Response(status=status.HTTP_204_NO_CONTENT)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from registry.api import resolve, rules, skills, usage, webhooks
+from registry.api import label_policies, resolve, rules, skills, usage, webhooks
 
 urlpatterns = [
     path("skills", skills.SkillListCreateApi.as_view(), name="api-skills"),
@@ -18,6 +18,8 @@ urlpatterns = [
     path("skills/<str:name>/diff", skills.SkillDiffApi.as_view(), name="api-skill-diff"),
     path("skills/<str:name>/labels", skills.SkillLabelListApi.as_view(), name="api-skill-labels"),
     path("skills/<str:name>/labels/<str:label>", skills.SkillLabelApi.as_view(), name="api-skill-label"),
+    path("label-policies", label_policies.LabelPolicyListApi.as_view(), name="api-label-policies"),
+    path("label-policies/<str:label>", label_policies.LabelPolicyApi.as_view(), name="api-label-policy"),
     path("rules", rules.RuleListCreateApi.as_view(), name="api-rules"),
     path("rules/test", rules.RulesTestApi.as_view(), name="api-rules-test"),
     path("rules/<int:rule_id>", rules.RuleDetailApi.as_view(), name="api-rule"),
