@@ -17,9 +17,9 @@ from django.utils.dateparse import parse_datetime
 
 from registry.errors import NotFound
 from registry.models import ApiToken, RegistryState
+from registry.readmodel.memo import GenerationMemo
 from registry.roles import roles_of, scopes_of, token_access
 from registry.selectors.generation import heard_changes
-from registry.selectors.memo import GenerationMemo
 
 
 @dataclasses.dataclass

@@ -20,7 +20,7 @@ def registry_changed(*, skill: str | None = None, rules: bool = False) -> None:
 
     Say what changed — `skill`, the name whose effective skill may now differ (a publish, label
     move, enable/disable), and/or `rules` — and processes update their resolve snapshots in place
-    (registry/selectors/snapshot_delta.py); say nothing and they rebuild them.
+    (registry/readmodel/snapshot.py); say nothing and they rebuild them.
     """
     RegistryState.objects.filter(pk=STATE_ROW).update(generation=F("generation") + 1)
     # The row stays locked by this transaction until it commits: the number read back is ours
