@@ -20,6 +20,7 @@ SCRIPTS = (
     "sandbox_overhead.py",
     "load_mixed.py",
     "console_pages.py",
+    "skill_list_after_publish.py",
     "turn_list.py",
 )
 
