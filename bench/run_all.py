@@ -12,6 +12,7 @@ SCRIPTS = (
     "import_skills.py",
     "resolve.py",
     "skill_md_throughput.py",
+    "resolve_http.py",
     "runtime_step.py",
     "trace_size.py",
     "enqueue_latency.py",
