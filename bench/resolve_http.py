@@ -86,10 +86,12 @@ def main() -> None:
         server.terminate()
         server.wait(timeout=30)
     ratio = percentile(resolves, 50) / percentile(reads, 50)
-    print(f"database: {connection.vendor}; {args.skills} skills, {args.rules} rules; gunicorn sync workers: {args.workers}")
+    print(f"database: {connection.vendor}; {args.skills} skills, {args.rules} rules; gunicorn workers: {args.workers}")
     print(f"  POST /resolve, a new query: {describe(resolves)}")
     print(f"  GET SKILL.md:               {describe(reads)}")
-    print(f"  verdict: resolve / SKILL.md at p50 = {ratio:.2f}x (target <= 1.5x) - {'met' if ratio <= 1.5 else 'MISSED'}")
+    print(
+        f"  verdict: resolve / SKILL.md at p50 = {ratio:.2f}x (target <= 1.5x) - {'met' if ratio <= 1.5 else 'MISSED'}"
+    )
 
 
 if __name__ == "__main__":

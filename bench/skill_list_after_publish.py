@@ -74,7 +74,9 @@ def main() -> None:
     print(f"  skills list right after a publish:          {describe(after)}")
     print(f"  skills list again (nothing changed):        {describe(again)}")
     print(f"  search fragment right after a publish:      {describe(search)}")
-    print(f"  verdict: list right after a publish p50 {p50:.2f} ms (target <= 50 ms) - {'met' if p50 <= 50 else 'MISSED'}")
+    print(
+        f"  verdict: list right after a publish p50 {p50:.2f} ms (target <= 50 ms) - {'met' if p50 <= 50 else 'MISSED'}"
+    )
 
 
 if __name__ == "__main__":
