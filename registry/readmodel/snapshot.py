@@ -247,8 +247,3 @@ def _pinned_snapshot(generation: int, label: str | None, pins: tuple[tuple[str, 
     )
     _PINNED_SNAPSHOTS.put((generation, label, pins), snapshot)
     return snapshot
-
-
-def snapshots_clear() -> None:
-    _SNAPSHOTS.clear()
-    _PINNED_SNAPSHOTS.clear()
