@@ -9,8 +9,10 @@ index over the newest versions is built when a search first asks for it, not wit
 
 from __future__ import annotations
 
+import heapq
+import operator
 import threading
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
 from django.db.models import F
@@ -34,6 +36,7 @@ class CatalogEntry:
     shadowed_by: str | None
     label_versions: dict[str, SkillVersion]
     label_numbers: dict[str, int]
+    order: tuple[str, int]  # (name, -priority): where it is listed
 
 
 class CatalogDoc:
@@ -92,9 +95,12 @@ def skill_catalog_entries() -> Catalog:
     return catalog
 
 
-def _catalog(generation: int, entries: list[CatalogEntry]) -> Catalog:
-    ordered = tuple(sorted(entries, key=lambda entry: (entry.skill.name, -entry.skill.priority)))
+def _catalog(generation: int, entries: Iterable[CatalogEntry]) -> Catalog:
+    ordered = tuple(sorted(entries, key=_ORDER))
     return Catalog(generation=generation, entries=ordered, search=_SearchIndex(ordered))
+
+
+_ORDER = operator.attrgetter("order")
 
 
 def _advanced(generation: int) -> Catalog | None:
@@ -108,8 +114,10 @@ def _advanced(generation: int) -> Catalog | None:
         return None
     if not delta.skills:
         return Catalog(generation=generation, entries=previous.entries, search=previous.search)
-    kept = [entry for entry in previous.entries if entry.skill.name not in delta.skills]
-    return _catalog(generation, [*kept, *_entries(names=delta.skills)])
+    kept = (entry for entry in previous.entries if entry.skill.name not in delta.skills)
+    # The kept entries are in order already: merging in the few re-read ones costs no sort.
+    ordered = tuple(heapq.merge(kept, sorted(_entries(names=delta.skills), key=_ORDER), key=_ORDER))
+    return Catalog(generation=generation, entries=ordered, search=_SearchIndex(ordered))
 
 
 def _entries(*, names: Collection[str] | None) -> list[CatalogEntry]:
@@ -142,6 +150,7 @@ def _entries(*, names: Collection[str] | None) -> list[CatalogEntry]:
                     shadowed_by=winner.source if winner is not None and skill is not winner and skill.enabled else None,
                     label_versions=versions_by_label,
                     label_numbers={name: v.number for name, v in versions_by_label.items()},
+                    order=(skill.name, -skill.priority),
                 )
             )
     return entries
