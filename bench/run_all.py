@@ -14,6 +14,7 @@ SCRIPTS = (
     "skill_md_throughput.py",
     "client_resolve.py",
     "mcp_list.py",
+    "resolve_http.py",
     "runtime_step.py",
     "trace_size.py",
     "enqueue_latency.py",
@@ -22,6 +23,7 @@ SCRIPTS = (
     "sandbox_overhead.py",
     "load_mixed.py",
     "console_pages.py",
+    "skill_list_after_publish.py",
     "turn_list.py",
     "evals_run.py",
 )

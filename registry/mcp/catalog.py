@@ -21,7 +21,7 @@ from django.db.models import Q
 
 from registry.models import Blob, SkillFile, SkillVersion
 from registry.selectors.generation import current_generation
-from registry.selectors.memo import GenerationMemo
+from registry.readmodel.memo import GenerationMemo
 from registry.selectors.resolve import cache_namespace, registry_snapshot
 from registry.selectors.skills import EffectiveSkill
 
