@@ -30,7 +30,7 @@ from agents.playground import _turn, model_choices
 from registry import selectors
 from registry.console.access import console_view, user_scopes
 from registry.console.errors import on_domain_error
-from registry.console.inputs import json_from_text, text_problem, uuid_or_none, whole_number
+from registry.console.inputs import json_from_bytes, json_from_text, text_problem, uuid_or_none, whole_number
 from registry.errors import ApplicationError
 from registry.models import EvalRun, Skill
 from registry.selectors import evals as eval_selectors
@@ -41,7 +41,7 @@ from registry.services.audit import Actor
 READ, WRITE, RUN = "skills:read", "skills:write", "agent:run"
 POLL_EVERY = "1s"
 RUNS_SHOWN = 20
-EXPORT_FORMATS = ("cases", "skill-creator", "triggers")  # what eval_suite_export writes
+EXPORT_FORMATS = ("cases", "skill-creator")
 KINDS = ("trigger", "task")
 # A service names a bad case's field as `cases[3].expect[0]` or `cases.3.query`: the field is the
 # first name after the case's index.
@@ -312,15 +312,10 @@ def suite_import(request, name: str):
         return refused("Choose an evals.json file.")
     if upload.size > MAX_IMPORT_BYTES:
         return refused(f"The file is over {MAX_IMPORT_BYTES // 1024 // 1024} MB.")
-    try:
-        document = json_from_text(upload.read().decode("utf-8"), field="evals_file", what="file")
-    except UnicodeDecodeError:
-        return refused("The file is not UTF-8 text.")
-    except ApplicationError as error:
-        return refused(error.detail)
-
-    # The service's message names the case and the field ("Case 't-x': query is required").
+    # The file's problem, or the service's naming the case and the field ("Case 't-x': query is
+    # required"), comes back on the page.
     on_domain_error(request, lambda error: refused(error.detail, error.status))
+    document = json_from_bytes(upload.read(), field="evals_file", what="file")
     revision = eval_services.eval_suite_replace(skill=skill, document=document, actor=_actor(request))
     messages.success(
         request, f"Imported {len(revision.cases)} cases from {upload.name}: suite revision {revision.number}."
@@ -335,7 +330,11 @@ def suite_export(request, name: str):
     format = request.GET.get("format", "cases")
     if format not in EXPORT_FORMATS:
         raise Http404(f"No export format {format[:40]!r}.")
-    document = eval_selectors.eval_suite_export(skill=skill, format=format)
+    document = (
+        eval_selectors.eval_suite_skill_creator(skill=skill)
+        if format == "skill-creator"
+        else {"cases": eval_selectors.eval_suite_cases(skill=skill)}
+    )
     response = HttpResponse(json.dumps(document, indent=2, ensure_ascii=False) + "\n", content_type="application/json")
     response["Content-Disposition"] = 'attachment; filename="evals.json"'
     return response

@@ -10,6 +10,7 @@ from django.urls import path, reverse
 
 from registry.console.access import console_view
 from registry.console.errors import on_domain_error
+from registry.console.inputs import form_number
 from registry.errors import ApplicationError
 from registry.models import TokenScope
 from registry.roles import ADMIN, ANALYST, AUTHOR
@@ -54,17 +55,6 @@ def _shown(value) -> str:
     return "" if value is None else f"{value:g}"
 
 
-def _number(text: str, field: str, *, whole: bool = False) -> float | int | None:
-    """A form's number (blank: None); the service judges its range."""
-    text = text.strip()
-    if not text:
-        return None
-    try:
-        return int(text) if whole else float(text)
-    except ValueError:
-        raise ApplicationError(f"{field} must be a number.", fields={field: "a number"}) from None
-
-
 @console_view(scope=READ)
 def label_policies(request):
     return _page(request)
@@ -85,15 +75,15 @@ def label_policy_save(request):
     if values["model"].strip():
         require_eval = {
             "model": values["model"],
-            "min_task_rate": _number(values["min_task_rate"], "require_eval.min_task_rate"),
-            "min_trigger_f1": _number(values["min_trigger_f1"], "require_eval.min_trigger_f1"),
+            "min_task_rate": form_number(values["min_task_rate"], field="require_eval.min_task_rate"),
+            "min_trigger_f1": form_number(values["min_trigger_f1"], field="require_eval.min_trigger_f1"),
             "not_worse": values["not_worse"],
         }
     guard = None
     if values["min_n"].strip() or values["p_worse"].strip():
         guard = {
-            "min_n": _number(values["min_n"], "guard.min_n", whole=True),
-            "p_worse": _number(values["p_worse"], "guard.p_worse"),
+            "min_n": form_number(values["min_n"], field="guard.min_n", whole=True),
+            "p_worse": form_number(values["p_worse"], field="guard.p_worse"),
         }
     label_policy_set(
         label=label,
