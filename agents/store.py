@@ -2,7 +2,9 @@
 
 One store serves one turn: what it loads is kept for the rest of the turn, so a skill read
 twice costs one query and the turn sees one consistent version of each skill. Which version of
-which skill it loads is resolve's own answer (`selectors.resolve.skill_effective`): a skill resolve
+which skill it loads is the read model's answer (registry/readmodel/served.py, through
+`selectors.resolve.skill_effective`), and the skills it lists are the read model's effective
+skills as they are (the runtime's SkillSummary is that shape): a skill resolve
 offers at the store's label and pins always loads, and one it hides never does.
 """
 
@@ -12,28 +14,15 @@ from collections.abc import Mapping
 from typing import Any
 
 from agents.runtime.types import Resolution, SkillDocument, SkillSummary
-from registry import selectors
 from registry.models import SkillVersion
 from registry.selectors import resolve as registry_resolve
 
 
-def skill_summary(skill: selectors.EffectiveSkill) -> SkillSummary:
-    """The registry's effective skill in the runtime's shape (the runtime has no Django)."""
-    return SkillSummary(
-        name=skill.name,
-        description=skill.description,
-        version=skill.version,
-        tags=skill.tags,
-        triggers=skill.triggers,
-        tools=skill.tools,
-        source=skill.source,
-    )
-
-
 def resolution(result: registry_resolve.ResolveResult) -> Resolution:
-    """The registry's resolve() answer in the runtime's shape."""
+    """The registry's resolve() answer in the runtime's shape (its skills are the read model's
+    effective skills as they are)."""
     return Resolution(
-        skills=tuple(skill_summary(offered.skill) for offered in result.skills),
+        skills=tuple(offered.skill for offered in result.skills),
         prompt_block=result.prompt_block,
         instructions=result.instructions,
         fired_rules=result.fired_rules,
@@ -83,7 +72,7 @@ class RegistrySkillStore:
 
     def find_skills(self, trigger: str, context: dict[str, Any]) -> list[SkillSummary]:
         return [
-            skill_summary(found.skill)
+            found.skill
             for found in registry_resolve.skills_find(
                 trigger=trigger, context=context, label=self.label, pins=self.pins
             )
@@ -93,7 +82,7 @@ class RegistrySkillStore:
         self, query: str, *, trigger: str | None = None, limit: int | None = None
     ) -> list[tuple[SkillSummary, float]]:
         return [
-            (skill_summary(found.skill), found.score)
+            (found.skill, found.score)
             for found in registry_resolve.skills_match(
                 query=query, label=self.label, trigger=trigger, limit=limit, pins=self.pins
             )

@@ -13,6 +13,7 @@ SCRIPTS = (
     "resolve.py",
     "skill_md_throughput.py",
     "client_resolve.py",
+    "resolve_http.py",
     "runtime_step.py",
     "trace_size.py",
     "enqueue_latency.py",
@@ -21,6 +22,7 @@ SCRIPTS = (
     "sandbox_overhead.py",
     "load_mixed.py",
     "console_pages.py",
+    "skill_list_after_publish.py",
     "turn_list.py",
     "evals_run.py",
 )

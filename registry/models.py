@@ -459,7 +459,7 @@ class RegistryState(models.Model):
 
 class RegistryChange(models.Model):
     """What one generation changed, written in the same transaction as the bump, so a process
-    holding a resolve snapshot of an earlier generation re-reads only that (registry/selectors/snapshot_delta.py)."""
+    holding a resolve snapshot of an earlier generation re-reads only that (registry/readmodel/snapshot.py)."""
 
     class Scope(models.TextChoices):
         SKILL = "skill", "a skill"  # a publish, label move or enable/disable of `skill_name`

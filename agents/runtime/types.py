@@ -11,20 +11,15 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from registry.matching.fired_rule import FiredRule
+from registry.readmodel.skill import EffectiveSkill
 from registry.skillformat.skillmd import ActivationTrigger as Trigger  # values of `skill_activated.trigger`
 
 TurnStatus = Literal["succeeded", "failed", "cancelled"]
 
 
-@dataclass(frozen=True)
-class SkillSummary:
-    name: str
-    description: str
-    version: int
-    tags: tuple[str, ...] = ()
-    triggers: tuple[str, ...] = ()
-    tools: tuple[str, ...] = ()
-    source: str = ""  # which of the skills of this name (the registry's source), for analytics
+# A skill as the runtime lists and matches it is the registry's effective skill itself (plain
+# values, no Django): one shape from the read model to the prompt, no copy in between.
+SkillSummary = EffectiveSkill
 
 
 @dataclass(frozen=True)

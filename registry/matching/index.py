@@ -15,7 +15,7 @@ the work differs:
 - `rank_for_block` picks the few best matches with a heap instead of sorting them all.
 
 Both indexes are immutable once built; `with_changes` makes the next one from the previous one
-(registry/selectors/snapshot_delta.py), so a resolve still using the old one is never disturbed.
+(registry/readmodel/snapshot.py), so a resolve still using the old one is never disturbed.
 """
 
 from __future__ import annotations

@@ -5,11 +5,11 @@
 - `versions`: versions, labels, files, zips and diffs;
 - `rules`: force-include rules as the API and the console read them;
 - `tokens`, `audit`, `accounts`: what the console's tokens, audit and users pages list;
-- `resolve`: what an agent gets for a turn (rules fired, prompt block) and its snapshot cache,
-  which also says which version of which skill a request gets (`skill_effective`);
+- `resolve`: what an agent gets for a turn (rules fired, prompt block), and `skill_effective`:
+  which version of which skill a request gets — the read model's answer (registry/readmodel/,
+  which holds the snapshots, the catalogue, raw SKILL.md and the result cache);
 - `analytics`: usage figures from the rollups;
-- `generation`: the registry generation every cached read is keyed by;
-- `memo`: the per-process cache those reads share.
+- `generation`: the registry generation every cached read is keyed by.
 
 The names most callers use are re-exported here (`from registry import selectors;
 selectors.skill_get(...)`); `resolve` and `analytics` are imported as modules.
@@ -36,11 +36,9 @@ from registry.selectors.skills import (
     SkillRow,
     effective_skills,
     skill_catalog,
-    skill_catalog_cache_clear,
     skill_get,
     skill_list,
     skill_md_raw,
-    skill_md_raw_cache_clear,
     skill_others,
     skill_sources,
     skill_version_for,
@@ -116,14 +114,12 @@ __all__ = [
     "skill_version_rows",
     "stored_issues",
     "skill_catalog",
-    "skill_catalog_cache_clear",
     "skill_get",
     "skills_named",
     "skill_label_history",
     "skill_labels",
     "skill_list",
     "skill_md_raw",
-    "skill_md_raw_cache_clear",
     "skill_others",
     "skill_version_diff",
     "skill_version_for",

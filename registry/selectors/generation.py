@@ -7,9 +7,10 @@ caches are invalidated the moment the change commits, without tracking which key
 It lives in the database rather than the cache because the default cache is per-process local
 memory: a web process and a worker must still agree on what is current.
 
-The row starts at a random number. If it is ever recreated (a database restored from a backup,
-tables flushed between tests), numbers from before can then not come back and revive entries
-that processes still hold in their caches.
+The row starts at a random number (migration 0002). If it is ever recreated (a database restored
+from a backup, tables flushed between tests), numbers from before can then not come back and
+revive entries that processes still hold in their caches. Reading never creates it: until the
+next write recreates it (`registry_changed`), a missing row reads as generation 0.
 
 Reading the row costs a round trip per request, which on PostgreSQL is most of the price of
 serving a cached SKILL.md. So on PostgreSQL each process also LISTENs: triggers (migration 0003)
@@ -33,7 +34,6 @@ from __future__ import annotations
 
 import logging
 import os
-import secrets
 import select
 import threading
 import time
@@ -58,17 +58,13 @@ _KEEPALIVES = {"keepalives": 1, "keepalives_idle": 30, "keepalives_interval": 10
 _ECHO_SECONDS = 0.25
 
 
-def _fresh_start() -> int:
-    return secrets.randbelow(2**40) + 1
+MISSING_ROW = 0  # what a read gives while the row does not exist; a recreated row starts above it
 
 
 def registry_generation() -> int:
     """The generation as stored, read with a query."""
     generation = RegistryState.objects.filter(pk=STATE_ROW).values_list("generation", flat=True).first()
-    if generation is None:
-        state, _ = RegistryState.objects.get_or_create(pk=STATE_ROW, defaults={"generation": _fresh_start()})
-        generation = state.generation
-    return generation
+    return MISSING_ROW if generation is None else generation
 
 
 def tokens_changed(**_signal_kwargs) -> None:

@@ -10,13 +10,13 @@
 - the lazy skills prompt block (seed 003's `## Skills (mandatory)` + `<available_skills>`);
 - one strong ETag over all of it.
 
-Caching has two layers, both keyed by the registry generation, which every write bumps in its
-own transaction: a per-process snapshot of the skills, their inverted index and the compiled rules
-(moved forward by what each write changed, registry/selectors/snapshot_delta.py, or rebuilt), and the
-finished result keyed by generation and inputs, in this process (`_RESULTS` says why not in the
-shared cache). A publish, label move, enable/disable or rule change is therefore visible to the
-next call, in every process, without deleting any key (selectors/generation.py says how a process
-learns the current generation).
+Which skills a request gets, and every cache, are the read model's (registry/readmodel/): a
+per-process snapshot of the skills, their inverted index and the compiled rules, keyed by the
+registry generation every write bumps in its own transaction (moved forward by what each write
+changed, or rebuilt), and the finished result keyed by generation and inputs, in this process
+(registry/readmodel/results.py says why not in the shared cache). A publish, label move,
+enable/disable or rule change is therefore visible to the next call, in every process, without
+deleting any key (selectors/generation.py says how a process learns the current generation).
 
 The answers are those of the straightforward matcher (every skill scored, every rule pattern
 searched, the whole ranking sorted), which lives on in tests/registry/resolve_oracle.py as the
@@ -30,7 +30,6 @@ import hashlib
 import itertools
 import json
 import time
-import uuid
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -38,22 +37,19 @@ from xml.sax.saxutils import escape
 
 from django.conf import settings
 
-from registry.errors import ApplicationError
 from registry.matching.fired_rule import FiredRule
-from registry.matching.index import Ranking, RuleSet, TermIndex, rank_for_block
-from registry.matching.patterns import compile_pattern, pattern_search
+from registry.matching.index import Ranking, rank_for_block
+from registry.matching.patterns import pattern_search
 from registry.matching.ranking import Match, find_skills
-from registry.models import ForceIncludeRule, SkillVersion
-from registry.selectors.generation import change_listener, current_generation
-from registry.selectors.memo import GenerationMemo
-from registry.selectors.skills import (
-    EffectiveSkill,
-    effective_skills,
-    skill_catalog_cache_clear,
-    skill_md_raw_cache_clear,
-    skill_sources_cache_clear,
-)
-from registry.selectors.snapshot_delta import RegistryDelta, RuleEntry, Snapshot, registry_delta, snapshot_advance
+from registry.models import SkillVersion
+from registry.readmodel.results import ResultCache
+from registry.readmodel.results import cache_namespace as cache_namespace
+from registry.readmodel.results import registry_caches_reset as registry_caches_reset
+from registry.readmodel.served import skill_served, skill_version_of
+from registry.readmodel.skill import EffectiveSkill
+from registry.readmodel.snapshot import Pins, RuleEntry, Snapshot
+from registry.readmodel.snapshot import registry_snapshot as registry_snapshot
+from registry.selectors.generation import current_generation
 
 # seed 003, verbatim: the lazy-loading instruction that precedes the skill list.
 SKILLS_INSTRUCTION = """## Skills (mandatory)
@@ -298,126 +294,6 @@ def render_prompt_block(
     )
 
 
-# --- the snapshot: skills, index and rules of one generation -------------------------------
-
-
-# One snapshot per label (the newest read), for the few labels agents resolve at; each moves
-# forward on its own from what it was when last read.
-_SNAPSHOTS: GenerationMemo[Snapshot] = GenerationMemo(maxsize=8)
-# Pinned snapshots are kept apart: a burst of turns trying versions must not evict the labels'
-# snapshots, which cost a full read to build again (a pinned one costs one small read).
-_PINNED_SNAPSHOTS: GenerationMemo[Snapshot] = GenerationMemo(maxsize=8)
-
-# {skill name: version number}: skills a turn reads at that exact version (`effective_skills`).
-Pins = Mapping[str, int]
-
-
-def _pins_key(pins: Pins) -> tuple[tuple[str, int], ...]:
-    return tuple(sorted(pins.items()))
-
-
-def _snapshot_rules() -> tuple[tuple[tuple[RuleEntry, Any], ...], tuple[str, ...]]:
-    rules = []
-    warnings = []
-    # Plain values, not model instances: building those is a third of the time at 1,000 rules,
-    # which a rule edit makes every process pay to move its snapshot forward.
-    enabled = ForceIncludeRule.objects.filter(enabled=True).order_by("-priority", "name")
-    for rule in enabled.values("id", "name", "pattern", "skills", "tools", "instruction", "auto_invoke", "priority"):
-        try:
-            compiled = compile_pattern(rule["pattern"])
-        except ApplicationError as exc:
-            # Stored before a limit was lowered, or written around the service: skip, say so.
-            warnings.append(f"Rule '{rule['name']}' is skipped: {exc.detail}")
-            continue
-        rules.append(
-            (
-                RuleEntry(
-                    id=rule["id"],
-                    name=rule["name"],
-                    pattern=rule["pattern"],
-                    skills=tuple(rule["skills"] or ()),
-                    tools=tuple(rule["tools"] or ()),
-                    instruction=rule["instruction"] or "",
-                    auto_invoke=rule["auto_invoke"] or None,
-                    priority=rule["priority"],
-                ),
-                compiled,
-            )
-        )
-    return tuple(rules), tuple(warnings)
-
-
-def _build_snapshot(generation: int, label: str | None) -> Snapshot:
-    skills = effective_skills(label=label)
-    rules, warnings = _snapshot_rules()
-    return Snapshot(
-        generation=generation,
-        label=label,
-        skills=tuple(skills),
-        by_name={s.name: s for s in skills},
-        index=TermIndex(s for s in skills if s.model_invocable),
-        rules=rules,
-        rule_set=RuleSet((rule.id, rule.pattern) for rule, _ in rules),
-        rule_warnings=warnings,
-    )
-
-
-def _advanced_snapshot(generation: int, label: str | None) -> Snapshot | None:
-    """The newest snapshot this process holds for `label`, moved to `generation` by re-reading
-    only what changed since (registry/selectors/snapshot_delta.py); None when it holds none or the change
-    log cannot say."""
-    previous = _SNAPSHOTS.newest_before(generation, label)
-    if previous is None:
-        return None
-    delta = registry_delta(since=previous.generation, until=generation)
-    if delta is None:
-        return None
-    return snapshot_advance(
-        previous,
-        generation=generation,
-        delta=delta,
-        entries=effective_skills(label=label, names=delta.skills) if delta.skills else [],
-        rules=_snapshot_rules() if delta.rules else None,
-    )
-
-
-def registry_snapshot(*, label: str | None = None, generation: int | None = None, pins: Pins | None = None) -> Snapshot:
-    """The skills, match index and compiled rules as of `generation` (built once per process),
-    with the skills named in `pins` read at those versions."""
-    generation = current_generation() if generation is None else generation
-    if pins:
-        return _pinned_snapshot(generation, label, _pins_key(pins))
-    found = _SNAPSHOTS.get((generation, label))
-    if found is not None:
-        return found
-    # Two threads may build it at once: same result.
-    snapshot = _advanced_snapshot(generation, label) or _build_snapshot(generation, label)
-    _SNAPSHOTS.put((generation, label), snapshot)
-    return snapshot
-
-
-def _pinned_snapshot(generation: int, label: str | None, pins: tuple[tuple[str, int], ...]) -> Snapshot:
-    """The label's snapshot with its pinned skills re-read through `effective_skills`, as a
-    change to those skills moves a snapshot forward: the same entries, index and rules but for
-    them, so a pinned turn and an unpinned one differ in nothing else."""
-    found = _PINNED_SNAPSHOTS.get((generation, label, pins))
-    if found is not None:
-        return found
-    base = registry_snapshot(label=label, generation=generation)
-    names = frozenset(name for name, _ in pins)
-    entries = effective_skills(label=label, names=names, pins=dict(pins))
-    snapshot = snapshot_advance(
-        base, generation=generation, delta=RegistryDelta(skills=names, rules=False), entries=entries, rules=None
-    )
-    _PINNED_SNAPSHOTS.put((generation, label, pins), snapshot)
-    return snapshot
-
-
-def snapshots_clear() -> None:
-    _SNAPSHOTS.clear()
-    _PINNED_SNAPSHOTS.clear()
-
-
 # --- rules -------------------------------------------------------------------------------
 
 
@@ -472,42 +348,12 @@ def rules_fire(
 
 # --- resolve -----------------------------------------------------------------------------
 
+_RESULTS: ResultCache[ResolveResult] = ResultCache(maxsize=256)
+
 
 def _match_text(query: str, context: Mapping[str, Any] | None) -> str:
     extra = [str(context[k]) for k in CONTEXT_TEXT_FIELDS if context and isinstance(context.get(k), str | int | float)]
     return " ".join([query, *extra])[:MATCH_QUERY_MAX_CHARS]
-
-
-# Part of every cache key. Generations only grow in a live database, but a test database rolled
-# back between tests (or a restored backup) repeats them: `registry_caches_reset()` moves to a
-# fresh namespace so results computed for another state can never be served.
-_NAMESPACE = {"token": "0"}
-# This process's most recent results, kept as the objects themselves. Computing a result for a
-# new query costs about what fetching and unpickling a cached one (~80 KB) from Redis does, and an
-# agent sends each message once: a shared cache would add a round trip to every new query to find
-# nothing, and another to store a result nobody asks for again. Keys carry the generation, so an
-# entry is never stale.
-_RESULTS: GenerationMemo[ResolveResult] = GenerationMemo(maxsize=256)
-
-
-def registry_caches_reset() -> None:
-    """Forget every cached snapshot, raw SKILL.md and resolve result (tests; after a DB restore)."""
-    snapshots_clear()
-    _RESULTS.clear()
-    skill_md_raw_cache_clear()
-    skill_catalog_cache_clear()
-    skill_sources_cache_clear()
-    change_listener.close()
-    _NAMESPACE["token"] = uuid.uuid4().hex[:12]
-
-
-def cache_namespace() -> str:
-    return _NAMESPACE["token"]
-
-
-def _cache_key(generation: int, inputs: dict[str, Any]) -> tuple[int, str, str]:
-    digest = hashlib.sha256(json.dumps(inputs, sort_keys=True, default=str).encode()).hexdigest()
-    return (generation, _NAMESPACE["token"], digest)
 
 
 def resolve(
@@ -533,11 +379,10 @@ def resolve(
         "context": dict(context or {}),
         "max_skills": max_skills,
         "max_chars": max_chars,
-        "pins": _pins_key(pins or {}),
+        "pins": sorted((pins or {}).items()),
     }
-    key = _cache_key(generation, inputs)
     if use_cache:
-        cached = _RESULTS.get(key)
+        cached = _RESULTS.get(generation, inputs)
         if cached is not None:
             return cached
     result = _resolve(
@@ -551,7 +396,7 @@ def resolve(
         pins=pins,
     )
     if use_cache and result.complete:
-        _RESULTS.put(key, result)
+        _RESULTS.put(generation, inputs, result)
     return result
 
 
@@ -687,22 +532,16 @@ def rules_test(*, query: str, label: str | None = None) -> ResolveResult:
 
 
 def skill_effective(*, name: str, label: str | None = None, pins: Pins | None = None) -> EffectiveSkill | None:
-    """Which version of which skill a request at `label` (with `pins`) gets for `name`, or None
-    when no skill of that name is in effect there (every source disabled, the SKILL.md at that
-    version says `enabled: false`, or a pinned version the skill does not have). The one answer
-    resolve, matching and the runtime's skill store share: it is the snapshot's entry (rules in
-    `effective_skills`), so a skill resolve offers always loads and one it hides never does.
-    Costs no query once the snapshot of this generation is built."""
-    return registry_snapshot(label=label, pins=pins).by_name.get(name)
+    """Which version of which skill a request at `label` (with `pins`) gets for `name`, or None:
+    the read model's one answer (registry/readmodel/served.py), so a skill resolve offers always
+    loads and one it hides never does."""
+    return skill_served(name=name, label=label, pins=pins)
 
 
 def skill_version_effective(*, name: str, label: str | None = None, pins: Pins | None = None) -> SkillVersion | None:
     """The stored version `skill_effective` names (SKILL.md text, files): what a forced skill or
     `read_skill` loads, with its skill (usage names the skill's source). One query."""
-    found = skill_effective(name=name, label=label, pins=pins)
-    if found is None:
-        return None
-    return SkillVersion.objects.select_related("skill").filter(skill_id=found.skill_id, number=found.version).first()
+    return skill_version_of(skill_served(name=name, label=label, pins=pins))
 
 
 def skills_match(

@@ -17,9 +17,9 @@ from django.utils.dateparse import parse_datetime
 
 from registry.errors import NotFound
 from registry.models import ApiToken, RegistryState
+from registry.readmodel.memo import GenerationMemo
 from registry.roles import roles_of, scopes_of, token_access
 from registry.selectors.generation import heard_changes
-from registry.selectors.memo import GenerationMemo
 
 
 @dataclasses.dataclass
@@ -117,9 +117,24 @@ def api_token_grant(*, secret_hash: str) -> tuple[TokenGrant, int] | None:
     return grant, generation
 
 
+# Tokens with their owners by id, keyed by the token epoch as grants are: DRF's requests need the
+# user object, and reading it per request would cost what the rest of a resolve does.
+_OWNED: GenerationMemo[ApiToken] = GenerationMemo(maxsize=10_000)
+
+
 def api_token_with_owner(*, token_id: int) -> ApiToken | None:
-    """The token and its user, for a request a grant let through (None if deleted since)."""
-    return ApiToken.objects.select_related("user").filter(pk=token_id).first()
+    """The token and its user, for a request a grant let through (None if deleted since). Kept
+    per process while it hears changes, as `api_token_grant` keeps grants."""
+    heard = heard_changes()
+    if heard is None:
+        return ApiToken.objects.select_related("user").filter(pk=token_id).first()
+    _, epoch = heard
+    token = _OWNED.get((epoch, token_id))
+    if token is None:
+        token = ApiToken.objects.select_related("user").filter(pk=token_id).first()
+        if token is not None:
+            _OWNED.put((epoch, token_id), token)
+    return token
 
 
 def api_token_list() -> list[ApiToken]:

@@ -11,7 +11,7 @@ from django.core.cache import cache
 
 from registry.errors import NotFound
 from registry.models import Label, LabelHistory, Skill, SkillFile, SkillVersion
-from registry.selectors.resolve import cache_namespace
+from registry.readmodel.results import cache_namespace
 from registry.selectors.skills import skill_others, skill_winner
 from registry.skillformat.bundle import Bundle, BundleFile, write_zip
 from registry.skillformat.skillmd import Issue

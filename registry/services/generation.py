@@ -4,6 +4,8 @@ snapshots move forward in place rather than rebuild."""
 
 from __future__ import annotations
 
+import secrets
+
 from django.db import transaction
 from django.db.models import F, Q
 
@@ -20,11 +22,16 @@ def registry_changed(*, skill: str | None = None, rules: bool = False) -> None:
 
     Say what changed — `skill`, the name whose effective skill may now differ (a publish, label
     move, enable/disable), and/or `rules` — and processes update their resolve snapshots in place
-    (registry/selectors/snapshot_delta.py); say nothing and they rebuild them.
+    (registry/readmodel/snapshot.py); say nothing and they rebuild them.
     """
-    RegistryState.objects.filter(pk=STATE_ROW).update(generation=F("generation") + 1)
-    # The row stays locked by this transaction until it commits: the number read back is ours
-    # (or, when there was no row, the fresh one this read creates).
+    state = RegistryState.objects.filter(pk=STATE_ROW)
+    if not state.update(generation=F("generation") + 1):
+        # Deleted (a flushed or restored database): start again at a random number, so numbers
+        # from before, which processes may still hold entries for, do not come back. Then bump
+        # it as usual, which takes the row's lock whoever created it.
+        RegistryState.objects.get_or_create(pk=STATE_ROW, defaults={"generation": secrets.randbelow(2**40) + 1})
+        state.update(generation=F("generation") + 1)
+    # The row stays locked by this transaction until it commits: the number read back is ours.
     generation = registry_generation()
     scopes = [(RegistryChange.Scope.SKILL, skill)] if skill else []
     if rules:

@@ -18,7 +18,7 @@ from agents.runtime.loop import run_turn
 from agents.runtime.types import Resolution, SkillSummary, TurnRequest, TurnResult
 from agents.turn_tools import tool_registry
 from registry.models import Skill
-from registry.selectors.resolve import registry_caches_reset, resolve
+from registry.selectors.resolve import registry_caches_reset, resolve, skill_effective
 from registry.services.labels import label_move
 from registry.services.rules import rule_create
 from registry.services.skills import skill_set_enabled
@@ -46,15 +46,17 @@ def test_the_result_converts_to_the_runtime_resolution():
     resolution = store.resolution(resolve(query="draw a cat"))
 
     assert isinstance(resolution, Resolution)
-    assert resolution.skills[0] == SkillSummary(
-        name="image-generation",
-        description="Generates images.",
-        version=1,
-        tags=("images",),
-        triggers=("task_match",),
-        tools=("run_skill",),
-        source="user",
+    offered = resolution.skills[0]
+    assert isinstance(offered, SkillSummary)
+    assert (offered.name, offered.description, offered.version, offered.source) == (
+        "image-generation",
+        "Generates images.",
+        1,
+        "user",
     )
+    assert (offered.tags, offered.triggers, offered.tools) == (("images",), ("task_match",), ("run_skill",))
+    # The read model's own answer, as it is: no copy into another shape on the way to the runtime.
+    assert offered is skill_effective(name="image-generation")
     assert resolution.instructions == ("Use it.",)
     fired = resolution.fired_rules[0]
     assert (fired.name, fired.skills, fired.instruction) == ("images", ("image-generation",), "Use it.")

@@ -225,7 +225,7 @@ def test_the_etag_depends_only_on_the_json_sent(data, query, other):
 
 
 def test_the_etag_changes_with_any_value_sent():
-    entry = EffectiveSkill(0, "pdf", "user", 1, "Reads pdf reports.", "f")
+    entry = EffectiveSkill(name="pdf", source="user", version=1, description="Reads pdf reports.", fingerprint="f")
     found = resolved(snapshot_of([entry]), "pdf", 5)
     sent = json.loads(json.dumps(_content(found)))
     skill = sent["skills"][0]
@@ -251,8 +251,15 @@ def test_a_rule_set_reuses_the_compiled_buckets_a_change_left_alone():
 def test_a_word_every_skill_has_scores_zero_and_matches_nothing():
     # Past ~2,500 skills sharing a word its IDF is so small that a skill's score rounds to 0.0,
     # and `match` leaves out scores of 0: they rank as unmatched skills, by name, with no reasons.
-    entries = [EffectiveSkill(0, f"s{i:04d}", "user", 1, "Writes the report.", "f") for i in range(3000)]
-    entries.append(EffectiveSkill(0, "rare", "user", 1, "Writes the kubernetes report.", "f"))
+    entries = [
+        EffectiveSkill(name=f"s{i:04d}", source="user", version=1, description="Writes the report.", fingerprint="f")
+        for i in range(3000)
+    ]
+    entries.append(
+        EffectiveSkill(
+            name="rare", source="user", version=1, description="Writes the kubernetes report.", fingerprint="f"
+        )
+    )
     snapshot = snapshot_of(entries)
     inputs = {"forced_skill": None, "context": None, "max_chars": 18_000}
     found = _resolve(snapshot=snapshot, generation=1, label=None, query="kubernetes report", max_skills=5, **inputs)

@@ -1,9 +1,9 @@
-"""The per-process generation memo (registry/selectors/memo.py): one entry per rest of a key, the
+"""The per-process generation memo (registry/readmodel/memo.py): one entry per rest of a key, the
 newest generation's, and at most `maxsize` of them."""
 
 from __future__ import annotations
 
-from registry.selectors.memo import GenerationMemo
+from registry.readmodel.memo import GenerationMemo
 
 
 def test_a_newer_entry_replaces_only_the_older_one_under_the_same_rest():

@@ -1,4 +1,4 @@
-"""A resolve snapshot moved forward by what changed (registry/selectors/snapshot_delta.py) equals one built
+"""A resolve snapshot moved forward by what changed (registry/readmodel/snapshot.py) equals one built
 afresh, after any series of publishes, label moves, enables/disables and rule edits (issue 12)."""
 
 from __future__ import annotations
@@ -11,16 +11,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from registry.models import ForceIncludeRule, RegistryChange, Skill
+from registry.readmodel.results import registry_caches_reset
+from registry.readmodel.snapshot import _SNAPSHOTS, Snapshot, _build_snapshot, registry_delta, registry_snapshot
 from registry.selectors.generation import current_generation
-from registry.selectors.resolve import (
-    _SNAPSHOTS,
-    Snapshot,
-    _build_snapshot,
-    _resolve,
-    registry_caches_reset,
-    registry_snapshot,
-)
-from registry.selectors.snapshot_delta import registry_delta
+from registry.selectors.resolve import _resolve
 from registry.services.generation import registry_changed
 from registry.services.labels import label_delete, label_move
 from registry.services.rules import rule_create, rule_delete, rule_update

@@ -8,7 +8,7 @@ asks for an older one again), and past `maxsize` the least recently used rest go
 
 An entry of an older generation is replaced only by one under the same rest, not dropped when any
 newer one is stored: a resolve snapshot is moved forward from the one held at its label
-(registry/selectors/snapshot_delta.py), and every label read since the last write must still have one, not
+(registry/readmodel/snapshot.py), and every label read since the last write must still have one, not
 only the label read first after it. Used for the raw SKILL.md bytes, the skill catalogue, the
 resolve snapshots and results, and token grants.
 """
@@ -16,10 +16,14 @@ resolve snapshots and results, and token grants.
 from __future__ import annotations
 
 import threading
+import weakref
 from collections import OrderedDict
 from typing import Generic, TypeVar
 
 Value = TypeVar("Value")
+
+# Every memo of this process, so one call forgets them all (`memos_clear`).
+_ALL: weakref.WeakSet[GenerationMemo] = weakref.WeakSet()
 
 
 class GenerationMemo(Generic[Value]):
@@ -27,6 +31,7 @@ class GenerationMemo(Generic[Value]):
         self._maxsize = maxsize
         self._entries: OrderedDict[tuple, tuple[int, Value]] = OrderedDict()  # rest -> (generation, value)
         self._lock = threading.Lock()
+        _ALL.add(self)
 
     def get(self, key: tuple) -> Value | None:
         """The value stored under `key` (its first item is the generation), or None."""
@@ -40,7 +45,7 @@ class GenerationMemo(Generic[Value]):
 
     def newest_before(self, generation: int, *rest: object) -> Value | None:
         """The entry held under `rest` when it is of a generation below `generation`: what a
-        resolve snapshot is moved forward from (registry/selectors/snapshot_delta.py)."""
+        resolve snapshot is moved forward from (registry/readmodel/snapshot.py)."""
         with self._lock:
             held = self._entries.get(rest)
         return held[1] if held is not None and held[0] < generation else None
@@ -59,3 +64,10 @@ class GenerationMemo(Generic[Value]):
     def clear(self) -> None:
         with self._lock:
             self._entries.clear()
+
+
+def memos_clear() -> None:
+    """Forget every entry of every memo in this process (a database whose generations may repeat:
+    tests rolled back, a restored backup)."""
+    for memo in list(_ALL):
+        memo.clear()

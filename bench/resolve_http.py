@@ -1,0 +1,98 @@
+"""`POST /api/v1/resolve` for a query never seen before vs `GET /api/v1/skills/{name}/SKILL.md`,
+over real HTTP, at 1,000 skills and 200 rules.
+
+Starts gunicorn (config.wsgi with bench.settings, as bench/skill_md_throughput.py does) on a free
+local port and sends one request at a time from one client, each on its own connection (gunicorn's
+sync workers close it after the response), so p50 is the latency an agent sees for each. Every
+resolve carries a query no request asked before (its result cannot come from the result cache;
+the snapshot is built by the warm-up). Target: resolve p50 within 1.5x of SKILL.md's.
+
+    .venv/bin/python bench/resolve_http.py [--skills 1000] [--rules 200] [--repeat 300] [--workers 2]
+
+Uses DATABASE_URL when set (give it a database of its own; bench-* skills and rules are replaced),
+else a fresh SQLite file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import random
+import sys
+import time
+import uuid
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench._common import WORDS, describe, percentile, prepare_environment, setup_django  # noqa: E402
+from bench.resolve import seed  # noqa: E402
+from bench.skill_md_throughput import start_gunicorn, wait_for  # noqa: E402
+
+
+def request(port: int, method: str, path: str, headers: dict, body: bytes | None = None) -> float:
+    started = time.perf_counter()
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    conn.request(method, path, body=body, headers=headers)
+    response = conn.getresponse()
+    response.read()
+    elapsed = (time.perf_counter() - started) * 1000
+    conn.close()
+    assert response.status == 200, (method, path, response.status)
+    return elapsed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--skills", type=int, default=1000)
+    parser.add_argument("--rules", type=int, default=200)
+    parser.add_argument("--repeat", type=int, default=300)
+    parser.add_argument("--workers", type=int, default=2, help="gunicorn sync workers (default 2)")
+    args = parser.parse_args()
+    prepare_environment("resolve-http")
+    setup_django()
+    from django.contrib.auth import get_user_model
+    from django.db import connection
+
+    from registry.services.tokens import api_token_create
+
+    rng = random.Random(7)
+    seed(args.skills, args.rules, rng)
+    get_user_model().objects.update_or_create(username="bench", defaults={"is_superuser": True})  # tokens need a role
+    _, secret = api_token_create(name=f"bench-{uuid.uuid4().hex[:8]}", username="bench", scopes=["skills:read"])
+    connection.close()
+
+    server, port = start_gunicorn(args.workers)
+    auth = {"Authorization": f"Bearer {secret}"}
+    json_auth = {**auth, "Content-Type": "application/json"}
+    skill_md = f"/api/v1/skills/bench-skill-{args.skills // 2:05d}/SKILL.md"
+    asked = iter(range(10**9))
+
+    def new_query() -> bytes:
+        words = " ".join(rng.sample(WORDS, 6))
+        return json.dumps({"query": f"Please help with {words} ({next(asked)})"}).encode()
+
+    try:
+        wait_for(port, skill_md, auth)
+        for _ in range(10 * args.workers):  # every worker builds its snapshot and warms its caches
+            request(port, "POST", "/api/v1/resolve", json_auth, new_query())
+            request(port, "GET", skill_md, auth)
+        resolves, reads = [], []
+        for _ in range(args.repeat):  # interleaved: both see the same load on a shared machine
+            resolves.append(request(port, "POST", "/api/v1/resolve", json_auth, new_query()))
+            reads.append(request(port, "GET", skill_md, auth))
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    ratio = percentile(resolves, 50) / percentile(reads, 50)
+    print(f"database: {connection.vendor}; {args.skills} skills, {args.rules} rules; gunicorn workers: {args.workers}")
+    print(f"  POST /resolve, a new query: {describe(resolves)}")
+    print(f"  GET SKILL.md:               {describe(reads)}")
+    print(
+        f"  verdict: resolve / SKILL.md at p50 = {ratio:.2f}x (target <= 1.5x) - {'met' if ratio <= 1.5 else 'MISSED'}"
+    )
+
+
+if __name__ == "__main__":
+    main()

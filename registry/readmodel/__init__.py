@@ -1,0 +1,14 @@
+"""The read model: which version of which skill a request gets, answered once, kept per process
+and moved forward by what each write changed.
+
+- `served`: the answer — `skill_served` for a request at a label (and pins), `skill_get` /
+  `skill_version_for` / `skill_md_raw` for a request naming one skill;
+- `effective`: precedence and the version rules, read from the database;
+- `skill`: `EffectiveSkill`, the one shape of a skill from here to the agent runtime;
+- `snapshot`: the effective skills, their match index and the compiled rules of one generation,
+  and how they move forward by the change log;
+- `catalog`: every skill as the API's and the console's lists show them, moving forward too;
+- `memo` and `results`: the per-process caches keyed by generation, and the reset of them all.
+
+This module imports nothing, so the runtime can import `registry.readmodel.skill` without Django.
+"""

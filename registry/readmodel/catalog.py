@@ -1,0 +1,156 @@
+"""The catalogue of every skill (any source, enabled or not) that `GET /skills` and the console's
+list read: one entry per skill with precedence applied, its newest version and its labels.
+
+Kept per process and moved forward the way resolve's snapshots are (registry/readmodel/snapshot.py):
+after a write that names the skills it changed, only those names are read again, so the list right
+after a publish costs three small queries rather than reading every skill and version. The search
+index over the newest versions is built when a search first asks for it, not with every move.
+"""
+
+from __future__ import annotations
+
+import heapq
+import operator
+import threading
+from collections.abc import Collection, Iterable
+from dataclasses import dataclass
+
+from django.db.models import F
+
+from registry.matching.ranking import MatchIndex
+from registry.models import Label, Skill, SkillVersion
+from registry.readmodel.effective import skill_representative, skill_winner, skills_by_name
+from registry.readmodel.memo import GenerationMemo
+from registry.readmodel.snapshot import registry_delta
+from registry.selectors.generation import current_generation
+
+
+@dataclass(frozen=True)
+class CatalogEntry:
+    """One skill with precedence already applied and its versions at hand."""
+
+    skill: Skill
+    newest: SkillVersion
+    effective: bool  # this skill wins its name
+    representative: bool  # listed by default: the winner, or the top-priority one when all are disabled
+    shadowed_by: str | None
+    label_versions: dict[str, SkillVersion]
+    label_numbers: dict[str, int]
+    order: tuple[str, int]  # (name, -priority): where it is listed
+
+
+class CatalogDoc:
+    """A skill's version as matching sees it (name, description, tags)."""
+
+    __slots__ = ("skill_id", "name", "description", "tags")
+
+    def __init__(self, skill_id: int, version: SkillVersion) -> None:
+        self.skill_id = skill_id
+        self.name = version.name
+        self.description = version.description
+        self.tags = version.tags or ()
+
+
+class _SearchIndex:
+    """A MatchIndex over the entries' newest versions, built on first use and shared by every
+    catalogue whose entries are the same (a change of rules only)."""
+
+    def __init__(self, entries: tuple[CatalogEntry, ...]) -> None:
+        self._entries = entries
+        self._index: MatchIndex | None = None
+        self._lock = threading.Lock()
+
+    def get(self) -> MatchIndex:
+        with self._lock:
+            if self._index is None:
+                self._index = MatchIndex(CatalogDoc(entry.skill.pk, entry.newest) for entry in self._entries)
+            return self._index
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """Every skill of one registry generation, by name then priority (highest first)."""
+
+    generation: int
+    entries: tuple[CatalogEntry, ...]
+    search: _SearchIndex
+
+    @property
+    def index(self) -> MatchIndex:
+        return self.search.get()
+
+
+_CATALOG: GenerationMemo[Catalog] = GenerationMemo(maxsize=1)
+
+
+def skill_catalog_entries() -> Catalog:
+    """The catalogue as of the current generation: held, moved forward, or built."""
+    generation = current_generation()
+    found = _CATALOG.get((generation,))
+    if found is not None:
+        return found
+    # Two threads may build it at once: same result.
+    catalog = _advanced(generation) or _catalog(generation, _entries(names=None))
+    _CATALOG.put((generation,), catalog)
+    return catalog
+
+
+def _catalog(generation: int, entries: Iterable[CatalogEntry]) -> Catalog:
+    ordered = tuple(sorted(entries, key=_ORDER))
+    return Catalog(generation=generation, entries=ordered, search=_SearchIndex(ordered))
+
+
+_ORDER = operator.attrgetter("order")
+
+
+def _advanced(generation: int) -> Catalog | None:
+    """The held catalogue with the skills changed since re-read; None when none is held or the
+    change log cannot say what changed."""
+    previous = _CATALOG.newest_before(generation)
+    if previous is None:
+        return None
+    delta = registry_delta(since=previous.generation, until=generation)
+    if delta is None:
+        return None
+    if not delta.skills:
+        return Catalog(generation=generation, entries=previous.entries, search=previous.search)
+    kept = (entry for entry in previous.entries if entry.skill.name not in delta.skills)
+    # The kept entries are in order already: merging in the few re-read ones costs no sort.
+    ordered = tuple(heapq.merge(kept, sorted(_entries(names=delta.skills), key=_ORDER), key=_ORDER))
+    return Catalog(generation=generation, entries=ordered, search=_SearchIndex(ordered))
+
+
+def _entries(*, names: Collection[str] | None) -> list[CatalogEntry]:
+    """Catalogue entries for every skill, or for the skills of `names` (all their sources)."""
+    skills = Skill.objects.all()
+    versions = SkillVersion.objects.filter(number=F("skill__latest_version"))
+    labels = Label.objects.select_related("version")
+    if names is not None:
+        skills = skills.filter(name__in=list(names))
+        versions = versions.filter(skill__name__in=list(names))
+        labels = labels.filter(skill__name__in=list(names))
+    newest = {v.skill_id: v for v in versions.defer("skill_md", "body", "frontmatter")}
+    labelled: dict[int, dict[str, SkillVersion]] = {}
+    for item in labels.defer("version__skill_md", "version__body", "version__frontmatter"):
+        labelled.setdefault(item.skill_id, {})[item.name] = item.version
+    entries = []
+    for group in skills_by_name(skills).values():
+        winner = skill_winner(group)
+        representative = skill_representative(group)
+        for skill in group:
+            if skill.pk not in newest:
+                continue  # a skill row whose first publish has not committed
+            versions_by_label = labelled.get(skill.pk, {})
+            entries.append(
+                CatalogEntry(
+                    skill=skill,
+                    newest=newest[skill.pk],
+                    effective=skill is winner,
+                    representative=skill is representative,
+                    shadowed_by=winner.source if winner is not None and skill is not winner and skill.enabled else None,
+                    label_versions=versions_by_label,
+                    label_numbers={name: v.number for name, v in versions_by_label.items()},
+                    order=(skill.name, -skill.priority),
+                )
+            )
+    return entries

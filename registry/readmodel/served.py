@@ -1,0 +1,149 @@
+"""Which version of which skill a request gets: the one place that answers it.
+
+Two kinds of request ask, with the rules SPEC §4 gives each:
+
+- a request *for the registry's skills* (resolve, matching, the runtime's skill list and its
+  `read_skill`, MCP and discovery readers): `skill_served` — the snapshot's entry at the request's
+  label and pins (registry/readmodel/effective.py has the rules: precedence, the label where the
+  skill carries it else latest, a pin over the label, `enabled: false` in the SKILL.md leaves it
+  out). A skill resolve offers always loads and one it hides never does.
+- a request *naming one skill* (the REST reads, SKILL.md by URL): `skill_get` picks the skill
+  (the winner, or the top-priority one when all are disabled, so it can be inspected) and
+  `skill_version_for` the version (a number, a label that must exist, else production, else
+  latest); `skill_md_raw` is the bytes of it, kept per generation.
+
+A rollout that picks a version per subject extends `skill_served` (and the snapshot key) with the
+request's subject; every reader then follows.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Collection
+from dataclasses import dataclass
+
+from registry.errors import NotFound
+from registry.models import Label, Skill, SkillVersion
+from registry.readmodel.effective import requested_label, skill_representative, skills_by_name
+from registry.readmodel.memo import GenerationMemo
+from registry.readmodel.skill import EffectiveSkill
+from registry.readmodel.snapshot import Pins, registry_snapshot
+from registry.selectors.generation import current_generation
+
+
+def skill_served(*, name: str, label: str | None = None, pins: Pins | None = None) -> EffectiveSkill | None:
+    """Which version of which skill a request at `label` (with `pins`) gets for `name`, or None
+    when no skill of that name is in effect there (every source disabled, the SKILL.md at that
+    version says `enabled: false`, or a pinned version the skill does not have). Costs no query
+    once the snapshot of this generation is built."""
+    return registry_snapshot(label=label, pins=pins).by_name.get(name)
+
+
+def skill_version_of(skill: EffectiveSkill | None) -> SkillVersion | None:
+    """The stored version an effective skill names (SKILL.md text, files), with its skill. One query."""
+    if skill is None:
+        return None
+    return SkillVersion.objects.select_related("skill").filter(skill_id=skill.skill_id, number=skill.version).first()
+
+
+def skill_version_for(*, skill: Skill, label: str | None = None, number: int | None = None) -> SkillVersion:
+    """The version a request that names this skill gets (the REST reads, `read_skill` by
+    source): an explicit number, a label (NotFound when the skill does not carry it), else
+    `production` if set, else latest."""
+    if number is not None:
+        version = skill.versions.filter(number=number).first()
+        if version is None:
+            raise NotFound(f"'{skill.name}' has no version {number}.")
+        return version
+    if label and label != "latest":
+        found = Label.objects.select_related("version").filter(skill=skill, name=label).first()
+        if found is None:
+            raise NotFound(f"'{skill.name}' has no label '{label}'.")
+        return found.version
+    if label is None:
+        production = Label.objects.select_related("version").filter(skill=skill, name=requested_label(label)).first()
+        if production is not None:
+            return production.version
+    version = skill.versions.filter(number=skill.latest_version).first()
+    if version is None:
+        raise NotFound(f"'{skill.name}' has no versions.")
+    return version
+
+
+def skill_not_found(name: str, source: str | None) -> NotFound:
+    return NotFound(f"No skill named '{name}'" + (f" in source '{source}'." if source else "."))
+
+
+def skill_get(*, name: str, source: str | None = None) -> Skill:
+    """The effective skill for a name, or the one in `source`; NotFound otherwise.
+
+    A name whose skills are all disabled still resolves (to the highest-priority one), so it
+    can be inspected and re-enabled.
+    """
+    candidates = skills_named(name=name, source=source)
+    if not candidates:
+        raise skill_not_found(name, source)
+    return skill_representative(candidates)
+
+
+def skills_named(*, name: str, source: str | None = None) -> list[Skill]:
+    """Every skill called `name` (one per source), or the one in `source`; [] when none is."""
+    return list(Skill.objects.filter(name=name, **({"source": source} if source else {})))
+
+
+def skill_sources(*, names: Collection[str]) -> dict[str, str]:
+    """The source each of `names` resolves to now, as `skill_get` resolves it (names no skill
+    has are left out). Every batch of usage events asks: the answer for all names is kept per
+    process and registry generation, so a batch naming 500 skills costs no query of its own."""
+    generation = current_generation()
+    every = _SOURCES.get((generation,))
+    if every is None:
+        every = {
+            name: skill_representative(candidates).source
+            for name, candidates in skills_by_name(Skill.objects.only("name", "source", "enabled")).items()
+        }
+        _SOURCES.put((generation,), every)
+    return {name: every[name] for name in names if name in every}
+
+
+_SOURCES: GenerationMemo[dict[str, str]] = GenerationMemo(maxsize=1)
+
+
+@dataclass(frozen=True)
+class RawSkillMd:
+    content: bytes
+    etag: str  # strong: the quoted sha256 of the bytes
+    name: str
+    version: int
+
+
+_RAW: GenerationMemo[RawSkillMd] = GenerationMemo(maxsize=2048)
+
+
+def skill_md_raw(
+    *,
+    name: str,
+    source: str | None = None,
+    label: str | None = None,
+    number: int | None = None,
+    generation: int | None = None,
+) -> RawSkillMd:
+    """The exact SKILL.md bytes a reader gets, with their ETag.
+
+    Kept per process, keyed by the current registry generation: a hit costs no ORM work, and
+    any publish, label move or enable/disable changes the key, so a stale answer is impossible
+    across processes.
+    """
+    generation = current_generation() if generation is None else generation
+    key = (generation, name, source, label, number)
+    found = _RAW.get(key)
+    if found is not None:
+        return found
+    skill = skill_get(name=name, source=source)
+    version = skill_version_for(skill=skill, label=label, number=number)
+    content = version.skill_md.encode("utf-8")
+    raw = RawSkillMd(
+        content=content, etag=f'"{hashlib.sha256(content).hexdigest()}"', name=skill.name, version=version.number
+    )
+    _RAW.put(key, raw)
+    return raw
