@@ -18,6 +18,11 @@ urlpatterns = [
     path("skills/<str:name>/diff", skills.SkillDiffApi.as_view(), name="api-skill-diff"),
     path("skills/<str:name>/labels", skills.SkillLabelListApi.as_view(), name="api-skill-labels"),
     path("skills/<str:name>/labels/<str:label>", skills.SkillLabelApi.as_view(), name="api-skill-label"),
+    path(
+        "skills/<str:name>/labels/<str:label>/rollout",
+        skills.SkillLabelRolloutApi.as_view(),
+        name="api-skill-label-rollout",
+    ),
     path("rules", rules.RuleListCreateApi.as_view(), name="api-rules"),
     path("rules/test", rules.RulesTestApi.as_view(), name="api-rules-test"),
     path("rules/<int:rule_id>", rules.RuleDetailApi.as_view(), name="api-rule"),

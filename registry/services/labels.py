@@ -65,7 +65,13 @@ def label_move(*, skill: Skill, label: str, version_number: int, actor: Actor = 
         else:
             current.version = version
             current.updated_by = actor.user_or_none
-            current.save(update_fields=["version", "updated_by", "updated_at"])
+            # A move ends any rollout at this label: promoting its canary is moving the label to it.
+            current.canary_version = None
+            current.weight = 0
+            current.rollout_started_at = current.rolled_back_at = None
+            current.rollout_started_by = None
+            current.rollback_figures = None
+            current.save()
         LabelHistory.objects.create(
             skill=skill, label=label, from_version=before, to_version=version.number, changed_by=actor.user_or_none
         )
