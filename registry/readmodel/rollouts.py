@@ -85,6 +85,7 @@ def rollouts_active(*, label: str | None = None, generation: int | None = None) 
 def _winner_rollouts(label: str | None, generation: int | None) -> dict[str, ActiveRollout]:
     """The rollouts of the skills that win their names at `label` (a rollout on a shadowed
     skill changes nothing a request for the registry's skills reads)."""
+    generation = current_generation() if generation is None else generation
     active = rollouts_active(label=label, generation=generation)
     if not active:
         return {}

@@ -40,7 +40,9 @@ def skill_served(
     `name`, or None when no skill of that name is in effect there (every source disabled, the
     SKILL.md at that version says `enabled: false`, or a pinned version the skill does not
     have). Costs no query once the snapshot of this generation is built."""
-    return registry_snapshot(label=label, pins=subject_pins(label=label, subject=subject, pins=pins)).by_name.get(name)
+    generation = current_generation()
+    pins = subject_pins(label=label, subject=subject, pins=pins, generation=generation)
+    return registry_snapshot(label=label, generation=generation, pins=pins).by_name.get(name)
 
 
 def skill_version_of(skill: EffectiveSkill | None) -> SkillVersion | None:

@@ -27,7 +27,7 @@ from registry.services.webhooks import webhook_event_emit
 
 
 class RolloutConflict(ApplicationError):
-    status_code = 409
+    status = 409
     code = "rollout_conflict"
 
 
