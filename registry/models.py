@@ -183,14 +183,35 @@ class Label(models.Model):
         return f"{self.skill.name}@{self.name}"
 
 
+class LabelChange(models.TextChoices):
+    """What a label history row records. A rollout keeps the label on its stable version
+    (`from_version`) and sends `weight` percent of subjects to `to_version`."""
+
+    MOVE = "move"  # the label now points to to_version
+    DELETE = "delete"  # the label was removed (to_version is null)
+    OVERRIDE = "override"  # an admin moved it although its policy's checks were unmet (`unmet`, `reason`)
+    ROLLOUT_START = "rollout_start"
+    ROLLOUT_STEP = "rollout_step"  # the canary's weight changed
+    PROMOTE = "promote"  # the canary became the label's version
+    ABORT = "abort"  # the rollout ended; the label stays on from_version
+    ROLLBACK = "rollback"  # the guard set the canary's weight to 0 (`reason` holds the figures)
+
+
 class LabelHistory(models.Model):
+    """One change of a label, written once and never edited (registry/services/label_policies.py)."""
+
     skill = models.ForeignKey(Skill, on_delete=models.CASCADE, related_name="label_history")
     label = models.CharField(max_length=36)
+    kind = models.CharField(max_length=16, choices=LabelChange.choices, default=LabelChange.MOVE)
     from_version = models.PositiveIntegerField(null=True, blank=True)
     to_version = models.PositiveIntegerField(null=True, blank=True)  # null: the label was deleted
+    weight = models.PositiveSmallIntegerField(null=True, blank=True)  # rollouts: percent sent to to_version
+    reason = models.TextField(blank=True)
+    unmet = models.JSONField(null=True, blank=True)  # overrides: the policy checks that were not met
     changed_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
+    via = models.CharField(max_length=120, blank=True)  # console, api token <name>, system
     changed_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -199,6 +220,28 @@ class LabelHistory(models.Model):
 
     def __str__(self) -> str:
         return f"{self.skill.name}@{self.label}: {self.from_version} -> {self.to_version}"
+
+
+class LabelPolicy(models.Model):
+    """Who may move a label (of any skill) and on what evidence; `guard` is read by the rollout
+    watcher. The shapes are checked by registry/services/label_policies.py."""
+
+    label = models.CharField(max_length=36, unique=True)
+    roles = models.JSONField(default=list)  # role names allowed to move the label
+    require_eval = models.JSONField(null=True, blank=True)  # {model, min_task_rate, min_trigger_f1, not_worse}
+    guard = models.JSONField(null=True, blank=True)  # {min_n, p_worse}
+    updated_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["label"]
+        verbose_name_plural = "label policies"
+
+    def __str__(self) -> str:
+        return f"policy of {self.label}"
 
 
 class ForceIncludeRule(models.Model):
@@ -437,6 +480,7 @@ class TokenScope(models.TextChoices):
     ANALYTICS_READ = "analytics:read"
     AGENT_RUN = "agent:run"
     WEBHOOKS_WRITE = "webhooks:write"
+    POLICIES_WRITE = "policies:write"
 
 
 class ApiToken(models.Model):

@@ -39,6 +39,14 @@ def roles_of(*, is_superuser: bool, group_names: Iterable[str]) -> set[str]:
     return set(group_names) & set(ROLE_SCOPES)
 
 
+def acting_role(roles: Iterable[str]) -> str:
+    """The one role a principal acts with where a single answer is needed (a label policy's
+    `roles`): the strongest it holds, "" for none. A token acts with its owner's roles; its
+    scopes still bound what it may call at all."""
+    held = set(roles)
+    return next((role for role in (ADMIN, AUTHOR, ANALYST) if role in held), "")
+
+
 def scopes_of(roles: Iterable[str]) -> set[str]:
     return {str(scope) for role in roles for scope in ROLE_SCOPES[role]}
 

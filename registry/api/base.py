@@ -20,6 +20,7 @@ from registry.api.errors import RequestTooLarge
 from registry.api.schema import RegistryAutoSchema
 from registry.models import ApiToken, Skill, SkillVersion
 from registry.readmodel.rollouts import subject_canary, subject_of
+from registry.roles import acting_role, user_roles
 from registry.services.audit import Actor
 
 
@@ -246,6 +247,11 @@ class ApiView(APIView):
         if isinstance(request.auth, ApiToken):
             return Actor(user=request.user, via=f"api token {request.auth.name}")
         return Actor(user=request.user, via="console")
+
+    def acting_role(self) -> str:
+        """The role a label policy sees: the account's, or a token's owner's (its scopes were
+        already checked against the method)."""
+        return acting_role(user_roles(self.request.user))
 
 
 class RawApiView(ApiView):

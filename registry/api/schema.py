@@ -23,10 +23,12 @@ _DESCRIPTIONS = {
     400: "Invalid input: `fields` names what is wrong; a bad SKILL.md also gives its `line`. Text anywhere in a "
     "body (unknown keys included) must not contain U+0000 or unpaired surrogates, which PostgreSQL cannot store.",
     401: "No token, or an invalid/revoked one (`Authorization: Bearer <token>`).",
-    403: "The token or account lacks the scope named in `scope` (or CSRF failed for a session).",
+    403: "The token or account lacks the scope named in `scope` (or CSRF failed for a session), or a label "
+    "policy (`policy`) does not let its role change the label.",
     404: "No such skill, version, label, file, rule, turn or conversation (or no operation has this path).",
     409: "Clashes with the current state: a stale `base_version` (someone published meanwhile; "
-    "`latest_version` says which is newest), a name already taken, or a turn that has not finished.",
+    "`latest_version` says which is newest), a name already taken, a turn that has not finished, or "
+    "(`error: policy`) a version without the eval evidence a label policy asks for (`unmet`).",
     413: "The body, bundle, a file or SKILL.md is over its size limit.",
     415: "Unsupported Content-Type.",
     429: "Over `API_THROTTLE_RATE` for this token or user; `Retry-After` says in how many seconds to retry.",

@@ -17,7 +17,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from registry.models import SkillSource, UsageKind
+from registry.models import LabelChange, SkillSource, UsageKind
 from registry.readmodel.rollouts import SUBJECT_MAX_CHARS
 from registry.services.labels import LABEL_NAME
 from registry.services.rules import (
@@ -146,6 +146,13 @@ def _names(pattern, what: str, **kwargs) -> serializers.ListField:
 # --- common outputs ----------------------------------------------------------------------
 
 
+class PolicyCheckSerializer(serializers.Serializer):
+    check = serializers.ChoiceField(choices=["role", "eval_run", "min_task_rate", "min_trigger_f1", "not_worse"])
+    wanted = serializers.JSONField(help_text="What the policy asks for.")
+    got = serializers.JSONField(help_text="What the version has (null: nothing to measure).")
+    run = _text(allow_null=True, help_text="The eval run the figure comes from (its id).")
+
+
 class ErrorSerializer(serializers.Serializer):
     error = _text(help_text="Machine-readable code, e.g. invalid_skill, version_conflict, forbidden.")
     detail = _text(help_text="What went wrong, for a person.")
@@ -162,6 +169,9 @@ class ErrorSerializer(serializers.Serializer):
         required=False,
         help_text="`lenient_reading`: the frontmatter as it would be stored with `accept_lenient: true`.",
     )
+    policy = _text(required=False, help_text="`policy`: the label whose policy refused the change.")
+    roles = serializers.ListField(child=_text(), required=False, help_text="403 `policy`: the roles it allows.")
+    unmet = PolicyCheckSerializer(many=True, required=False, help_text="409 `policy`: each unmet check.")
 
 
 class IssueSerializer(serializers.Serializer):
@@ -425,8 +435,11 @@ class LabelMoveInputSerializer(serializers.Serializer):
         help_text="Roll `version` out to this share (%) of subjects, keeping the label on its stable version; "
         "without it the label moves (and any rollout ends).",
     )
-    override_reason = serializers.CharField(
-        required=False, max_length=2000, help_text="An admin's reason to override a label policy."
+    override_reason = _text(
+        required=False,
+        max_length=1000,
+        help_text="Admins only: move the label although its policy's checks are unmet; audited with this "
+        "reason and the unmet checks, and shown in the label history.",
     )
 
 
@@ -454,9 +467,16 @@ class LabelSerializer(serializers.Serializer):
 
 class LabelHistorySerializer(serializers.Serializer):
     label = _text()
+    kind = serializers.ChoiceField(choices=LabelChange.choices)
     from_version = serializers.IntegerField(allow_null=True)
     to_version = serializers.IntegerField(allow_null=True)
+    weight = serializers.IntegerField(
+        allow_null=True, help_text="Rollouts: the percent of subjects sent to to_version."
+    )
+    reason = _text()
+    unmet = PolicyCheckSerializer(many=True, allow_null=True, help_text="Overrides: the checks that were not met.")
     changed_by = _text(source="changed_by.username", allow_null=True)
+    via = _text()
     changed_at = serializers.DateTimeField()
 
 

@@ -478,14 +478,22 @@ class SkillLabelApi(ApiView):
         request=s.LabelMoveInputSerializer,
         responses={200: s.LabelSerializer, **errors(400, 401, 403, 404, 409, 413, 415)},
         summary="Point a label at a version, or with `weight` roll the version out to that share of subjects "
-        "(atomic; recorded in the label history).",
+        "(atomic; recorded in the label history). A label policy may refuse moving, starting or raising: 403 "
+        "for a role it does not name, 409 with the unmet eval checks.",
     )
     def put(self, request, name: str, label: str):
         skill, body = self.skill_and_params(name, s.LabelMoveInputSerializer, body=True)
         label_name_check(label)
         previous = selectors.skill_labels(skill).get(label)
         if body.get("weight") is None:
-            moved = label_move(skill=skill, label=label, version_number=body["version"], actor=self.actor())
+            moved = label_move(
+                skill=skill,
+                label=label,
+                version_number=body["version"],
+                actor=self.actor(),
+                role=self.acting_role(),
+                override_reason=body.get("override_reason"),
+            )
         else:
             moved = label_rollout_set(
                 skill=skill,
@@ -493,6 +501,7 @@ class SkillLabelApi(ApiView):
                 version_number=body["version"],
                 weight=body["weight"],
                 actor=self.actor(),
+                role=self.acting_role(),
                 override_reason=body.get("override_reason"),
             )
         return Response(s.LabelSerializer(selectors.label_pointer(moved, skill=skill, previous_version=previous)).data)
@@ -505,7 +514,7 @@ class SkillLabelApi(ApiView):
     )
     def delete(self, request, name: str, label: str):
         skill, _ = self.skill_and_params(name, s.LabelSourceQuerySerializer)
-        label_delete(skill=skill, label=label, actor=self.actor())
+        label_delete(skill=skill, label=label, actor=self.actor(), role=self.acting_role())
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 

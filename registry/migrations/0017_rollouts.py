@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('registry', '0015_webhooks'),
+        ('registry', '0016_label_policies'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

@@ -11,9 +11,10 @@ import re
 from django.db import transaction
 
 from registry.errors import ApplicationError, NotFound
-from registry.models import Label, LabelHistory, Skill, WebhookEvent
+from registry.models import Label, LabelChange, Skill, WebhookEvent
 from registry.services.audit import SYSTEM, Actor, audit_record
 from registry.services.generation import registry_changed
+from registry.services.label_policies import label_history_record, label_policy_enforce, label_policy_role_check
 from registry.services.webhooks import webhook_event_emit
 
 LABEL_NAME = re.compile(r"^[a-z0-9_.-]{1,36}$")
@@ -38,12 +39,23 @@ def label_name_check(label: str) -> str:
     return label
 
 
-def label_move(*, skill: Skill, label: str, version_number: int, actor: Actor = SYSTEM) -> Label:
+def label_move(
+    *,
+    skill: Skill,
+    label: str,
+    version_number: int,
+    actor: Actor = SYSTEM,
+    role: str | None = None,
+    override_reason: str | None = None,
+) -> Label:
     """Point `label` at version `version_number` of `skill` (creating the label if needed).
 
     The skill row is locked so concurrent moves of the same label serialise and each history row
     records the version the label really pointed to before it. Moving a label to where it already
-    points writes nothing.
+    points writes nothing. A user or token moves as `role` (registry.roles.acting_role), and the
+    label's policy decides whether it may (LabelPolicyForbidden, LabelPolicyUnmet); an admin's
+    `override_reason` moves it anyway. Without a role the caller is the operator (the CLI, a
+    sync): policies do not apply.
     """
     label_name_check(label)
     if isinstance(version_number, bool) or not isinstance(version_number, int):
@@ -60,20 +72,34 @@ def label_move(*, skill: Skill, label: str, version_number: int, actor: Actor = 
         if current is not None and current.version_id == version.pk:
             return current
         before = current.version.number if current else None
+        overridden: list[dict] = []
+        promoted = False
+        if role is not None:
+            overridden = label_policy_enforce(
+                skill=skill, label=label, version=version, actor=actor, role=role, override_reason=override_reason
+            )
         if current is None:
             current = Label.objects.create(skill=skill, name=label, version=version, updated_by=actor.user_or_none)
         else:
             current.version = version
             current.updated_by = actor.user_or_none
             # A move ends any rollout at this label: promoting its canary is moving the label to it.
+            promoted = current.canary_version_id == version.pk
             current.canary_version = None
             current.weight = 0
             current.rollout_started_at = current.rolled_back_at = None
             current.rollout_started_by = None
             current.rollback_figures = None
             current.save()
-        LabelHistory.objects.create(
-            skill=skill, label=label, from_version=before, to_version=version.number, changed_by=actor.user_or_none
+        label_history_record(
+            skill=skill,
+            label=label,
+            kind=LabelChange.OVERRIDE if overridden else LabelChange.PROMOTE if promoted else LabelChange.MOVE,
+            from_version=before,
+            to_version=version.number,
+            actor=actor,
+            reason=(override_reason or "").strip() if overridden else "",
+            unmet=overridden,
         )
         audit_record(
             actor=actor,
@@ -95,8 +121,10 @@ def label_move(*, skill: Skill, label: str, version_number: int, actor: Actor = 
     return current
 
 
-def label_delete(*, skill: Skill, label: str, actor: Actor = SYSTEM) -> None:
+def label_delete(*, skill: Skill, label: str, actor: Actor = SYSTEM, role: str | None = None) -> None:
     label_name_check(label)
+    if role is not None:
+        label_policy_role_check(label=label, role=role)
     with transaction.atomic():
         skill = Skill.objects.select_for_update().get(pk=skill.pk)
         current = Label.objects.select_related("version").filter(skill=skill, name=label).first()
@@ -104,8 +132,8 @@ def label_delete(*, skill: Skill, label: str, actor: Actor = SYSTEM) -> None:
             raise NotFound(f"'{skill.name}' has no label '{label}'.")
         before = current.version.number
         current.delete()
-        LabelHistory.objects.create(
-            skill=skill, label=label, from_version=before, to_version=None, changed_by=actor.user_or_none
+        label_history_record(
+            skill=skill, label=label, kind=LabelChange.DELETE, from_version=before, to_version=None, actor=actor
         )
         audit_record(
             actor=actor,

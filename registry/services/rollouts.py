@@ -16,12 +16,12 @@ from django.db import transaction
 from django.utils import timezone
 
 from registry.errors import ApplicationError, NotFound
-from registry.models import Label, Skill, WebhookEvent
-from registry.roles import ADMIN, ANALYST, AUTHOR, user_roles
+from registry.models import Label, LabelChange, Skill, WebhookEvent
 from registry.selectors.analytics import AnalyticsFilter, skill_versions_compare
+from registry.selectors.label_policies import label_policy_get
 from registry.services.audit import SYSTEM, Actor, audit_record
 from registry.services.generation import registry_changed
-from registry.services.label_policies import label_history_record, label_policy_enforce, label_policy_get
+from registry.services.label_policies import label_history_record, label_policy_enforce
 from registry.services.labels import label_name_check
 from registry.services.webhooks import webhook_event_emit
 
@@ -29,12 +29,6 @@ from registry.services.webhooks import webhook_event_emit
 class RolloutConflict(ApplicationError):
     status = 409
     code = "rollout_conflict"
-
-
-def actor_role(actor: Actor) -> str | None:
-    """The strongest role the actor holds: what a label policy's `roles` is checked against."""
-    held = user_roles(actor.user_or_none)
-    return next((role for role in (ADMIN, AUTHOR, ANALYST) if role in held), None)
 
 
 def _weight_check(weight: object) -> int:
@@ -63,12 +57,14 @@ def label_rollout_set(
     version_number: int,
     weight: int,
     actor: Actor = SYSTEM,
+    role: str | None = None,
     override_reason: str | None = None,
 ) -> Label:
     """Send `weight`% of subjects at `label` to version `version_number`, keeping the label on
-    its stable version. A new canary starts a rollout (its subjects are drawn afresh); the same
-    canary with another weight raises or lowers it, and a raise moves only stable subjects to
-    the canary. Starting and raising are checked against the label's policy; lowering is not."""
+        its stable version. A new canary starts a rollout (its subjects are drawn afresh); the same
+        canary with another weight raises or lowers it, and a raise moves only stable subjects to
+        the canary. Starting and raising are checked against the label's policy as `role` (None: the
+    operator, whom policies do not bind); lowering is not."""
     label_name_check(label)
     _weight_check(weight)
     if isinstance(version_number, bool) or not isinstance(version_number, int):
@@ -94,17 +90,11 @@ def label_rollout_set(
                 fields={"version": f"differs from the stable version {version_number}"},
             )
         starting = current.canary_version_id != version.pk
-        if starting or weight > current.weight:
+        unmet: list[dict] = []
+        if role is not None and (starting or weight > current.weight):
             unmet = label_policy_enforce(
-                skill=skill,
-                label=label,
-                version=version,
-                actor=actor,
-                role=actor_role(actor),
-                override_reason=override_reason,
+                skill=skill, label=label, version=version, actor=actor, role=role, override_reason=override_reason
             )
-        else:
-            unmet = []
         before = _rollout_state(current)
         if starting:
             current.canary_version = version
@@ -118,12 +108,12 @@ def label_rollout_set(
         label_history_record(
             skill=skill,
             label=label,
-            kind="rollout_start" if starting else "rollout_step",
+            kind=LabelChange.ROLLOUT_START if starting else LabelChange.ROLLOUT_STEP,
             from_version=current.version.number,
             to_version=version.number,
             weight=weight,
             actor=actor,
-            reason=override_reason or "",
+            reason=(override_reason or "").strip() if unmet else "",
             unmet=unmet or None,
         )
         audit_record(
@@ -157,9 +147,9 @@ def label_rollout_abort(*, skill: Skill, label: str, actor: Actor = SYSTEM) -> L
         label_history_record(
             skill=skill,
             label=label,
-            kind="abort",
-            from_version=canary,
-            to_version=current.version.number,
+            kind=LabelChange.ABORT,
+            from_version=current.version.number,
+            to_version=canary,
             weight=0,
             actor=actor,
         )
@@ -243,9 +233,9 @@ def label_rollout_guard(*, label_id: int) -> GuardVerdict:
         label_history_record(
             skill=skill,
             label=label.name,
-            kind="rollback",
-            from_version=label.canary_version.number,
-            to_version=label.version.number,
+            kind=LabelChange.ROLLBACK,
+            from_version=label.version.number,
+            to_version=label.canary_version.number,
             weight=0,
             actor=SYSTEM,
             reason=reason,
@@ -273,7 +263,4 @@ def label_rollout_guard(*, label_id: int) -> GuardVerdict:
 
 def _guard_of(label: str) -> dict | None:
     policy = label_policy_get(label=label)
-    guard = getattr(policy, "guard", None) if policy is not None else None
-    if isinstance(policy, dict):
-        guard = policy.get("guard")
-    return guard or None
+    return (policy.guard or None) if policy is not None else None

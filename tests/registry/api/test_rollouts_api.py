@@ -104,8 +104,8 @@ def test_stickiness_share_repeats_and_raises(api, canaried):
     assert api.put(LABEL_URL, {"version": 2, "weight": 20}, format="json").status_code == 200
     at_twenty, _ = _canary_share(subjects)
     assert at_ten <= at_twenty <= at_thirty  # lowering only moves canary → stable
-    kinds = [row.to_version for row in LabelHistory.objects.filter(skill=canaried).order_by("id")]
-    assert kinds == [1, 2, 2, 2]  # the label's move, then the three rollout steps
+    steps = LabelHistory.objects.filter(skill=canaried).order_by("id").values_list("kind", "weight")
+    assert list(steps) == [("move", None), ("rollout_start", 10), ("rollout_step", 30), ("rollout_step", 20)]
 
 
 def _zipped(content: bytes, path: str) -> bytes:
@@ -181,6 +181,7 @@ def test_abort_sends_everyone_back_to_stable(api, canaried):
     assert skill_served(name="canaried", subject="anyone").version == 1
     assert AuditLog.objects.filter(action="label.rollout_abort").count() == 1
     assert api.delete(f"{LABEL_URL}/rollout").status_code == 404
+    assert LabelHistory.objects.filter(kind="abort").values_list("from_version", "to_version").get() == (1, 2)
 
 
 def test_a_put_without_weight_promotes_and_ends_the_rollout(api, canaried):
@@ -192,6 +193,7 @@ def test_a_put_without_weight_promotes_and_ends_the_rollout(api, canaried):
     assert response.json()["version"] == 2 and response.json()["canary_version"] is None
     assert not Label.objects.get(skill=canaried, name="production").rollout_active
     assert {skill_served(name="canaried", subject=f"s{n}").version for n in range(50)} == {2}
+    assert LabelHistory.objects.order_by("-id").values_list("kind", flat=True).first() == "promote"
 
 
 def test_a_turns_conversation_is_its_subject(canaried, api):
