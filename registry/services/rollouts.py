@@ -9,7 +9,6 @@ serves the new split at once.
 
 from __future__ import annotations
 
-import datetime as dt
 from dataclasses import dataclass
 
 from django.db import transaction
@@ -17,8 +16,8 @@ from django.utils import timezone
 
 from registry.errors import ApplicationError, NotFound
 from registry.models import Label, LabelChange, Skill, WebhookEvent
-from registry.selectors.analytics import AnalyticsFilter, skill_versions_compare
 from registry.selectors.label_policies import label_policy_get
+from registry.selectors.rollouts import rollout_comparison
 from registry.services.audit import SYSTEM, Actor, audit_record
 from registry.services.generation import registry_changed
 from registry.services.label_policies import label_history_record, label_policy_enforce
@@ -184,24 +183,6 @@ class GuardVerdict:
     figures: dict
 
 
-def rollout_guard_figures(*, label: Label) -> dict:
-    """Canary against stable on live outcomes since the rollout began (whole UTC days from its
-    start: the rollups' finest grain that the version comparison reads)."""
-    started = label.rollout_started_at or timezone.now()
-    filters = AnalyticsFilter(date_from=started.astimezone(dt.UTC).date(), skill_source=label.skill.source)
-    stable, canary = label.version.number, label.canary_version.number
-    try:
-        comparison = skill_versions_compare(name=label.skill.name, a=stable, b=canary, filters=filters)
-    except NotFound:  # no usage recorded for the skill yet
-        return {"stable": {"version": stable, "n": 0}, "canary": {"version": canary, "n": 0}, "p_worse": None}
-    return {
-        "stable": {"version": stable, "n": comparison.a.n, "succeeded": comparison.a.succeeded},
-        "canary": {"version": canary, "n": comparison.b.n, "succeeded": comparison.b.succeeded},
-        "p_worse": round(1.0 - comparison.probability_b_better, 4),
-        "summary": comparison.summary(),
-    }
-
-
 def label_rollout_guard(*, label_id: int) -> GuardVerdict:
     """Check one active rollout against its label policy's guard; when P(canary worse) ≥
     `p_worse` with at least `min_n` outcomes on each side, set the weight to 0 (the canary is
@@ -210,8 +191,7 @@ def label_rollout_guard(*, label_id: int) -> GuardVerdict:
     guard = _guard_of(label.name)
     if guard is None or not label.rollout_active:
         return GuardVerdict(label_id=label_id, rolled_back=False, figures={})
-    figures = rollout_guard_figures(label=label)
-    figures["guard"] = guard
+    figures = {**rollout_comparison(label=label).as_dict(), "guard": guard}
     worse = figures["p_worse"]
     enough = min(figures["stable"]["n"], figures["canary"]["n"]) >= guard["min_n"]
     if worse is None or not enough or worse < guard["p_worse"]:
