@@ -179,6 +179,10 @@ class Label(models.Model):
     def rollout_active(self) -> bool:
         return self.canary_version_id is not None and self.weight > 0
 
+    @property
+    def canary_number(self) -> int | None:
+        return self.canary_version.number if self.canary_version is not None else None
+
     def __str__(self) -> str:
         return f"{self.skill.name}@{self.name}"
 

@@ -69,7 +69,9 @@ def rollout_comparison(*, label: Label) -> RolloutComparison:
     skill's source."""
     started = label.rollout_started_at or timezone.now()
     filters = AnalyticsFilter(date_from=started.astimezone(dt.UTC).date(), skill_source=label.skill.source)
-    stable, canary = label.version.number, label.canary_version.number
+    stable, canary = label.version.number, label.canary_number
+    if canary is None:
+        raise NotFound(f"Label '{label.name}' has no rollout.")
     try:
         compared = skill_versions_compare(name=label.skill.name, a=stable, b=canary, filters=filters)
     except NotFound:  # no usage recorded for the skill yet

@@ -44,7 +44,7 @@ def _rollout_state(label: Label) -> dict:
     return {
         "label": label.name,
         "stable": label.version.number,
-        "canary": label.canary_version.number if label.canary_version_id else None,
+        "canary": label.canary_number,
         "weight": label.weight,
     }
 
@@ -139,7 +139,7 @@ def label_rollout_abort(*, skill: Skill, label: str, actor: Actor = SYSTEM) -> L
         if current is None or current.canary_version_id is None:
             raise NotFound(f"'{skill.name}' has no rollout at label '{label}'.")
         before = _rollout_state(current)
-        canary = current.canary_version.number
+        canary = current.canary_number
         _rollout_clear(current)
         current.updated_by = actor.user_or_none
         current.save()
@@ -215,7 +215,7 @@ def label_rollout_guard(*, label_id: int) -> GuardVerdict:
             label=label.name,
             kind=LabelChange.ROLLBACK,
             from_version=label.version.number,
-            to_version=label.canary_version.number,
+            to_version=label.canary_number,
             weight=0,
             actor=SYSTEM,
             reason=reason,
@@ -235,7 +235,7 @@ def label_rollout_guard(*, label_id: int) -> GuardVerdict:
             skill=skill.name,
             version=label.version.number,
             label=label.name,
-            from_version=label.canary_version.number,
+            from_version=label.canary_number,
             extra={"figures": figures},
         )
     return GuardVerdict(label_id=label_id, rolled_back=True, figures=figures)
