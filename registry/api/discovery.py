@@ -121,7 +121,7 @@ class DiscoveryIndexApi(DiscoveryApi):
         responses={
             200: DiscoveryIndexSerializer,
             304: OpenApiResponse(description="If-None-Match matched."),
-            **errors(404),
+            **errors(400, 404),
         },
         parameters=[SUBJECT],
         summary="The Agent Skills discovery index of DISCOVERY_LABEL's skills (no token needed).",
@@ -156,7 +156,7 @@ class DiscoverySkillMdApi(DiscoveryApi):
         responses={
             (200, "text/markdown"): OpenApiResponse(OpenApiTypes.STR),
             304: OpenApiResponse(description="If-None-Match matched."),
-            **errors(404),
+            **errors(400, 404),
         },
         summary="A published skill's SKILL.md, byte for byte (its ETag is its sha256).",
         description=OFF_OR_UNKNOWN,
@@ -174,7 +174,7 @@ class DiscoveryArchiveApi(DiscoveryApi):
         responses={
             (200, "application/zip"): OpenApiResponse(OpenApiTypes.BINARY),
             304: OpenApiResponse(description="If-None-Match matched."),
-            **errors(404),
+            **errors(400, 404),
         },
         summary="A published skill with more than SKILL.md, as a zip with SKILL.md at its root.",
         description=OFF_OR_UNKNOWN,
