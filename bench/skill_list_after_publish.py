@@ -17,6 +17,7 @@ import argparse
 import random
 import sys
 import time
+import uuid
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -48,10 +49,12 @@ def main() -> None:
     client = Client(HTTP_HOST="127.0.0.1")
     client.force_login(author)
     rng = random.Random(5)
+    run = uuid.uuid4().hex[:8]  # a second run on the same database must publish new text too
+    published = iter(range(10**9))
 
     def publish_one() -> None:
         name = f"bench-console-{rng.randrange(args.skills):04d}"
-        publish(name, description=f"Handles {' '.join(rng.sample(WORDS, 4))} tasks.")
+        publish(name, description=f"Handles {' '.join(rng.sample(WORDS, 4))} tasks ({run}-{next(published)}).")
 
     def get(url: str, **headers) -> float:
         started = time.perf_counter()
@@ -60,9 +63,11 @@ def main() -> None:
         assert response.status_code == 200, (url, response.status_code)
         return elapsed
 
+    versions = SkillVersion.objects.count()
     for _ in range(3):  # warm connections, the template loader and the catalogue
         publish_one()
         get("/skills/")
+    assert SkillVersion.objects.count() == versions + 3, "each publish must add a version"
     after, again, search = [], [], []
     for _ in range(args.repeat):
         publish_one()

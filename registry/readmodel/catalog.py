@@ -122,13 +122,14 @@ def _advanced(generation: int) -> Catalog | None:
 
 def _entries(*, names: Collection[str] | None) -> list[CatalogEntry]:
     """Catalogue entries for every skill, or for the skills of `names` (all their sources)."""
-    skills = Skill.objects.all()
+    skills = list(Skill.objects.all() if names is None else Skill.objects.filter(name__in=list(names)))
     versions = SkillVersion.objects.filter(number=F("skill__latest_version"))
     labels = Label.objects.select_related("version")
     if names is not None:
-        skills = skills.filter(name__in=list(names))
-        versions = versions.filter(skill__name__in=list(names))
-        labels = labels.filter(skill__name__in=list(names))
+        # By the skills' ids, which their indexes answer, not by a join on the name.
+        ids = [skill.pk for skill in skills]
+        versions = versions.filter(skill_id__in=ids)
+        labels = labels.filter(skill_id__in=ids)
     newest = {v.skill_id: v for v in versions.defer("skill_md", "body", "frontmatter")}
     labelled: dict[int, dict[str, SkillVersion]] = {}
     for item in labels.defer("version__skill_md", "version__body", "version__frontmatter"):
