@@ -179,6 +179,14 @@ class Label(models.Model):
     def rollout_active(self) -> bool:
         return self.canary_version_id is not None and self.weight > 0
 
+    def rollout_end(self) -> None:
+        """Forget the rollout (the caller saves): an abort, or a move that promotes or replaces it."""
+        self.canary_version = None
+        self.weight = 0
+        self.rollout_started_at = self.rolled_back_at = None
+        self.rollout_started_by = None
+        self.rollback_figures = None
+
     @property
     def canary_number(self) -> int | None:
         return self.canary_version.number if self.canary_version is not None else None

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from registry.api import resolve, rules, skills, usage, webhooks
+from registry.api import label_policies, resolve, rules, skills, usage, webhooks
 
 urlpatterns = [
     path("skills", skills.SkillListCreateApi.as_view(), name="api-skills"),
@@ -23,6 +23,8 @@ urlpatterns = [
         skills.SkillLabelRolloutApi.as_view(),
         name="api-skill-label-rollout",
     ),
+    path("label-policies", label_policies.LabelPolicyListApi.as_view(), name="api-label-policies"),
+    path("label-policies/<str:label>", label_policies.LabelPolicyApi.as_view(), name="api-label-policy"),
     path("rules", rules.RuleListCreateApi.as_view(), name="api-rules"),
     path("rules/test", rules.RulesTestApi.as_view(), name="api-rules-test"),
     path("rules/<int:rule_id>", rules.RuleDetailApi.as_view(), name="api-rule"),

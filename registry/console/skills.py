@@ -33,10 +33,12 @@ from registry.models import EvalRun, Skill, SkillSource, SkillVersion
 from registry.roles import acting_role, user_roles
 from registry.selectors.analytics import AnalyticsFilter, SkillStats, skill_analytics
 from registry.selectors.evals import eval_latest_per_version
+from registry.selectors.label_policies import label_policy_list
 from registry.selectors.resolve import render_prompt_block
 from registry.selectors.rollouts import skill_rollbacks, skill_rollout_panels
 from registry.services.audit import Actor
-from registry.services.labels import label_delete, label_move
+from registry.services.label_policies import label_policy_enforce
+from registry.services.labels import label_delete, label_move, label_name_check
 from registry.services.rollouts import label_rollout_abort, label_rollout_set
 from registry.services.skills import (
     PublishResult,
@@ -637,7 +639,12 @@ def skill_enabled(request, name: str):
 
 @console_view(scope=READ)
 def skill_versions(request, name: str):
-    skill = _skill(request, name)
+    return _versions_page(request, _skill(request, name))
+
+
+def _versions_page(request, skill: Skill, *, refusal: ApplicationError | None = None, attempt=None, status=200):
+    """The versions page; after a refused label change, with the refusal in place (a policy's
+    unmet checks, and for admins the override form) above the table."""
     labels = selectors.skill_labels(skill)
     by_version: dict[int, list[str]] = {}
     for label, number in sorted(labels.items()):
@@ -651,8 +658,11 @@ def skill_versions(request, name: str):
         "served": selectors.skill_version_for(skill=skill).number,  # what a reader naming no label gets
         "history": selectors.skill_label_history(skill, limit=50),
         "rollouts": skill_rollout_panels(skill),
+        "policies": label_policy_list(),
+        "refusal": refusal,
+        "attempt": attempt,
     }
-    return render(request, "registry/skills/versions.html", context)
+    return render(request, "registry/skills/versions.html", context, status=status)
 
 
 @console_view(scope=READ)
@@ -678,14 +688,22 @@ def skill_labels(request, name: str):
     skill = _skill(request, name)
     label = request.POST.get("label", "").strip()
     versions_url = _skill_url(skill, "skill-versions")
-    on_domain_error(request, lambda error: _flash_back(request, f"Label not moved: {error.detail}", versions_url))
+    role = acting_role(user_roles(request.user))
+    attempt = {"label": label, "version": request.POST.get("version", "")}
+    on_domain_error(
+        request, lambda error: _versions_page(request, skill, refusal=error, attempt=attempt, status=error.status)
+    )
     if request.POST.get("action") == "delete":
-        label_delete(skill=skill, label=label, actor=_actor(request))
+        label_delete(skill=skill, label=label, actor=_actor(request), role=role)
         messages.success(request, f"Removed label {label} from {skill.name}.")
         return redirect(versions_url)
     target = _version(skill, request.POST.get("version"))
     current = selectors.skill_labels(skill).get(label)
+    override_reason = request.POST.get("override_reason", "").strip() or None
     if label == "production" and request.POST.get("confirm") != "1" and current != target.number:
+        # A move its policy refuses is refused here, before the confirmation asks about it.
+        label_name_check(label)
+        label_policy_enforce(skill=skill, label=label, version=target, actor=_actor(request), role=role)
         old = _version(skill, current) if current else None
         context = {
             **_page_context(skill),
@@ -695,7 +713,14 @@ def skill_labels(request, name: str):
             "diff": selectors.skill_version_diff(old=old, new=target),
         }
         return render(request, "registry/skills/label_confirm.html", context)
-    label_move(skill=skill, label=label, version_number=target.number, actor=_actor(request))
+    label_move(
+        skill=skill,
+        label=label,
+        version_number=target.number,
+        actor=_actor(request),
+        role=role,
+        override_reason=override_reason,
+    )
     if current == target.number:
         messages.info(request, f"{label} already points to v{target.number}.")
     else:

@@ -9,5 +9,6 @@ urlpatterns = [
     path("", include("registry.console.rules")),
     path("", include("registry.console.tokens")),
     path("", include("registry.console.webhooks")),
+    path("", include("registry.console.label_policies")),
     path("", include("registry.console.audit")),
 ]

@@ -23,6 +23,7 @@ from registry.services.audit import SYSTEM, Actor, audit_record
 # least this probability (the Beta posterior comparison eval compare and analytics use).
 NOT_WORSE_P = 0.95
 MODEL_MAX = 200
+P_WORSE_MAX = 0.999  # a guard that needs certainty never fires
 REASON_MAX = 1000
 REQUIRE_EVAL_KEYS = {"model", "min_task_rate", "min_trigger_f1", "not_worse"}
 GUARD_KEYS = {"min_n", "p_worse"}
@@ -111,10 +112,10 @@ def label_policy_clean(*, roles: Any, require_eval: Any, guard: Any) -> dict[str
                 "guard.min_n must be a whole number from 1 to 1,000,000 (outcomes on each side).",
                 fields={"guard.min_n": "1 to 1000000"},
             )
-        if isinstance(p_worse, bool) or not isinstance(p_worse, int | float) or not 0.5 <= p_worse < 1:
+        if isinstance(p_worse, bool) or not isinstance(p_worse, int | float) or not 0.5 <= p_worse <= P_WORSE_MAX:
             raise InvalidLabelPolicy(
-                "guard.p_worse must be a probability from 0.5 up to (not including) 1.",
-                fields={"guard.p_worse": "0.5 <= p < 1"},
+                f"guard.p_worse must be a probability from 0.5 to {P_WORSE_MAX}.",
+                fields={"guard.p_worse": f"0.5 to {P_WORSE_MAX}"},
             )
         cleaned["guard"] = {"min_n": min_n, "p_worse": float(p_worse)}
     return cleaned
@@ -176,7 +177,7 @@ def label_policy_unmet(*, skill: Skill, label: str, version: SkillVersion, requi
     model = require_eval["model"]
     revision = eval_suite_revision(skill=skill)
     run = eval_run_evidence(version=version, model=model, suite_revision=revision) if revision else None
-    if run is None:
+    if revision is None or run is None:
         wanted = {"model": model, "version": version.number, "suite_revision": revision.number if revision else None}
         return [_unmet("eval_run", wanted, None)]
     summary = eval_run_summary_current(run=run)
@@ -188,17 +189,14 @@ def label_policy_unmet(*, skill: Skill, label: str, version: SkillVersion, requi
         unmet.append(_unmet("min_task_rate", require_eval["min_task_rate"], task_rate, run))
     if require_eval.get("min_trigger_f1") is not None and (f1 is None or f1 < require_eval["min_trigger_f1"]):
         unmet.append(_unmet("min_trigger_f1", require_eval["min_trigger_f1"], f1, run))
-    if require_eval.get("not_worse"):
-        held = skill.labels.select_related("version").filter(name=label).first()
-        held_run = None
-        if held is not None and held.version_id != version.pk:
-            held_run = eval_run_evidence(version=held.version, model=model, suite_revision=revision)
+    held = skill.labels.select_related("version").filter(name=label).first() if require_eval.get("not_worse") else None
+    if held is not None and held.version_id != version.pk:
+        held_run = eval_run_evidence(version=held.version, model=model, suite_revision=revision)
         if held_run is not None:
-            compared = eval_runs_compare(a=run, b=held_run)
-            p_worse = compared["task"]["probability_b_better"]  # P(held version's rate > candidate's)
+            # P(the held version's task rate > the candidate's): the candidate is worse.
+            p_worse = eval_runs_compare(a=run, b=held_run)["task"]["probability_b_better"]
             if p_worse >= NOT_WORSE_P:
-                wanted = f"P(worse than v{held.version.number}) < {NOT_WORSE_P}"
-                unmet.append(_unmet("not_worse", wanted, p_worse, run))
+                unmet.append(_unmet("not_worse", f"P(worse than v{held.version.number}) < {NOT_WORSE_P}", p_worse, run))
     return unmet
 
 

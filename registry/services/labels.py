@@ -11,7 +11,7 @@ import re
 from django.db import transaction
 
 from registry.errors import ApplicationError, NotFound
-from registry.models import Label, LabelChange, Skill, WebhookEvent
+from registry.models import Label, LabelChange, Skill, SkillVersion, WebhookEvent
 from registry.services.audit import SYSTEM, Actor, audit_record
 from registry.services.generation import registry_changed
 from registry.services.label_policies import label_history_record, label_policy_enforce, label_policy_role_check
@@ -73,24 +73,12 @@ def label_move(
             return current
         before = current.version.number if current else None
         overridden: list[dict] = []
-        promoted = False
         if role is not None:
             overridden = label_policy_enforce(
                 skill=skill, label=label, version=version, actor=actor, role=role, override_reason=override_reason
             )
-        if current is None:
-            current = Label.objects.create(skill=skill, name=label, version=version, updated_by=actor.user_or_none)
-        else:
-            current.version = version
-            current.updated_by = actor.user_or_none
-            # A move ends any rollout at this label: promoting its canary is moving the label to it.
-            promoted = current.canary_version_id == version.pk
-            current.canary_version = None
-            current.weight = 0
-            current.rollout_started_at = current.rolled_back_at = None
-            current.rollout_started_by = None
-            current.rollback_figures = None
-            current.save()
+        promoted = current is not None and current.canary_version_id == version.pk
+        current = _label_point(skill=skill, label=label, current=current, version=version, actor=actor)
         label_history_record(
             skill=skill,
             label=label,
@@ -118,6 +106,16 @@ def label_move(
             label=label,
             from_version=before,
         )
+    return current
+
+
+def _label_point(*, skill: Skill, label: str, current: Label | None, version: SkillVersion, actor: Actor) -> Label:
+    if current is None:
+        return Label.objects.create(skill=skill, name=label, version=version, updated_by=actor.user_or_none)
+    current.version = version
+    current.updated_by = actor.user_or_none
+    current.rollout_end()  # promoting a canary is moving the label to it; any other move replaces it
+    current.save()
     return current
 
 

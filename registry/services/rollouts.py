@@ -15,7 +15,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from registry.errors import ApplicationError, NotFound
-from registry.models import Label, LabelChange, Skill, WebhookEvent
+from registry.models import Label, LabelChange, Skill, SkillVersion, WebhookEvent
 from registry.selectors.label_policies import label_policy_get
 from registry.selectors.rollouts import rollout_comparison
 from registry.services.audit import SYSTEM, Actor, audit_record
@@ -60,9 +60,9 @@ def label_rollout_set(
     override_reason: str | None = None,
 ) -> Label:
     """Send `weight`% of subjects at `label` to version `version_number`, keeping the label on
-        its stable version. A new canary starts a rollout (its subjects are drawn afresh); the same
-        canary with another weight raises or lowers it, and a raise moves only stable subjects to
-        the canary. Starting and raising are checked against the label's policy as `role` (None: the
+    its stable version. A new canary starts a rollout (its subjects are drawn afresh); the same
+    canary with another weight raises or lowers it, and a raise moves only stable subjects to
+    the canary. Starting and raising are checked against the label's policy as `role` (None: the
     operator, whom policies do not bind); lowering is not."""
     label_name_check(label)
     _weight_check(weight)
@@ -70,24 +70,7 @@ def label_rollout_set(
         raise ApplicationError("The version must be an integer.", fields={"version": "integer required"})
     with transaction.atomic():
         skill = Skill.objects.select_for_update().get(pk=skill.pk)
-        version = skill.versions.filter(number=version_number).first()
-        if version is None:
-            raise NotFound(
-                f"'{skill.name}' has no version {version_number} (latest is {skill.latest_version}).",
-                fields={"version": f"between 1 and {skill.latest_version}"},
-            )
-        current = Label.objects.select_related("version", "canary_version").filter(skill=skill, name=label).first()
-        if current is None:
-            raise RolloutConflict(
-                f"'{skill.name}' has no label '{label}' yet: point it at a stable version first "
-                f"(PUT without weight), then roll out a canary.",
-                fields={"label": "no stable version to roll out from"},
-            )
-        if current.version_id == version.pk:
-            raise RolloutConflict(
-                f"'{label}' already holds version {version_number}: a canary must be another version.",
-                fields={"version": f"differs from the stable version {version_number}"},
-            )
+        current, version = _rollout_target(skill=skill, label=label, version_number=version_number)
         starting = current.canary_version_id != version.pk
         unmet: list[dict] = []
         if role is not None and (starting or weight > current.weight):
@@ -96,11 +79,10 @@ def label_rollout_set(
             )
         before = _rollout_state(current)
         if starting:
+            current.rollout_end()
             current.canary_version = version
             current.rollout_started_at = timezone.now()
             current.rollout_started_by = actor.user_or_none
-            current.rolled_back_at = None
-            current.rollback_figures = None
         current.weight = weight
         current.updated_by = actor.user_or_none
         current.save()
@@ -121,13 +103,34 @@ def label_rollout_set(
             object_type="skill",
             object_repr=f"{skill.name}@{skill.source}",
             before=before,
-            after={
-                **_rollout_state(current),
-                **({"override_reason": override_reason, "unmet": unmet} if unmet else {}),
-            },
+            after=_rollout_state(current),
         )
         registry_changed(skill=skill.name)
     return current
+
+
+def _rollout_target(*, skill: Skill, label: str, version_number: int) -> tuple[Label, SkillVersion]:
+    """The label a rollout changes and the canary version; a label not set yet, or a canary that
+    is its stable version, is a conflict."""
+    version = skill.versions.filter(number=version_number).first()
+    if version is None:
+        raise NotFound(
+            f"'{skill.name}' has no version {version_number} (latest is {skill.latest_version}).",
+            fields={"version": f"between 1 and {skill.latest_version}"},
+        )
+    current = Label.objects.select_related("version", "canary_version").filter(skill=skill, name=label).first()
+    if current is None:
+        raise RolloutConflict(
+            f"'{skill.name}' has no label '{label}' yet: point it at a stable version first "
+            f"(PUT without weight), then roll out a canary.",
+            fields={"label": "no stable version to roll out from"},
+        )
+    if current.version_id == version.pk:
+        raise RolloutConflict(
+            f"'{label}' already holds version {version_number}: a canary must be another version.",
+            fields={"version": f"differs from the stable version {version_number}"},
+        )
+    return current, version
 
 
 def label_rollout_abort(*, skill: Skill, label: str, actor: Actor = SYSTEM) -> Label:
@@ -140,7 +143,7 @@ def label_rollout_abort(*, skill: Skill, label: str, actor: Actor = SYSTEM) -> L
             raise NotFound(f"'{skill.name}' has no rollout at label '{label}'.")
         before = _rollout_state(current)
         canary = current.canary_number
-        _rollout_clear(current)
+        current.rollout_end()
         current.updated_by = actor.user_or_none
         current.save()
         label_history_record(
@@ -162,15 +165,6 @@ def label_rollout_abort(*, skill: Skill, label: str, actor: Actor = SYSTEM) -> L
         )
         registry_changed(skill=skill.name)
     return current
-
-
-def _rollout_clear(label: Label) -> None:
-    label.canary_version = None
-    label.weight = 0
-    label.rollout_started_at = None
-    label.rollout_started_by = None
-    label.rolled_back_at = None
-    label.rollback_figures = None
 
 
 # --- the guard ---------------------------------------------------------------------------

@@ -41,6 +41,18 @@ def label_badge(name: str) -> str:
     return format_html('<span class="badge label label-{}">{}</span>', kind, name)
 
 
+@register.simple_tag
+def policy_value(value) -> str:
+    """A label policy check's `wanted` or `got` as a person reads it: `model scripted, version 2`."""
+    if isinstance(value, dict):
+        return ", ".join(f"{key.replace('_', ' ')} {policy_value(item)}" for key, item in value.items())
+    if isinstance(value, list):
+        return ", ".join(policy_value(item) for item in value)
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return "—" if value is None else str(value)
+
+
 @dataclass(frozen=True)
 class DiffRow:
     kind: str  # hunk | add | del | ctx

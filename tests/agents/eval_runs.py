@@ -17,14 +17,16 @@ SUITE = {
 }
 
 
-def graded_run(skill: Skill, *, outcomes: dict[str, bool]) -> EvalRun:
-    """A finished run of SUITE on v1 whose cases ended as `outcomes` says (case id -> passed),
-    each with a turn of its own."""
-    run = eval_run_create(skill=skill, version=skill.versions.get(number=1), model="scripted")
+def graded_run(
+    skill: Skill, *, outcomes: dict[str, bool], version: int = 1, model: str = "scripted", repeat: int = 1
+) -> EvalRun:
+    """A finished run of the skill's suite (SUITE's cases) on `version` whose cases ended as
+    `outcomes` says (case id -> passed, in every repeat), each with a turn of its own."""
+    run = eval_run_create(skill=skill, version=skill.versions.get(number=version), model=model, repeat=repeat)
     should_trigger = {case["id"]: case.get("should_trigger") for case in SUITE["cases"]}
     for result in eval_run_results(run=run):
         turn = AgentTurn.objects.create(
-            message=result.case_id, model="scripted", origin=TurnOrigin.EVAL, status=TurnStatus.SUCCEEDED
+            message=result.case_id, model=model, origin=TurnOrigin.EVAL, status=TurnStatus.SUCCEEDED
         )
         eval_result_dispatch(result_id=result.pk, turn_id=turn.pk)
         passed, should = outcomes[result.case_id], should_trigger[result.case_id]

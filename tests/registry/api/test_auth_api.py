@@ -13,6 +13,7 @@ from rest_framework.test import APIClient
 
 from registry.models import ForceIncludeRule, Skill, TokenScope
 from registry.roles import ANALYST
+from registry.services.label_policies import label_policy_set
 from registry.services.tokens import api_token_revoke
 from registry.services.webhooks import webhook_create
 from tests.factories import UserFactory, make_skill_md, publish, user_with_role
@@ -55,6 +56,10 @@ ENDPOINTS = [
         {"events": [{"event_id": "e1", "kind": "loaded", "skill": "guarded", "version": 1}]},
     ),
     ("get", "/api/v1/analytics/skills", "analytics:read", None),
+    ("get", "/api/v1/label-policies", "skills:read", None),
+    ("get", "/api/v1/label-policies/canary", "skills:read", None),
+    ("put", "/api/v1/label-policies/canary", "policies:write", {"roles": ["admin", "author"]}),
+    ("delete", "/api/v1/label-policies/canary", "policies:write", None),
     ("get", "/api/v1/webhooks", "webhooks:write", None),
     ("post", "/api/v1/webhooks", "webhooks:write", {"url": "http://93.184.215.14/hook", "events": ["label.moved"]}),
     ("get", "/api/v1/webhooks/{webhook}/deliveries", "webhooks:write", None),
@@ -71,6 +76,7 @@ def world(db):
 
     label_move(skill=skill, label="staging", version_number=1)
     webhook, _ = webhook_create(url="http://93.184.215.14/hook", events=["label.moved"])
+    label_policy_set(label="canary", roles=["admin"])
     return {
         "rule": ForceIncludeRule.objects.create(name="r", pattern="guard", skills=["guarded"]).pk,
         "webhook": webhook.pk,
@@ -297,6 +303,7 @@ def test_the_schema_describes_every_endpoint_with_its_error_responses(admin_clie
             .replace("/versions/1", "/versions/{number}")
             .replace("/labels/production", "/labels/{label}")
             .replace("/labels/staging", "/labels/{label}")
+            .replace("/label-policies/canary", "/label-policies/{label}")
         )
         template = template.replace("/rules/{rule_id}", "/rules/{rule_id}")
         assert template in paths, template

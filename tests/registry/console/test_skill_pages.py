@@ -332,13 +332,14 @@ def test_other_labels_move_and_are_removed_without_a_confirmation_page(author_cl
     assert "Removed label staging" in response.content.decode()
 
 
-def test_a_bad_label_name_is_a_flash_error_not_a_500(author_client):
+def test_a_bad_label_name_is_refused_in_place_not_a_500(author_client):
     publish("demo-skill")
 
     response = author_client.post("/skills/demo-skill/labels/", {"label": "Not OK!", "version": "1"}, follow=True)
 
-    assert response.status_code == 200
-    assert "Label not moved" in response.content.decode()
+    assert response.status_code == 400
+    assert 'id="label-refusal"' in response.content.decode()
+    assert "Label names are 1-36 characters" in response.content.decode()
 
 
 def test_enable_and_disable(author_client):

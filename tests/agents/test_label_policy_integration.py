@@ -1,0 +1,56 @@
+"""An eval-gated label end to end: a policy set through the API refuses `production` until a real
+eval run (queued through the API, run as agent turns by a real Celery worker with the scripted
+model) meets its thresholds; the run's own figures are what the 409 and the move rest on."""
+
+from __future__ import annotations
+
+import pytest
+from rest_framework.test import APIClient
+
+from registry.models import Label, LabelHistory
+from tests.agents.test_evals_integration import SUITE, pr_review_skill, put_suite, run_ended, start_run
+from tests.worker import WorkerProcess
+
+pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
+
+WORKER_ENV = {"EVAL_JUDGE_MODEL": "scripted", "AGENT_TURN_REAPER_SECONDS": "0.5", "EVAL_CONCURRENCY": "3"}
+# k-sql passes, k-lazy fails (its judge says so): a task pass rate of 0.5; t-pr and t-poem give F1 1.0.
+CASES = [case for case in SUITE if case["id"] in ("t-pr", "t-poem", "k-sql", "k-lazy")]
+
+
+@pytest.fixture(scope="module")
+def worker(django_db_setup, django_db_blocker):
+    process = WorkerProcess(concurrency=2, extra_env=WORKER_ENV).start()
+    yield process
+    process.stop()
+
+
+def test_production_moves_only_once_a_real_eval_run_meets_the_policy(api, make_token, worker):
+    pr_review_skill()
+    put_suite(api, "pr-review", CASES)
+    gate = {"model": "scripted", "min_task_rate": 0.8, "min_trigger_f1": 0.8, "not_worse": True}
+    policy = {"roles": ["admin", "author"], "require_eval": gate}
+    assert api.put("/api/v1/label-policies/production", policy, format="json").status_code == 200
+    author = APIClient()
+    author.credentials(HTTP_AUTHORIZATION=f"Bearer {make_token(['skills:read', 'skills:write'])}")
+
+    refused = author.put("/api/v1/skills/pr-review/labels/production", {"version": 1}, format="json")
+    assert refused.status_code == 409
+    assert [check["check"] for check in refused.json()["unmet"]] == ["eval_run"]
+
+    run_id = start_run(api, "pr-review", model="scripted", version=1)
+    body = run_ended(api, run_id, worker)
+    assert body["status"] == "succeeded", body
+    assert (body["summary"]["task"]["rate"], body["summary"]["trigger"]["f1"]) == (0.5, 1.0)
+
+    refused = author.put("/api/v1/skills/pr-review/labels/production", {"version": 1}, format="json")
+    assert refused.status_code == 409
+    assert refused.json()["unmet"] == [{"check": "min_task_rate", "wanted": 0.8, "got": 0.5, "run": run_id}]
+    assert not Label.objects.exists()
+
+    policy["require_eval"] = gate | {"min_task_rate": 0.5}
+    assert api.put("/api/v1/label-policies/production", policy, format="json").status_code == 200
+    moved = author.put("/api/v1/skills/pr-review/labels/production", {"version": 1}, format="json")
+    assert moved.status_code == 200, moved.content
+    assert Label.objects.get(name="production").version.number == 1
+    assert list(LabelHistory.objects.values_list("kind", "to_version")) == [("move", 1)]
