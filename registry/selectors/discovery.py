@@ -151,7 +151,7 @@ def discovery_index(*, label: str, subject: str | None = None) -> list[Discovery
         (row["skill_id"], row["number"]): row
         for row in _versions_at(label)
         .filter(skill_id__in=[skill.skill_id for skill in skills])
-        .annotate(file_count=Count("files"))
+        .annotate(file_count=Count("files", distinct=True))
         .values("id", "skill_id", "number", "fingerprint", "file_count")
     }
     listed = []
