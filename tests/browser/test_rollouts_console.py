@@ -32,7 +32,7 @@ def _production(skill) -> Label:
 def _start(page, version: int, weight: int) -> None:
     """Fill and send the "start a rollout" form."""
     start = page.locator("#rollout-start")
-    start.get_by_label("Label").fill("production")
+    start.get_by_label("Label to roll out").fill("production")
     start.get_by_label("Canary version").select_option(str(version))
     start.get_by_label("Weight (%)").fill(str(weight))
     start.get_by_role("button", name="Start rollout").click()
