@@ -83,6 +83,9 @@ def label_rollout_set(
             current.canary_version = version
             current.rollout_started_at = timezone.now()
             current.rollout_started_by = actor.user_or_none
+        if weight > current.weight:  # sending traffic again is a decision that outlives a rollback
+            current.rolled_back_at = None
+            current.rollback_figures = None
         current.weight = weight
         current.updated_by = actor.user_or_none
         current.save()

@@ -70,6 +70,10 @@ def test_a_worse_canary_is_rolled_back_as_the_system_with_the_figures(api, rollo
     assert {skill_served(name="guarded", subject=f"s{n}").version for n in range(40)} == {1}
     assert label_rollouts_guard_task() == []  # no longer active: nothing more to do
 
+    # Sending traffic to the canary again is someone's decision: the rollback is no longer news.
+    label_rollout_set(skill=label.skill, label="production", version_number=2, weight=5)
+    assert Label.objects.get(pk=rollout.pk).rolled_back_at is None
+
 
 def test_an_equal_canary_is_left_alone(api, rollout):
     outcomes(api, 1, succeeded=45, failed=15)
