@@ -100,8 +100,15 @@ class LabelAdmin(ReadOnlyAdmin):
 
 @admin.register(models.LabelHistory)
 class LabelHistoryAdmin(ReadOnlyAdmin):
-    list_display = ("skill", "label", "from_version", "to_version", "changed_by", "changed_at")
+    list_display = ("skill", "label", "kind", "from_version", "to_version", "weight", "changed_by", "changed_at")
+    list_filter = ("kind",)
     search_fields = ("skill__name", "label")
+
+
+@admin.register(models.LabelPolicy)
+class LabelPolicyAdmin(ReadOnlyAdmin):
+    # Policies change through `label_policy_set` (console, API), which checks and audits them.
+    list_display = ("label", "roles", "require_eval", "guard", "updated_by", "updated_at")
 
 
 @admin.register(models.ForceIncludeRule)

@@ -118,7 +118,7 @@ class LabelPolicyApi(ApiView):
     @extend_schema(
         operation_id="label_policies_set",
         request=LabelPolicyInputSerializer,
-        responses={200: LabelPolicySerializer, **errors(400, 401, 403, 413, 415)},
+        responses={200: LabelPolicySerializer, **errors(400, 401, 403, 404, 413, 415)},
         summary="Create or replace a label's policy (admins; audited).",
     )
     def put(self, request, label: str):

@@ -31,6 +31,7 @@ SCOPE_HELP = {
     TokenScope.ANALYTICS_READ: "read the analytics API",
     TokenScope.AGENT_RUN: "run agent turns",
     TokenScope.WEBHOOKS_WRITE: "manage webhooks and read their deliveries (admins only)",
+    TokenScope.POLICIES_WRITE: "set and remove label policies (admins only)",
 }
 
 
