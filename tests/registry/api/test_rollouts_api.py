@@ -11,12 +11,14 @@ import zipfile
 
 import pytest
 from django.test import Client
+from rest_framework.test import APIClient
 
 from agents.store import RegistrySkillStore
 from registry.models import AuditLog, Label, LabelHistory
 from registry.readmodel.rollouts import subject_pins
 from registry.readmodel.served import skill_served
 from registry.selectors.generation import current_generation
+from registry.services.label_policies import label_policy_set
 from registry.services.labels import label_move
 from tests.factories import publish
 
@@ -202,3 +204,30 @@ def test_a_turns_conversation_is_its_subject(canaried, api):
     for n in range(20):
         pins = subject_pins(label=None, subject=f"conversation:{n}")
         assert pins.get("canaried", 1) == skill_served(name="canaried", subject=f"conversation:{n}").version
+
+
+def test_a_label_policy_gates_starting_and_raising_but_not_lowering(make_token, canaried):
+    """roles: only admins may start or raise; an author may still lower the weight or abort
+    (less traffic to an unproven version needs no permission); with require_eval a canary
+    without an eval run is a 409 listing the unmet check."""
+    admin, author = APIClient(), APIClient()
+    admin.credentials(HTTP_AUTHORIZATION=f"Bearer {make_token(['skills:write', 'skills:read', 'policies:write'])}")
+    author.credentials(HTTP_AUTHORIZATION=f"Bearer {make_token(['skills:write', 'skills:read'])}")
+    label_policy_set(label="production", roles=["admin"])
+
+    refused = author.put(LABEL_URL, {"version": 2, "weight": 10}, format="json")
+    assert refused.status_code == 403 and refused.json()["policy"] == "production"
+    assert admin.put(LABEL_URL, {"version": 2, "weight": 20}, format="json").status_code == 200
+    assert author.put(LABEL_URL, {"version": 2, "weight": 30}, format="json").status_code == 403
+    assert author.put(LABEL_URL, {"version": 2, "weight": 5}, format="json").status_code == 200
+    assert Label.objects.get(skill=canaried, name="production").weight == 5
+    assert author.delete(f"{LABEL_URL}/rollout").status_code == 200
+
+    label_policy_set(
+        label="production",
+        roles=["admin"],
+        require_eval={"model": "offline", "min_task_rate": 0.8, "min_trigger_f1": None, "not_worse": False},
+    )
+    unmet = admin.put(LABEL_URL, {"version": 2, "weight": 10}, format="json")
+    assert unmet.status_code == 409 and unmet.json()["unmet"][0]["check"] == "eval_run"
+    assert not Label.objects.get(skill=canaried, name="production").rollout_active
