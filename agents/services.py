@@ -49,6 +49,7 @@ from agents.trace import DatabaseTraceSink, trace_event_append
 from agents.turn_tools import tool_registry
 from registry.errors import ApplicationError, Conflict, NotFound
 from registry.models import Skill, UsageKind, UsageSource
+from registry.readmodel.rollouts import subject_of, subject_pins
 from registry.selectors import resolve as registry_resolve
 from registry.selectors.versions import skill_version_numbers
 from registry.services.labels import LABEL_NAME
@@ -557,7 +558,11 @@ def agent_turn_run(*, claimed: ClaimedTurn) -> TurnResult:
     workspace = settings.AGENT_WORKSPACE_ROOT / str(turn.conversation_id or turn.pk)
     workspace.mkdir(parents=True, exist_ok=True)
     forced_skill, query = forced_skill_and_query(turn.message, turn.forced_skill or None)
-    label, pins = turn.label or None, dict(turn.skill_versions or {})
+    label = turn.label or None
+    # The turn's conversation (else its user) is its rollout subject: a conversation keeps one
+    # version of each skill from turn to turn; the turn's own pins win over a rollout.
+    subject = subject_of(conversation=turn.conversation_id, token=f"user:{turn.user_id}" if turn.user_id else None)
+    pins = subject_pins(label=label, subject=subject, pins=turn.skill_versions or {})
     request = TurnRequest(
         message=turn.message,
         query=query,

@@ -11,6 +11,7 @@ HERE = Path(__file__).resolve().parent
 SCRIPTS = (
     "import_skills.py",
     "resolve.py",
+    "rollout_resolve.py",
     "skill_md_throughput.py",
     "client_resolve.py",
     "mcp_list.py",

@@ -262,6 +262,12 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # tasks, and agents/tasks.py applies CONN_MAX_AGE and the health check around each task instead,
 # as Django does around each request.
 CELERY_DB_REUSE_MAX = 1000
+# Celery beat (the Procfile's `beat` process, one per deployment) runs the rollout guard: it
+# compares each guarded rollout's canary with its stable version and rolls a worse one back.
+ROLLOUT_GUARD_SECONDS = env.float("ROLLOUT_GUARD_SECONDS", default=60.0)
+CELERY_BEAT_SCHEDULE = {
+    "rollout-guard": {"task": "registry.tasks.label_rollouts_guard_task", "schedule": ROLLOUT_GUARD_SECONDS},
+}
 
 # --- REST API ---------------------------------------------------------------------------
 REST_FRAMEWORK = {
@@ -439,6 +445,7 @@ for _name in (
     "AGENT_MAX_TOOL_CALLS_PER_STEP",
     "AGENT_TURN_LEASE_SECONDS",
     "AGENT_TURN_REAPER_SECONDS",
+    "ROLLOUT_GUARD_SECONDS",
     "AGENT_MAX_MESSAGE_CHARS",
     "EVAL_CONCURRENCY",
     "RUN_SKILL_MEMORY_BYTES",

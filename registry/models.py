@@ -154,13 +154,42 @@ class Label(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     updated_at = models.DateTimeField(auto_now=True)
+    # A rollout: `weight`% of subjects read `canary_version` while the label stays on `version`.
+    # A rollback sets the weight to 0 and keeps the canary, so its comparison stays readable.
+    canary_version = models.ForeignKey(
+        SkillVersion, null=True, blank=True, on_delete=models.PROTECT, related_name="canary_labels"
+    )
+    weight = models.PositiveSmallIntegerField(default=0)
+    rollout_started_at = models.DateTimeField(null=True, blank=True)
+    rollout_started_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    rolled_back_at = models.DateTimeField(null=True, blank=True)
+    rollback_figures = models.JSONField(null=True, blank=True)  # what the guard measured when it fired
 
     class Meta:
         ordering = ["skill", "name"]
         constraints = [
             models.UniqueConstraint(fields=["skill", "name"], name="label_unique_name_per_skill"),
             models.CheckConstraint(condition=~Q(name="latest"), name="label_latest_is_implicit"),
+            models.CheckConstraint(condition=Q(weight__lte=100), name="label_weight_at_most_100"),
         ]
+
+    @property
+    def rollout_active(self) -> bool:
+        return self.canary_version_id is not None and self.weight > 0
+
+    def rollout_end(self) -> None:
+        """Forget the rollout (the caller saves): an abort, or a move that promotes or replaces it."""
+        self.canary_version = None
+        self.weight = 0
+        self.rollout_started_at = self.rolled_back_at = None
+        self.rollout_started_by = None
+        self.rollback_figures = None
+
+    @property
+    def canary_number(self) -> int | None:
+        return self.canary_version.number if self.canary_version is not None else None
 
     def __str__(self) -> str:
         return f"{self.skill.name}@{self.name}"
@@ -521,6 +550,7 @@ class RegistryChange(models.Model):
 class WebhookEvent(models.TextChoices):
     SKILL_PUBLISHED = "skill.published"
     LABEL_MOVED = "label.moved"
+    LABEL_ROLLED_BACK = "label.rolled_back"
     RULE_CHANGED = "rule.changed"
     SKILL_ENABLED = "skill.enabled"
     SKILL_DISABLED = "skill.disabled"

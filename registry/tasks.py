@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from celery import shared_task
 
+from registry.selectors.rollouts import rollouts_guarded_ids
+from registry.services.rollouts import label_rollout_guard
 from registry.services.webhooks import webhook_attempt_limit, webhook_delivery_attempt
 
 
@@ -21,3 +23,10 @@ def webhook_delivery_send_task(self, delivery_id: int) -> None:
     wait = webhook_delivery_attempt(delivery_id=delivery_id)
     if wait is not None:
         raise self.retry(countdown=wait)
+
+
+@shared_task
+def label_rollouts_guard_task() -> list[int]:
+    """Beat's periodic check of every active rollout whose label policy has a guard; returns the
+    ids of the labels it rolled back. Idempotent: a rolled-back rollout is no longer active."""
+    return [label_id for label_id in rollouts_guarded_ids() if label_rollout_guard(label_id=label_id).rolled_back]

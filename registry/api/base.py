@@ -18,7 +18,8 @@ from registry import selectors
 from registry.api.auth import ScopePermission
 from registry.api.errors import RequestTooLarge
 from registry.api.schema import RegistryAutoSchema
-from registry.models import ApiToken, Skill
+from registry.models import ApiToken, Skill, SkillVersion
+from registry.readmodel.rollouts import subject_canary, subject_of
 from registry.roles import acting_role, user_roles
 from registry.services.audit import Actor
 
@@ -222,6 +223,25 @@ class ApiView(APIView):
         skill = selectors.skill_get(name=name, source=parsed.validated_data.get("source"))
         return skill, parsed.validated_data
 
+    def subject(self, params: dict) -> str | None:
+        """Who a read is for, for a label's rollout: the `subject` parameter, else the token
+        (or the signed-in user)."""
+        request = self.request
+        token = request.auth.pk if isinstance(request.auth, ApiToken) else None
+        user = getattr(request.user, "pk", None)
+        return subject_of(given=params.get("subject"), token=token or (f"user:{user}" if user else None))
+
+    def served_version(self, skill: Skill, params: dict) -> SkillVersion:
+        """The version of `skill` this read gets: its `version`, else its label's (production
+        by default) — the canary when the label's rollout puts the read's subject there."""
+        number, label = params.get("version"), params.get("label")
+        canary = (
+            None
+            if number is not None
+            else subject_canary(name=skill.name, source=skill.source, label=label, subject=self.subject(params))
+        )
+        return selectors.skill_version_for(skill=skill, label=label, number=number, canary=canary)
+
     def actor(self) -> Actor:
         request = self.request
         if isinstance(request.auth, ApiToken):
@@ -253,9 +273,11 @@ def if_none_match(request, etag: str) -> bool:
     return any(tag.removeprefix("W/") == bare for tag in tags)
 
 
-def not_modified(etag: str) -> HttpResponse:
+def not_modified(etag: str, *, extra: dict | None = None) -> HttpResponse:
     response = HttpResponse(status=304)
     response["ETag"] = etag
+    if extra and "X-Skill-Version" in extra:
+        response["X-Skill-Version"] = extra["X-Skill-Version"]  # which version the ETag is of
     return response
 
 
@@ -271,7 +293,7 @@ def raw_response(
     """Bytes with their strong ETag (304 when If-None-Match matches; no body for HEAD). Clients
     revalidate every time (`no-cache`): what a name or label serves can change."""
     if if_none_match(request, etag):
-        return not_modified(etag)
+        return not_modified(etag, extra=extra)
     response = HttpResponse(b"" if request.method == "HEAD" else content, content_type=content_type)
     response["ETag"] = etag
     response["Content-Length"] = str(len(content))

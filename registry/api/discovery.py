@@ -19,6 +19,7 @@ from rest_framework import serializers
 from registry.api.base import RawApiView, if_none_match, not_modified, raw_response
 from registry.api.schema import errors
 from registry.errors import NotFound
+from registry.readmodel.rollouts import subject_of
 from registry.selectors.discovery import (
     ARCHIVE_TYPE,
     DISCOVERY_SCHEMA,
@@ -69,6 +70,13 @@ def _published_label() -> str:
 NAME_PATH = OpenApiParameter(
     "name", OpenApiTypes.STR, OpenApiParameter.PATH, pattern=PUBLISHABLE_NAME.pattern, description="A listed skill."
 )
+SUBJECT = OpenApiParameter(
+    "subject",
+    OpenApiTypes.STR,
+    OpenApiParameter.QUERY,
+    required=False,
+    description="Who reads, when the label has a rollout: the same subject always gets the same version.",
+)
 OFF_OR_UNKNOWN = "The index is off (`DISCOVERY_LABEL` unset), or the skill is not published at that label."
 
 
@@ -80,7 +88,8 @@ class DiscoveryApi(RawApiView):
 
     def artifact(self, request, name: str, type: str):
         label = _published_label()
-        target = discovery_target(label=label, name=name, type=type) if publishable(name) else None
+        subject = _subject(request)
+        target = discovery_target(label=label, name=name, type=type, subject=subject) if publishable(name) else None
         if target is None:
             raise NotFound(f"No skill '{name}' is published as {type} at label '{label}'.")
         if target.known_digest and if_none_match(request, _etag(target.known_digest)):
@@ -92,6 +101,12 @@ class DiscoveryApi(RawApiView):
         return raw_response(
             request, found.content, _etag(found.digest), found.content_type, extra=extra, cache_control=CACHE_CONTROL
         )
+
+
+def _subject(request) -> str | None:
+    """The reader's rollout subject: the `subject` parameter (the index is read without a token,
+    so a reader that names none gets every rollout's stable version)."""
+    return subject_of(given=request.query_params.get("subject"))
 
 
 def _etag(digest: str) -> str:
@@ -106,8 +121,9 @@ class DiscoveryIndexApi(DiscoveryApi):
         responses={
             200: DiscoveryIndexSerializer,
             304: OpenApiResponse(description="If-None-Match matched."),
-            **errors(404),
+            **errors(400, 404),
         },
+        parameters=[SUBJECT],
         summary="The Agent Skills discovery index of DISCOVERY_LABEL's skills (no token needed).",
     )
     def get(self, request):
@@ -123,7 +139,7 @@ class DiscoveryIndexApi(DiscoveryApi):
                     "digest": entry.digest,
                     "version": str(entry.version),
                 }
-                for entry in discovery_index(label=label)
+                for entry in discovery_index(label=label, subject=_subject(request))
             ],
         }
         content = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
@@ -136,11 +152,11 @@ class DiscoverySkillMdApi(DiscoveryApi):
         operation_id="discovery_skill_md",
         auth=[],
         tags=["discovery"],
-        parameters=[NAME_PATH],
+        parameters=[NAME_PATH, SUBJECT],
         responses={
             (200, "text/markdown"): OpenApiResponse(OpenApiTypes.STR),
             304: OpenApiResponse(description="If-None-Match matched."),
-            **errors(404),
+            **errors(400, 404),
         },
         summary="A published skill's SKILL.md, byte for byte (its ETag is its sha256).",
         description=OFF_OR_UNKNOWN,
@@ -154,11 +170,11 @@ class DiscoveryArchiveApi(DiscoveryApi):
         operation_id="discovery_archive",
         auth=[],
         tags=["discovery"],
-        parameters=[NAME_PATH],
+        parameters=[NAME_PATH, SUBJECT],
         responses={
             (200, "application/zip"): OpenApiResponse(OpenApiTypes.BINARY),
             304: OpenApiResponse(description="If-None-Match matched."),
-            **errors(404),
+            **errors(400, 404),
         },
         summary="A published skill with more than SKILL.md, as a zip with SKILL.md at its root.",
         description=OFF_OR_UNKNOWN,

@@ -17,14 +17,16 @@ import re
 from registry.api import throttle
 from registry.api.auth import grant_used
 from registry.models import ApiToken, SkillSource
+from registry.readmodel.rollouts import SUBJECT_MAX_CHARS
 from registry.selectors.tokens import api_token_grant
 
 _LABEL = re.compile(r"^[a-z0-9_.-]{1,36}$")
 _SOURCES = frozenset(SkillSource.values)
 
 
-def bearer_generation(request, scope: str) -> int | None:
-    """The registry generation when the request carries a valid bearer token with `scope`, else None."""
+def bearer_generation(request, scope: str) -> tuple[int, int] | None:
+    """(the registry generation, the token's id) when the request carries a valid bearer token
+    with `scope`, else None."""
     header = request.META.get("HTTP_AUTHORIZATION", "")
     if not header.startswith("Bearer "):
         return None
@@ -41,17 +43,17 @@ def bearer_generation(request, scope: str) -> int | None:
     if throttle.retry_after(throttle.token_identity(secret_hash)) is not None:
         return None  # DRF's path answers the 429 (with Retry-After)
     grant_used(grant)
-    return generation
+    return generation, grant.token_id
 
 
 def version_params(request) -> dict | None:
-    """label/version/source from the query string when they are plainly valid, else None."""
+    """label/version/source/subject from the query string when they are plainly valid, else None."""
     if not request.META.get("QUERY_STRING"):
         return {}
     params = request.GET
     if not params:
         return {}
-    if any(key not in ("label", "version", "source") for key in params) or any(
+    if any(key not in ("label", "version", "source", "subject") for key in params) or any(
         len(params.getlist(key)) > 1 for key in params
     ):
         return None
@@ -62,4 +64,7 @@ def version_params(request) -> dict | None:
         return None
     if source is not None and source not in _SOURCES:
         return None
-    return {"label": label, "number": int(version) if version else None, "source": source}
+    subject = params.get("subject")
+    if subject is not None and not 0 < len(subject) <= SUBJECT_MAX_CHARS:
+        return None
+    return {"label": label, "number": int(version) if version else None, "source": source, "subject": subject}

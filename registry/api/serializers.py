@@ -18,6 +18,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from registry.models import LabelChange, SkillSource, UsageKind
+from registry.readmodel.rollouts import SUBJECT_MAX_CHARS
 from registry.services.labels import LABEL_NAME
 from registry.services.rules import (
     INSTRUCTION_MAX,
@@ -321,6 +322,13 @@ class SkillVersionQuerySerializer(serializers.Serializer):
     source = serializers.ChoiceField(
         choices=SkillSource.choices, required=False, help_text="Read this source's skill instead of the effective one."
     )
+    subject = serializers.CharField(
+        required=False,
+        min_length=1,
+        max_length=SUBJECT_MAX_CHARS,
+        help_text="Who the read is for, when the label has a rollout: the same subject always gets the same "
+        "version (default: the token). The `X-Skill-Version` header says which version was served.",
+    )
 
     def validate(self, attrs):
         if attrs.get("label") and attrs.get("version"):
@@ -420,6 +428,13 @@ class DiffSerializer(serializers.Serializer):
 class LabelMoveInputSerializer(serializers.Serializer):
     version = WholeNumberField(min_value=1, max_value=2**31 - 1)
     source = serializers.ChoiceField(choices=SkillSource.choices, required=False)
+    weight = WholeNumberField(
+        required=False,
+        min_value=0,
+        max_value=100,
+        help_text="Roll `version` out to this share (%) of subjects, keeping the label on its stable version; "
+        "without it the label moves (and any rollout ends).",
+    )
     override_reason = _text(
         required=False,
         max_length=1000,
@@ -442,6 +457,12 @@ class LabelSerializer(serializers.Serializer):
     previous_version = serializers.IntegerField(allow_null=True, required=False)
     updated_by = _text(allow_null=True)
     updated_at = serializers.DateTimeField()
+    canary_version = serializers.IntegerField(
+        allow_null=True, help_text="The version a rollout sends `weight`% of subjects to."
+    )
+    weight = serializers.IntegerField(help_text="Share (%) of subjects reading the canary; 0 without a rollout.")
+    rollout_started_at = serializers.DateTimeField(allow_null=True)
+    rolled_back_at = serializers.DateTimeField(allow_null=True, help_text="When the guard set the weight to 0.")
 
 
 class LabelHistorySerializer(serializers.Serializer):
@@ -623,7 +644,10 @@ class ResolveInputSerializer(serializers.Serializer):
     label = LabelField(allow_null=True, default=None)
     forced_skill = _text(required=False, allow_null=True, allow_blank=True, default=None, max_length=128)
     context = ContextField(
-        required=False, default=dict, help_text="seed 001 context: toolName, error, taskDescription, command."
+        required=False,
+        default=dict,
+        help_text="seed 001 context: toolName, error, taskDescription, command; `subject` picks the side of "
+        "each label rollout (the same subject always gets the same versions).",
     )
     max_skills = WholeNumberField(required=False, allow_null=True, default=None, min_value=0, max_value=10_000)
     max_chars = WholeNumberField(required=False, allow_null=True, default=None, min_value=0, max_value=10_000_000)
@@ -652,6 +676,9 @@ class ResolvedSkillSerializer(serializers.Serializer):
     reasons = serializers.ListField(child=_text())
     forced_by = serializers.ListField(child=_text(), help_text='"forced_skill" and/or names of fired rules.')
     described = serializers.BooleanField(help_text="False when the budget left its description out.")
+    canary = serializers.BooleanField(
+        help_text="True when `version` is the canary of the label's rollout, given to `context.subject`."
+    )
 
 
 class TruncationSerializer(serializers.Serializer):

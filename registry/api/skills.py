@@ -21,7 +21,9 @@ from registry.api.base import ApiView, RawApiView, SafeJSONParser, ZipParser, if
 from registry.api.schema import Responses, errors
 from registry.errors import ApplicationError, InvalidBundle, NotFound
 from registry.models import Skill, SkillSource, SkillVersion
+from registry.readmodel.rollouts import subject_of
 from registry.services.labels import LABEL_NAME, label_delete, label_move, label_name_check
+from registry.services.rollouts import label_rollout_abort, label_rollout_set
 from registry.services.rules import SKILL_REFERENCE
 from registry.services.skills import registry_limits, skill_set_enabled, skill_version_publish
 from registry.skillformat.bundle import Bundle, bundle_from_parts, read_zip
@@ -185,8 +187,9 @@ class SkillDetailApi(ApiView):
     )
     def get(self, request, name: str):
         skill, query = self.skill_and_params(name, s.SkillVersionQuerySerializer)
-        version = selectors.skill_version_for(skill=skill, label=query.get("label"), number=query.get("version"))
-        return Response(s.SkillDetailSerializer(selectors.skill_version_detail(skill=skill, version=version)).data)
+        version = self.served_version(skill, query)
+        detail = s.SkillDetailSerializer(selectors.skill_version_detail(skill=skill, version=version)).data
+        return Response(detail, headers={"X-Skill-Version": str(version.number)})
 
     @extend_schema(
         operation_id="skills_partial_update",
@@ -218,11 +221,13 @@ class SkillMarkdownApi(RawApiView):
         params = fastpath.version_params(request)
         if params is None or any(ord(char) < 32 for char in name):
             return None
-        generation = fastpath.bearer_generation(request, READ)
-        if generation is None:
+        found = fastpath.bearer_generation(request, READ)
+        if found is None:
             return None
+        generation, token_id = found
+        subject = subject_of(given=params.pop("subject", None), token=token_id)
         try:
-            raw = selectors.skill_md_raw(name=name, generation=generation, **params)
+            raw = selectors.skill_md_raw(name=name, generation=generation, subject=subject, **params)
         except ApplicationError:
             return None  # the DRF path answers with the proper JSON error
         return raw_response(
@@ -247,6 +252,7 @@ class SkillMarkdownApi(RawApiView):
             source=query.validated_data.get("source"),
             label=query.validated_data.get("label"),
             number=query.validated_data.get("version"),
+            subject=self.subject(query.validated_data),
         )
         return raw_response(
             request, raw.content, raw.etag, "text/markdown; charset=utf-8", extra={"X-Skill-Version": str(raw.version)}
@@ -281,11 +287,15 @@ class SkillFileApi(RawApiView):
     )
     def get(self, request, name: str, path: str):
         skill, query = self.skill_and_params(name, s.SkillVersionQuerySerializer)
-        version = selectors.skill_version_for(skill=skill, label=query.get("label"), number=query.get("version"))
+        version = self.served_version(skill, query)
         if path == "SKILL.md":
             content = version.skill_md.encode("utf-8")
             return raw_response(
-                request, content, f'"{hashlib.sha256(content).hexdigest()}"', "text/markdown; charset=utf-8"
+                request,
+                content,
+                f'"{hashlib.sha256(content).hexdigest()}"',
+                "text/markdown; charset=utf-8",
+                extra={"X-Skill-Version": str(version.number)},
             )
         item = selectors.version_file(version, path)
         content = bytes(item.blob.content)
@@ -316,10 +326,10 @@ class SkillBundleApi(RawApiView):
     )
     def get(self, request, name: str):
         skill, query = self.skill_and_params(name, s.SkillVersionQuerySerializer)
-        version = selectors.skill_version_for(skill=skill, label=query.get("label"), number=query.get("version"))
+        version = self.served_version(skill, query)
         known = selectors.bundle_zip_etag(skill=skill, version=version)
         if known and if_none_match(request, known):
-            return not_modified(known)
+            return not_modified(known, extra={"X-Skill-Version": str(version.number)})
         bundle = selectors.bundle_zip(skill=skill, version=version)
         filename = f"{skill.name}-v{version.number}.zip"
         return raw_response(
@@ -327,7 +337,7 @@ class SkillBundleApi(RawApiView):
             bundle.content,
             bundle.etag,
             "application/zip",
-            extra={"Content-Disposition": f'attachment; filename="{filename}"'},
+            extra={"Content-Disposition": f'attachment; filename="{filename}"', "X-Skill-Version": str(version.number)},
         )
 
 
@@ -437,21 +447,33 @@ class SkillLabelApi(ApiView):
         operation_id="skills_labels_move",
         request=s.LabelMoveInputSerializer,
         responses={200: s.LabelSerializer, **errors(400, 401, 403, 404, 409, 413, 415)},
-        summary="Point a label at a version (atomic; recorded in the label history). A label policy may "
-        "refuse it: 403 for a role it does not name, 409 with the unmet eval checks.",
+        summary="Point a label at a version, or with `weight` roll the version out to that share of subjects "
+        "(atomic; recorded in the label history). A label policy may refuse moving, starting or raising: 403 "
+        "for a role it does not name, 409 with the unmet eval checks.",
     )
     def put(self, request, name: str, label: str):
         skill, body = self.skill_and_params(name, s.LabelMoveInputSerializer, body=True)
         label_name_check(label)
         previous = selectors.skill_labels(skill).get(label)
-        moved = label_move(
-            skill=skill,
-            label=label,
-            version_number=body["version"],
-            actor=self.actor(),
-            role=self.acting_role(),
-            override_reason=body.get("override_reason"),
-        )
+        if body.get("weight") is None:
+            moved = label_move(
+                skill=skill,
+                label=label,
+                version_number=body["version"],
+                actor=self.actor(),
+                role=self.acting_role(),
+                override_reason=body.get("override_reason"),
+            )
+        else:
+            moved = label_rollout_set(
+                skill=skill,
+                label=label,
+                version_number=body["version"],
+                weight=body["weight"],
+                actor=self.actor(),
+                role=self.acting_role(),
+                override_reason=body.get("override_reason"),
+            )
         return Response(s.LabelSerializer(selectors.label_pointer(moved, skill=skill, previous_version=previous)).data)
 
     @extend_schema(
@@ -464,3 +486,20 @@ class SkillLabelApi(ApiView):
         skill, _ = self.skill_and_params(name, s.LabelSourceQuerySerializer)
         label_delete(skill=skill, label=label, actor=self.actor(), role=self.acting_role())
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+@NAME_PATH
+@LABEL_PATH
+class SkillLabelRolloutApi(ApiView):
+    required_scopes = {"DELETE": WRITE}
+
+    @extend_schema(
+        operation_id="skills_labels_rollout_abort",
+        parameters=[s.LabelSourceQuerySerializer],
+        responses={200: s.LabelSerializer, **errors(400, 401, 403, 404)},
+        summary="Abort a label's rollout: every subject reads the stable version again.",
+    )
+    def delete(self, request, name: str, label: str):
+        skill, _ = self.skill_and_params(name, s.LabelSourceQuerySerializer)
+        ended = label_rollout_abort(skill=skill, label=label, actor=self.actor())
+        return Response(s.LabelSerializer(selectors.label_pointer(ended, skill=skill)).data)

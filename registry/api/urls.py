@@ -18,6 +18,11 @@ urlpatterns = [
     path("skills/<str:name>/diff", skills.SkillDiffApi.as_view(), name="api-skill-diff"),
     path("skills/<str:name>/labels", skills.SkillLabelListApi.as_view(), name="api-skill-labels"),
     path("skills/<str:name>/labels/<str:label>", skills.SkillLabelApi.as_view(), name="api-skill-label"),
+    path(
+        "skills/<str:name>/labels/<str:label>/rollout",
+        skills.SkillLabelRolloutApi.as_view(),
+        name="api-skill-label-rollout",
+    ),
     path("label-policies", label_policies.LabelPolicyListApi.as_view(), name="api-label-policies"),
     path("label-policies/<str:label>", label_policies.LabelPolicyApi.as_view(), name="api-label-policy"),
     path("rules", rules.RuleListCreateApi.as_view(), name="api-rules"),

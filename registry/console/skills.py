@@ -35,9 +35,11 @@ from registry.selectors.analytics import AnalyticsFilter, SkillStats, skill_anal
 from registry.selectors.evals import eval_latest_per_version
 from registry.selectors.label_policies import label_policy_list
 from registry.selectors.resolve import render_prompt_block
+from registry.selectors.rollouts import skill_rollbacks, skill_rollout_panels
 from registry.services.audit import Actor
 from registry.services.label_policies import label_policy_enforce
 from registry.services.labels import label_delete, label_move, label_name_check
+from registry.services.rollouts import label_rollout_abort, label_rollout_set
 from registry.services.skills import (
     PublishResult,
     SkillMdCheck,
@@ -153,6 +155,7 @@ def _page_context(skill: Skill) -> dict:
         "skill": skill,
         "shadowing": Shadowing(winner=winner, others=others),
         "qs": "" if resolved.pk == skill.pk else f"?source={skill.source}",
+        "rollbacks": skill_rollbacks(skill),  # the guard's banner
     }
 
 
@@ -654,6 +657,7 @@ def _versions_page(request, skill: Skill, *, refusal: ApplicationError | None = 
         "production": labels.get("production"),
         "served": selectors.skill_version_for(skill=skill).number,  # what a reader naming no label gets
         "history": selectors.skill_label_history(skill, limit=50),
+        "rollouts": skill_rollout_panels(skill),
         "policies": label_policy_list(),
         "refusal": refusal,
         "attempt": attempt,
@@ -725,6 +729,44 @@ def skill_labels(request, name: str):
     return redirect(versions_url)
 
 
+@console_view(scope=WRITE)
+def skill_rollout(request, name: str):
+    """Start, raise or lower (`set`), promote or abort a label's rollout, through the services
+    the API calls; a policy refusal comes back as a message on the versions page."""
+    if request.method != "POST":
+        return redirect(reverse("skill-versions", args=[name]))
+    skill = _skill(request, name)
+    label = request.POST.get("label", "production").strip()
+    action = request.POST.get("action", "set")
+    versions_url = _skill_url(skill, "skill-versions")
+    on_domain_error(request, lambda error: _flash_back(request, f"Rollout not changed: {error.detail}", versions_url))
+    actor, role = _actor(request), acting_role(user_roles(request.user))
+    reason = request.POST.get("override_reason") or None
+    if action == "abort":
+        label_rollout_abort(skill=skill, label=label, actor=actor)
+        messages.success(request, f"Aborted the rollout of {label}: every subject reads the stable version.")
+    elif action == "promote":
+        target = _version(skill, request.POST.get("version"))
+        label_move(
+            skill=skill, label=label, version_number=target.number, actor=actor, role=role, override_reason=reason
+        )
+        messages.success(request, f"Promoted v{target.number} to {label}: the rollout is over.")
+    else:
+        target = _version(skill, request.POST.get("version"))
+        weight = request.POST.get("weight", "")
+        label_rollout_set(
+            skill=skill,
+            label=label,
+            version_number=target.number,
+            weight=int(weight) if weight.isdecimal() else weight,  # the service names a bad one
+            actor=actor,
+            role=role,
+            override_reason=reason,
+        )
+        messages.success(request, f"v{target.number} now reaches {weight}% of {label}'s subjects.")
+    return redirect(versions_url)
+
+
 urlpatterns = [
     path("skills/", skill_list, name="skill-list"),
     path("skills/new/", skill_new, name="skill-new"),
@@ -732,6 +774,7 @@ urlpatterns = [
     path("skills/<str:name>/", skill_detail, name="skill-detail"),
     path("skills/<str:name>/edit/", skill_edit, name="skill-edit"),
     path("skills/<str:name>/versions/", skill_versions, name="skill-versions"),
+    path("skills/<str:name>/rollout/", skill_rollout, name="skill-rollout"),
     path("skills/<str:name>/diff/", skill_diff, name="skill-diff"),
     path("skills/<str:name>/labels/", skill_labels, name="skill-labels"),
     path("skills/<str:name>/enabled/", skill_enabled, name="skill-enabled"),

@@ -12,8 +12,9 @@ Two kinds of request ask, with the rules SPEC §4 gives each:
   `skill_version_for` the version (a number, a label that must exist, else production, else
   latest); `skill_md_raw` is the bytes of it, kept per generation.
 
-A rollout that picks a version per subject extends `skill_served` (and the snapshot key) with the
-request's subject; every reader then follows.
+A label's rollout (registry/readmodel/rollouts.py) sends a share of subjects to its canary: for
+the registry's skills as pins (`subject_pins`, so the snapshot and every cache are keyed by the
+side, not the subject), for one named skill through `skill_version_for(canary=...)`.
 """
 
 from __future__ import annotations
@@ -26,17 +27,22 @@ from registry.errors import NotFound
 from registry.models import Label, Skill, SkillVersion
 from registry.readmodel.effective import requested_label, skill_representative, skills_by_name
 from registry.readmodel.memo import GenerationMemo
+from registry.readmodel.rollouts import subject_canary, subject_pins
 from registry.readmodel.skill import EffectiveSkill
 from registry.readmodel.snapshot import Pins, registry_snapshot
 from registry.selectors.generation import current_generation
 
 
-def skill_served(*, name: str, label: str | None = None, pins: Pins | None = None) -> EffectiveSkill | None:
-    """Which version of which skill a request at `label` (with `pins`) gets for `name`, or None
-    when no skill of that name is in effect there (every source disabled, the SKILL.md at that
-    version says `enabled: false`, or a pinned version the skill does not have). Costs no query
-    once the snapshot of this generation is built."""
-    return registry_snapshot(label=label, pins=pins).by_name.get(name)
+def skill_served(
+    *, name: str, label: str | None = None, pins: Pins | None = None, subject: str | None = None
+) -> EffectiveSkill | None:
+    """Which version of which skill a request at `label` (with `pins`, for `subject`) gets for
+    `name`, or None when no skill of that name is in effect there (every source disabled, the
+    SKILL.md at that version says `enabled: false`, or a pinned version the skill does not
+    have). Costs no query once the snapshot of this generation is built."""
+    generation = current_generation()
+    pins = subject_pins(label=label, subject=subject, pins=pins, generation=generation)
+    return registry_snapshot(label=label, generation=generation, pins=pins).by_name.get(name)
 
 
 def skill_version_of(skill: EffectiveSkill | None) -> SkillVersion | None:
@@ -46,10 +52,15 @@ def skill_version_of(skill: EffectiveSkill | None) -> SkillVersion | None:
     return SkillVersion.objects.select_related("skill").filter(skill_id=skill.skill_id, number=skill.version).first()
 
 
-def skill_version_for(*, skill: Skill, label: str | None = None, number: int | None = None) -> SkillVersion:
+def skill_version_for(
+    *, skill: Skill, label: str | None = None, number: int | None = None, canary: int | None = None
+) -> SkillVersion:
     """The version a request that names this skill gets (the REST reads, `read_skill` by
     source): an explicit number, a label (NotFound when the skill does not carry it), else
-    `production` if set, else latest."""
+    `production` if set, else latest. `canary` is the version the label's rollout gives the
+    request's subject (`subject_canary`), read in place of the label's stable one."""
+    if number is None and canary is not None:
+        number = canary
     if number is not None:
         version = skill.versions.filter(number=number).first()
         if version is None:
@@ -127,20 +138,22 @@ def skill_md_raw(
     label: str | None = None,
     number: int | None = None,
     generation: int | None = None,
+    subject: str | None = None,
 ) -> RawSkillMd:
-    """The exact SKILL.md bytes a reader gets, with their ETag.
+    """The exact SKILL.md bytes a reader (`subject`) gets, with their ETag.
 
-    Kept per process, keyed by the current registry generation: a hit costs no ORM work, and
-    any publish, label move or enable/disable changes the key, so a stale answer is impossible
-    across processes.
+    Kept per process, keyed by the current registry generation and the rollout side, never the
+    subject: a hit costs no ORM work, and any publish, label move or enable/disable changes the
+    key, so a stale answer is impossible across processes.
     """
     generation = current_generation() if generation is None else generation
-    key = (generation, name, source, label, number)
+    canary = None if number is not None else subject_canary(name=name, source=source, label=label, subject=subject)
+    key = (generation, name, source, label, number, canary)
     found = _RAW.get(key)
     if found is not None:
         return found
     skill = skill_get(name=name, source=source)
-    version = skill_version_for(skill=skill, label=label, number=number)
+    version = skill_version_for(skill=skill, label=label, number=number, canary=canary)
     content = version.skill_md.encode("utf-8")
     raw = RawSkillMd(
         content=content, etag=f'"{hashlib.sha256(content).hexdigest()}"', name=skill.name, version=version.number

@@ -241,9 +241,35 @@ def _pinned_snapshot(generation: int, label: str | None, pins: tuple[tuple[str, 
         return found
     base = registry_snapshot(label=label, generation=generation)
     names = frozenset(name for name, _ in pins)
-    entries = effective_skills(label=label, names=names, pins=dict(pins))
+    entries = _pinned_entries(generation, label, pins)
     snapshot = snapshot_advance(
         base, generation=generation, delta=RegistryDelta(skills=names, rules=False), entries=entries, rules=None
     )
     _PINNED_SNAPSHOTS.put((generation, label, pins), snapshot)
     return snapshot
+
+
+# Each pinned skill's entry, kept per generation: a rollout's subjects fall into many combinations
+# of sides (two per rollout), and each combination's snapshot is built from the same few entries.
+_PINNED_ENTRIES: GenerationMemo[tuple[EffectiveSkill, ...]] = GenerationMemo(maxsize=1024)
+
+
+def _pinned_entries(generation: int, label: str | None, pins: tuple[tuple[str, int], ...]) -> list[EffectiveSkill]:
+    """The entries of the pinned skills (a pin the skill cannot take has none), read in one query
+    for those not read before at this generation."""
+    found: list[EffectiveSkill] = []
+    missing: dict[str, int] = {}
+    for name, number in pins:
+        held = _PINNED_ENTRIES.get((generation, label, name, number))
+        if held is None:
+            missing[name] = number
+        else:
+            found.extend(held)
+    if missing:
+        read = {entry.name: entry for entry in effective_skills(label=label, names=missing, pins=missing)}
+        for name, number in missing.items():
+            entry = read.get(name)
+            _PINNED_ENTRIES.put((generation, label, name, number), (entry,) if entry else ())
+            if entry is not None:
+                found.append(entry)
+    return found

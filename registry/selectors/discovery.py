@@ -21,9 +21,11 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from django.core.cache import cache
-from django.db.models import Count, F, QuerySet
+from django.db.models import Count, F, Q, QuerySet
 
 from registry.models import Label, SkillVersion
+from registry.readmodel.rollouts import subject_pins
+from registry.readmodel.snapshot import Pins
 from registry.selectors.resolve import cache_namespace, registry_snapshot, skill_effective, skill_version_effective
 from registry.selectors.skills import EffectiveSkill
 from registry.selectors.versions import version_bundle
@@ -81,20 +83,25 @@ def artifact_url(*, name: str, type: str) -> str:
     return f"{name}/{SKILL_MD}" if type == SKILL_MD_TYPE else f"{name}{ARCHIVE_SUFFIX}"
 
 
-def _published(label: str, names: list[str] | None = None) -> list[EffectiveSkill]:
-    """The effective skills at `label` that the label points to (every one for `latest`),
-    with publishable names, by name; with `names`, only those."""
+def _published(label: str, names: list[str] | None = None, *, pins: Pins | None = None) -> list[EffectiveSkill]:
+    """The effective skills at `label` that the label points to (every one for `latest`), or
+    that its rollout gives the reader (`pins`, from `subject_pins`), with publishable names, by
+    name; with `names`, only those."""
     if names is None:
         # One snapshot for the whole listing: every entry as of one generation, read once.
-        effective: list[EffectiveSkill] = list(registry_snapshot(label=label).skills)
+        effective: list[EffectiveSkill] = list(registry_snapshot(label=label, pins=pins).skills)
     else:
-        effective = [skill for name in names if (skill := skill_effective(name=name, label=label))]
+        effective = [skill for name in names if (skill := skill_effective(name=name, label=label, pins=pins))]
     pointed = None
     if label != LATEST:
         pointers = Label.objects.filter(name=label)
         if names is not None:
             pointers = pointers.filter(skill__name__in=names)
-        pointed = set(pointers.values_list("skill_id", "version__number"))
+        pointed = set()
+        for skill_id, stable, canary in pointers.values_list("skill_id", "version__number", "canary_version__number"):
+            pointed.add((skill_id, stable))
+            if canary is not None:
+                pointed.add((skill_id, canary))
     return sorted(
         (
             skill
@@ -130,20 +137,21 @@ def _versions_at(label: str) -> QuerySet[SkillVersion]:
     versions `_published` skills are at."""
     if label == LATEST:
         return SkillVersion.objects.filter(number=F("skill__latest_version"))
-    return SkillVersion.objects.filter(labels__name=label)
+    return SkillVersion.objects.filter(Q(labels__name=label) | Q(canary_labels__name=label)).distinct()
 
 
-def discovery_index(*, label: str) -> list[DiscoveryEntry]:
-    """The index's skills at `label`, by name. Digests are remembered per version, so a listing
-    reads the content only of versions it has not seen (in one query, zips' files aside)."""
-    skills = _published(label)
+def discovery_index(*, label: str, subject: str | None = None) -> list[DiscoveryEntry]:
+    """The index's skills at `label` as `subject` gets them (a label's rollout), by name.
+    Digests are remembered per version, so a listing reads the content only of versions it has
+    not seen (in one query, zips' files aside)."""
+    skills = _published(label, pins=subject_pins(label=label, subject=subject))
     if not skills:
         return []
     rows = {
         (row["skill_id"], row["number"]): row
         for row in _versions_at(label)
         .filter(skill_id__in=[skill.skill_id for skill in skills])
-        .annotate(file_count=Count("files"))
+        .annotate(file_count=Count("files", distinct=True))
         .values("id", "skill_id", "number", "fingerprint", "file_count")
     }
     listed = []
@@ -180,13 +188,14 @@ class DiscoveryTarget:
     known_digest: str | None
 
 
-def discovery_target(*, label: str, name: str, type: str) -> DiscoveryTarget | None:
-    """The artifact of `type` the index lists for `name` at `label` (SKILL.md is also served for
-    a skill listed as an archive: it is the skill's first file), or None when `name` is not
-    published there or is not listed as that type."""
-    if not _published(label, names=[name]):
+def discovery_target(*, label: str, name: str, type: str, subject: str | None = None) -> DiscoveryTarget | None:
+    """The artifact of `type` the index lists for `name` at `label` for `subject` (SKILL.md is
+    also served for a skill listed as an archive: it is the skill's first file), or None when
+    `name` is not published there or is not listed as that type."""
+    pins = subject_pins(label=label, subject=subject)
+    if not _published(label, names=[name], pins=pins):
         return None
-    version = skill_version_effective(name=name, label=label)
+    version = skill_version_effective(name=name, label=label, pins=pins)
     if version is None:
         return None
     if type != SKILL_MD_TYPE and type != _artifact_type(version.files.count()):

@@ -45,6 +45,7 @@ from registry.models import SkillVersion
 from registry.readmodel.results import ResultCache
 from registry.readmodel.results import cache_namespace as cache_namespace
 from registry.readmodel.results import registry_caches_reset as registry_caches_reset
+from registry.readmodel.rollouts import canary_names, subject_of, subject_pins
 from registry.readmodel.served import skill_served, skill_version_of
 from registry.readmodel.skill import EffectiveSkill
 from registry.readmodel.snapshot import Pins, RuleEntry, Snapshot
@@ -79,6 +80,7 @@ class ResolvedSkill:
     reasons: tuple[str, ...] = ()
     forced_by: tuple[str, ...] = ()  # "forced_skill" and/or the names of fired rules
     described: bool = True  # false when the budget dropped its description from the prompt block
+    canary: bool = False  # read at its label's rollout canary, not the stable version
 
 
 @dataclass(frozen=True)
@@ -144,6 +146,7 @@ def _resolved_fields(resolved: ResolvedSkill) -> dict[str, Any]:
         "reasons": list(resolved.reasons),
         "forced_by": list(resolved.forced_by),
         "described": resolved.described,
+        "canary": resolved.canary,
     }
 
 
@@ -368,15 +371,20 @@ def resolve(
     pins: Pins | None = None,
 ) -> ResolveResult:
     """The skills, prompt block, rule instructions and fired rules for one agent turn (cached);
-    the skills named in `pins` at those versions."""
+    the skills named in `pins` at those versions, and those whose label has a rollout at the
+    version `context.subject` gets (registry/readmodel/rollouts.py)."""
     max_skills = settings.MAX_SKILLS_IN_PROMPT if max_skills is None else max_skills
     max_chars = settings.MAX_PROMPT_CHARS if max_chars is None else max_chars
     generation = current_generation()
+    context = dict(context or {})
+    subject = context.pop("subject", None)
+    # Keyed by the versions the subject reads, never the subject: subjects on one side share results.
+    pins = subject_pins(label=label, subject=subject_of(given=subject), pins=pins, generation=generation)
     inputs = {
         "query": query,
         "label": label,
         "forced_skill": forced_skill,
-        "context": dict(context or {}),
+        "context": context,
         "max_skills": max_skills,
         "max_chars": max_chars,
         "pins": sorted((pins or {}).items()),
@@ -414,6 +422,7 @@ def _resolve(
 ) -> ResolveResult:
     if snapshot is None:
         snapshot = registry_snapshot(label=label, generation=generation, pins=pins)
+    canaries = canary_names(label=label, pins=pins or {}, generation=generation)
     matched = rules_fire_in_budget(query, snapshot)
     forced = forced_skills(snapshot, forced_skill=forced_skill, fired=matched.fired)
     ranking = rank_for_block(
@@ -431,6 +440,7 @@ def _resolve(
         ranking=ranking,
         max_skills=max_skills,
         max_chars=max_chars,
+        canaries=canaries,
     )
 
 
@@ -490,8 +500,10 @@ def resolve_result(
     ranking: Ranking,
     max_skills: int,
     max_chars: int,
+    canaries: frozenset[str] = frozenset(),
 ) -> ResolveResult:
-    """The result for a ranking: the prompt block over its head, and the skills that block lists."""
+    """The result for a ranking: the prompt block over its head, and the skills that block lists
+    (`canaries` read at their rollout's canary version)."""
     block = render_prompt_block(
         ranking.ordered, max_skills=max_skills, max_chars=max_chars, forced=forced.by, total=ranking.total
     )
@@ -504,6 +516,7 @@ def resolve_result(
             reasons=tuple(matches[s.name].reasons) if s.name in matches else (),
             forced_by=tuple(forced.by.get(s.name, ())),
             described=s.name in block.described,
+            canary=s.name in canaries,
         )
         for s in ranking.ordered
         if s.name in included

@@ -136,6 +136,10 @@ class LabelPointer:
     previous_version: int | None
     updated_by: str | None
     updated_at: dt.datetime
+    canary_version: int | None = None  # a rollout's: `weight`% of subjects read it
+    weight: int = 0
+    rollout_started_at: dt.datetime | None = None
+    rolled_back_at: dt.datetime | None = None
 
 
 def label_pointer(label: Label, *, skill: Skill, previous_version: int | None = None) -> LabelPointer:
@@ -147,6 +151,10 @@ def label_pointer(label: Label, *, skill: Skill, previous_version: int | None = 
         previous_version=previous_version,
         updated_by=_username(label.updated_by),
         updated_at=label.updated_at,
+        canary_version=label.canary_number,
+        weight=label.weight,
+        rollout_started_at=label.rollout_started_at,
+        rolled_back_at=label.rolled_back_at,
     )
 
 
@@ -161,7 +169,10 @@ def skill_label_state(skill: Skill) -> SkillLabels:
     """A skill's labels and the last 200 moves (the API's label list)."""
     return SkillLabels(
         skill=skill,
-        labels=[label_pointer(label, skill=skill) for label in skill.labels.select_related("version", "updated_by")],
+        labels=[
+            label_pointer(label, skill=skill)
+            for label in skill.labels.select_related("version", "canary_version", "updated_by")
+        ],
         history=skill_label_history(skill),
     )
 

@@ -77,11 +77,12 @@ def label_move(
             overridden = label_policy_enforce(
                 skill=skill, label=label, version=version, actor=actor, role=role, override_reason=override_reason
             )
+        promoted = current is not None and current.canary_version_id == version.pk
         current = _label_point(skill=skill, label=label, current=current, version=version, actor=actor)
         label_history_record(
             skill=skill,
             label=label,
-            kind=LabelChange.OVERRIDE if overridden else LabelChange.MOVE,
+            kind=LabelChange.OVERRIDE if overridden else LabelChange.PROMOTE if promoted else LabelChange.MOVE,
             from_version=before,
             to_version=version.number,
             actor=actor,
@@ -113,7 +114,8 @@ def _label_point(*, skill: Skill, label: str, current: Label | None, version: Sk
         return Label.objects.create(skill=skill, name=label, version=version, updated_by=actor.user_or_none)
     current.version = version
     current.updated_by = actor.user_or_none
-    current.save(update_fields=["version", "updated_by", "updated_at"])
+    current.rollout_end()  # promoting a canary is moving the label to it; any other move replaces it
+    current.save()
     return current
 
 
