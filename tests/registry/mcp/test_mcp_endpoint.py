@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Literal
 from urllib.parse import unquote
 
@@ -98,7 +99,10 @@ def run_host(url: str, token: str, revision: str, steps) -> Any:
                     assert session.protocol_version == revision
                     return await steps(Host(session), connected)
 
-    return anyio.run(main)
+    # The browser tests' Playwright leaves an event loop running in the main thread for the rest
+    # of the session, where a second one cannot start: the host runs in a thread of its own.
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(anyio.run, main).result()
 
 
 def _sha(content: bytes) -> str:
