@@ -231,11 +231,11 @@ async def resource_read(
         if b"\x00" in content:
             raise UnicodeDecodeError("utf-8", content, 0, 1, "NUL byte")
         contents = types.TextResourceContents(
-            uri=params.uri, mime_type=mime_type, text=content.decode("utf-8"), meta=meta
+            uri=params.uri, mime_type=mime_type, text=content.decode("utf-8"), _meta=meta
         )
     except UnicodeDecodeError:
         contents = types.BlobResourceContents(
-            uri=params.uri, mime_type=mime_type, blob=base64.b64encode(content).decode("ascii"), meta=meta
+            uri=params.uri, mime_type=mime_type, blob=base64.b64encode(content).decode("ascii"), _meta=meta
         )
     return types.ReadResourceResult(contents=[contents], ttl_ms=TTL_MS, cache_scope=CACHE_SCOPE)
 
