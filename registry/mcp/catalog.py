@@ -4,7 +4,9 @@ bytes, and a directory's children. Reads only.
 
 "Which version" is the read model's answer (`registry/selectors/resolve.py`): the entries are the
 resolve snapshot's skills, so `/mcp`, `POST /resolve` and the REST reads agree on what a label
-serves. Digests and sizes are those of the exact bytes `resources/read` returns: the stored blob
+serves. During a label's rollout a catalogue is the subject's: the skills its bucket puts on the
+canary are read at the canary (`registry/readmodel/rollouts.py`), as the REST reads serve them.
+Digests and sizes are those of the exact bytes `resources/read` returns: the stored blob
 of each file (a link's target, as the REST file endpoint serves it) and SKILL.md as UTF-8.
 """
 
@@ -21,6 +23,7 @@ from django.db.models import Q
 
 from registry.models import Blob, SkillFile, SkillVersion
 from registry.readmodel.memo import GenerationMemo
+from registry.readmodel.rollouts import canary_names, subject_pins
 from registry.selectors.generation import current_generation
 from registry.selectors.resolve import cache_namespace, registry_snapshot
 from registry.selectors.skills import EffectiveSkill
@@ -74,9 +77,12 @@ class SkillEntry:
             )
         return None
 
-    def as_wire(self) -> dict[str, Any]:
+    def as_wire(self, *, canary: bool) -> dict[str, Any]:
+        """The extension's Skill object; its `_meta` says which version is served and whether it
+        is the canary of the label's rollout."""
         return {
             "uri": self.uri,
+            "_meta": {"version": self.version, "canary": canary},
             "frontmatter": self.frontmatter,
             "resources": [
                 {"uri": file_uri(self.name, f.path), "digest": f"sha256:{f.sha256}", "size": f.size} for f in self.files
@@ -173,41 +179,42 @@ class SkillCatalog:
     entries: tuple[SkillEntry, ...]  # sorted by name, as pages are cut
     by_name: dict[str, SkillEntry]
     listed: tuple[SkillEntry, ...]  # those within the extension's limits: what `skills/list` lists
+    canary: frozenset[str]  # the skills served at their rollout's canary
+
+    def is_canary(self, entry: SkillEntry) -> bool:
+        return entry.name in self.canary
 
 
-# Per label, the newest generation's catalogue: listing, getting or reading a skill at 1,000
-# skills costs no query for the entries until the registry changes.
-_CATALOGS: GenerationMemo[SkillCatalog] = GenerationMemo(maxsize=8)
+# Per label and rollout sides, the newest generation's catalogue: listing, getting or reading a
+# skill at 1,000 skills costs no query for the entries until the registry changes.
+_CATALOGS: GenerationMemo[SkillCatalog] = GenerationMemo(maxsize=32)
 
 
-def mcp_skill_catalog(*, label: str | None = None) -> SkillCatalog:
-    """Every effective enabled skill at `label` (each skill's served version without one)."""
-    # The namespace changes when the registry's caches are reset (a restored database repeats
+def mcp_skill_catalog(*, label: str | None = None, subject: str | None = None) -> SkillCatalog:
+    """Every effective enabled skill at `label` (each skill's served version without one), the
+    canary where the label's rollout puts `subject` on it."""
+    generation = current_generation()
+    pins = subject_pins(label=label, subject=subject, generation=generation)
+    # Keyed by the versions read, never the subject: subjects on one side share a catalogue. The
+    # namespace changes when the registry's caches are reset (a restored database repeats
     # generation numbers), as resolve results' keys do.
-    key = (current_generation(), cache_namespace(), label)
+    key = (generation, cache_namespace(), label, tuple(sorted(pins.items())))
     found = _CATALOGS.get(key)
     if found is None:
-        skills = registry_snapshot(label=label, generation=key[0]).skills
+        skills = registry_snapshot(label=label, generation=generation, pins=pins).skills
         entries = tuple(sorted(_entries_for(skills), key=lambda entry: entry.name))
         found = SkillCatalog(
             entries=entries,
             by_name={entry.name: entry for entry in entries},
             listed=tuple(entry for entry in entries if entry.over_limits is None),
+            canary=canary_names(label=label, pins=pins, generation=generation),
         )
         _CATALOGS.put(key, found)
     return found
 
 
-def mcp_skill_entry(*, name: str, label: str | None = None) -> SkillEntry | None:
-    """The entry of the effective skill `name` at `label`, or None when none is served."""
-    return mcp_skill_catalog(label=label).by_name.get(name)
-
-
-def mcp_skill_file(*, name: str, path: str, label: str | None = None) -> bytes | None:
-    """The exact bytes of one file of the effective skill `name` at `label`, or None."""
-    entry = mcp_skill_entry(name=name, label=label)
-    if entry is None:
-        return None
+def mcp_skill_file(*, entry: SkillEntry, path: str) -> bytes | None:
+    """The exact bytes of one file of a served skill's entry, or None when it has no such file."""
     if path == SKILL_MD:
         found = SkillVersion.objects.filter(skill_id=entry.skill_id, number=entry.version)
         skill_md = found.values_list("skill_md", flat=True).first()
@@ -225,12 +232,9 @@ class DirectoryChild:
     is_directory: bool
 
 
-def mcp_skill_directory(*, name: str, path: str, label: str | None = None) -> list[DirectoryChild] | None:
-    """The direct children of a directory of the effective skill `name` ("" is its root), or None
-    when the skill is not served or has no such directory."""
-    entry = mcp_skill_entry(name=name, label=label)
-    if entry is None:
-        return None
+def mcp_skill_directory(*, entry: SkillEntry, path: str) -> list[DirectoryChild] | None:
+    """The direct children of a directory of a served skill's entry ("" is its root), or None
+    when it has no such directory."""
     prefix = f"{path}/" if path else ""
     children: dict[str, bool] = {}
     for item in entry.files:

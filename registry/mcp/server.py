@@ -8,7 +8,9 @@ The transport is stateless (no `Mcp-Session-Id`): any web worker answers any req
 that initialized against one process is served by the next.
 
 The label a request reads at comes from the endpoint's `?label=`; the view sets it for the one
-request it serves (`mcp_serve`).
+request it serves (`mcp_serve`). So does the subject a label's rollout buckets by (`?subject=`,
+else the token, as the REST reads pick it), which a request may override in its own `_meta`
+(`io.skill-registry/subject`): a host serving many users reads each one's side of a rollout.
 """
 
 from __future__ import annotations
@@ -41,14 +43,15 @@ from registry.mcp.catalog import (
     file_uri,
     mcp_skill_catalog,
     mcp_skill_directory,
-    mcp_skill_entry,
     mcp_skill_file,
     parse_uri,
 )
+from registry.readmodel.rollouts import subject_of
 from registry.selectors.resolve import resolve
 from registry.skillformat.media_types import file_content_type, path_content_type
 
 SKILLS_EXTENSION = "io.modelcontextprotocol/skills"
+SUBJECT_META = "io.skill-registry/subject"
 
 # How long a host may treat a listing, entry or file as current. Short, because a label can move
 # at any time; a stale file is caught anyway by its digest, which the host re-checks.
@@ -58,6 +61,7 @@ CACHE_SCOPE: Literal["private"] = "private"
 PAGE_SIZE = 200
 
 _LABEL: ContextVar[str | None] = ContextVar("mcp_label", default=None)
+_SUBJECT: ContextVar[str | None] = ContextVar("mcp_subject", default=None)
 
 
 def _invalid(message: str) -> MCPError:
@@ -94,8 +98,28 @@ def _page(entries: Sequence[SkillEntry], cursor: str | None) -> tuple[Sequence[S
     return page, base64.urlsafe_b64encode(json.dumps({"after": page[-1].name}).encode()).decode("ascii")
 
 
-async def _catalog() -> SkillCatalog:
-    return await sync_to_async(mcp_skill_catalog)(label=_LABEL.get())
+def _subject(ctx: ServerRequestContext[Any, Any]) -> str | None:
+    """The request's own subject (`_meta`), else the endpoint's."""
+    given = (ctx.meta or {}).get(SUBJECT_META)
+    if given is None:
+        return _SUBJECT.get()
+    if not isinstance(given, str) or not given:
+        raise _invalid(f"_meta[{SUBJECT_META!r}] must be a non-empty string.")
+    return subject_of(given=given)
+
+
+async def _catalog(ctx: ServerRequestContext[Any, Any]) -> SkillCatalog:
+    return await sync_to_async(mcp_skill_catalog)(label=_LABEL.get(), subject=_subject(ctx))
+
+
+async def _entry(ctx: ServerRequestContext[Any, Any], uri: str) -> tuple[SkillCatalog, SkillEntry, str] | None:
+    """The catalogue, the served skill a `skill://` URI names and the path in it, or None."""
+    parsed = parse_uri(uri)
+    if parsed is None:
+        return None
+    catalog = await _catalog(ctx)
+    entry = catalog.by_name.get(parsed[0])
+    return None if entry is None else (catalog, entry, parsed[1])
 
 
 # --- the Skills Extension ------------------------------------------------------------------
@@ -110,33 +134,30 @@ class ReadDirectoryParams(types.PaginatedRequestParams):
 
 
 async def skills_list(ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams) -> dict[str, Any]:
-    page, next_cursor = _page((await _catalog()).listed, params.cursor)
-    result: dict[str, Any] = {"skills": [entry.as_wire() for entry in page]}
+    catalog = await _catalog(ctx)
+    page, next_cursor = _page(catalog.listed, params.cursor)
+    result: dict[str, Any] = {"skills": [entry.as_wire(canary=catalog.is_canary(entry)) for entry in page]}
     if next_cursor is not None:
         result["nextCursor"] = next_cursor
     return _cacheable(result)
 
 
 async def skills_get(ctx: ServerRequestContext[Any, Any], params: GetSkillParams) -> dict[str, Any]:
-    parsed = parse_uri(params.uri)
-    entry = None
-    if parsed is not None and parsed[1] == SKILL_MD:
-        entry = await sync_to_async(mcp_skill_entry)(name=parsed[0], label=_LABEL.get())
-    if entry is None:
+    found = await _entry(ctx, params.uri)
+    if found is None or found[2] != SKILL_MD:
         raise _invalid(f"No skill is served at {params.uri}")
+    catalog, entry, _ = found
     if (why := entry.over_limits) is not None:
         raise _invalid(f"{params.uri} is not served as a skill: {why}. Its files can still be read one by one.")
-    return _cacheable({"skill": entry.as_wire()})
+    return _cacheable({"skill": entry.as_wire(canary=catalog.is_canary(entry))})
 
 
 async def directory_read(ctx: ServerRequestContext[Any, Any], params: ReadDirectoryParams) -> dict[str, Any]:
-    parsed = parse_uri(params.uri)
-    children = None
-    if parsed is not None:
-        children = await sync_to_async(mcp_skill_directory)(name=parsed[0], path=parsed[1], label=_LABEL.get())
-    if children is None:
+    found = await _entry(ctx, params.uri)
+    children = None if found is None else mcp_skill_directory(entry=found[1], path=found[2])
+    if found is None or children is None:
         raise _invalid(f"{params.uri} is not a directory resource this server serves")
-    name = parsed[0] if parsed else ""
+    name = found[1].name
     return {
         "resultType": "complete",
         "resources": [
@@ -173,7 +194,7 @@ async def resources_list(
     ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
 ) -> types.ListResourcesResult:
     """One resource per skill, its SKILL.md; the other files are listed in its `skills/list` entry."""
-    page, next_cursor = _page((await _catalog()).entries, params.cursor if params else None)
+    page, next_cursor = _page((await _catalog(ctx)).entries, params.cursor if params else None)
     return types.ListResourcesResult(
         resources=[
             types.Resource(
@@ -194,23 +215,27 @@ async def resources_list(
 async def resource_read(
     ctx: ServerRequestContext[Any, Any], params: types.ReadResourceRequestParams
 ) -> types.ReadResourceResult:
-    parsed = parse_uri(params.uri)
+    found = await _entry(ctx, params.uri)
     content = None
-    if parsed is not None and parsed[1]:
-        content = await sync_to_async(mcp_skill_file)(name=parsed[0], path=parsed[1], label=_LABEL.get())
-    if content is None or parsed is None:
+    if found is not None and found[2]:
+        content = await sync_to_async(mcp_skill_file)(entry=found[1], path=found[2])
+    if found is None or content is None:
         raise _invalid(f"No resource is served at {params.uri}")
-    path = parsed[1]
+    catalog, entry, path = found
     mime_type = "text/markdown" if path == SKILL_MD else file_content_type(path, content).split(";")[0]
+    # Which version of the skill these bytes are, as skills/list says of its entry.
+    meta = {"version": entry.version, "canary": catalog.is_canary(entry)}
     contents: types.TextResourceContents | types.BlobResourceContents
     try:
         # Text only when the text's UTF-8 is these exact bytes (valid UTF-8 always is); NUL marks binary.
         if b"\x00" in content:
             raise UnicodeDecodeError("utf-8", content, 0, 1, "NUL byte")
-        contents = types.TextResourceContents(uri=params.uri, mime_type=mime_type, text=content.decode("utf-8"))
+        contents = types.TextResourceContents(
+            uri=params.uri, mime_type=mime_type, text=content.decode("utf-8"), _meta=meta
+        )
     except UnicodeDecodeError:
         contents = types.BlobResourceContents(
-            uri=params.uri, mime_type=mime_type, blob=base64.b64encode(content).decode("ascii")
+            uri=params.uri, mime_type=mime_type, blob=base64.b64encode(content).decode("ascii"), _meta=meta
         )
     return types.ReadResourceResult(contents=[contents], ttl_ms=TTL_MS, cache_scope=CACHE_SCOPE)
 
@@ -344,9 +369,11 @@ class AsgiExchange:
                 self._done.set()
 
 
-async def mcp_serve(*, scope: dict[str, Any], body: bytes, label: str | None) -> AsgiExchange:
-    """Serve one Streamable HTTP request (JSON responses, no session) at `label`."""
+async def mcp_serve(*, scope: dict[str, Any], body: bytes, label: str | None, subject: str | None) -> AsgiExchange:
+    """Serve one Streamable HTTP request (JSON responses, no session) at `label`, for `subject`
+    unless the request names its own."""
     _LABEL.set(label)
+    _SUBJECT.set(subject)
     exchange = AsgiExchange(body)
     manager = StreamableHTTPSessionManager(app=SERVER, json_response=True, stateless=True)
     async with manager.run():

@@ -1,5 +1,6 @@
 """`/mcp`: a bearer token with `skills:read` (401 without a valid one, 403 without the scope), a
-valid `?label=`, then the request as the `mcp` package's Streamable HTTP transport answers it."""
+valid `?label=` and `?subject=` (the token without one, as for the REST reads), then the request
+as the `mcp` package's Streamable HTTP transport answers it."""
 
 from __future__ import annotations
 
@@ -12,12 +13,14 @@ from registry.api.auth import BearerTokenAuthentication
 from registry.api.base import ApiView
 from registry.api.serializers import LabelField
 from registry.mcp.server import mcp_serve
+from registry.readmodel.rollouts import SUBJECT_MAX_CHARS
 
 READ = "skills:read"
 
 
 class McpQuerySerializer(serializers.Serializer):
     label = LabelField(allow_null=True, default=None)
+    subject = serializers.CharField(min_length=1, max_length=SUBJECT_MAX_CHARS, required=False)
 
 
 def _asgi_scope(request) -> dict:
@@ -52,7 +55,10 @@ class McpApi(ApiView):
         # Django's request thread runs the selectors (`sync_to_async` inside goes back to it), so
         # database connections are the request's own, closed with it.
         exchange = async_to_sync(mcp_serve)(
-            scope=_asgi_scope(request), body=request.body, label=query.validated_data["label"]
+            scope=_asgi_scope(request),
+            body=request.body,
+            label=query.validated_data["label"],
+            subject=self.subject(query.validated_data),
         )
         response = HttpResponse(bytes(exchange.content), status=exchange.status)
         for key, value in exchange.headers:

@@ -22,6 +22,7 @@ from pydantic import TypeAdapter
 
 from registry.models import Blob, Skill
 from registry.services.labels import label_move
+from registry.services.rollouts import label_rollout_set
 from registry.services.rules import rule_create
 from registry.services.skills import skill_set_enabled
 from tests.factories import publish
@@ -131,8 +132,9 @@ def catalog(skill_md):
     return skill
 
 
-def _url(live_server, label: str | None = None) -> str:
-    return f"{live_server.url}/mcp" + (f"?label={label}" if label else "")
+def _url(live_server, label: str | None = None, subject: str | None = None) -> str:
+    query = "&".join(f"{key}={value}" for key, value in (("label", label), ("subject", subject)) if value)
+    return f"{live_server.url}/mcp" + (f"?{query}" if query else "")
 
 
 @pytest.mark.parametrize("revision", [HANDSHAKE, MODERN])
@@ -344,3 +346,69 @@ def disable(name: str) -> None:
         skill_set_enabled(skill=Skill.objects.get(name=name), enabled=False)
     finally:
         connection.close()
+
+
+SUBJECT_META = "io.skill-registry/subject"
+
+
+def test_during_a_rollout_each_subject_gets_the_version_rest_serves_it(live_server, make_token, catalog):
+    """pdf-tools production: v1 stable, v2 to 50% of subjects. For each subject (in the request's
+    `_meta`, or the endpoint's ?subject=, else the token), MCP serves the version REST does."""
+    label_rollout_set(skill=catalog, label="production", version_number=2, weight=50)
+    token = make_token(["skills:read"])
+    auth = {"Authorization": f"Bearer {token}"}
+    subjects = [f"user-{n}" for n in range(20)]
+    bodies = {n: catalog.versions.get(number=n).skill_md.encode("utf-8") for n in (1, 2)}
+
+    async def steps(host: Host, _):
+        seen = {}
+        for subject in subjects:
+            meta = {SUBJECT_META: subject}
+            got = await host.session.send_request(
+                SkillsGetRequest(params=SkillsGetParams(uri="skill://pdf-tools/SKILL.md", _meta=meta)), _ANY
+            )
+            read = await host.session.read_resource("skill://pdf-tools/SKILL.md", meta=meta)
+            seen[subject] = got["skill"], read.contents[0]
+        return seen, await host.all_skills()
+
+    seen, listing = run_host(_url(live_server), token, MODERN, steps)
+    served = set()
+    for subject, (skill, contents) in seen.items():
+        rest = httpx2.get(f"{live_server.url}/api/v1/skills/pdf-tools/SKILL.md?subject={subject}", headers=auth)
+        version = int(rest.headers["X-Skill-Version"])
+        served.add(version)
+        assert skill["_meta"] == {"version": version, "canary": version == 2}, subject
+        assert contents.meta == {"version": version, "canary": version == 2}
+        assert contents.text.encode("utf-8") == rest.content == bodies[version]
+        assert skill["resources"][0]["digest"] == _sha(bodies[version])
+        # Only v2 has templates/new.md: the entry's files are the subject's version's.
+        has_new = "skill://pdf-tools/templates/new.md" in [r["uri"] for r in skill["resources"]]
+        assert has_new == (version == 2)
+    assert served == {1, 2}  # 20 subjects at 50%: both sides are exercised
+    # Without a subject of its own, a request reads as its token does over REST.
+    by_token = httpx2.get(f"{live_server.url}/api/v1/skills/pdf-tools/SKILL.md", headers=auth)
+    entry = next(s for s in listing if s["uri"] == "skill://pdf-tools/SKILL.md")
+    assert entry["_meta"]["version"] == int(by_token.headers["X-Skill-Version"])
+
+    # ?subject= on the endpoint is the default subject of every request on it.
+    subject = next(s for s, (skill, _) in seen.items() if skill["_meta"]["canary"])
+
+    async def by_endpoint(host: Host, _):
+        entry = (await host.skills_get("skill://pdf-tools/SKILL.md"))["skill"]
+        return entry, await host.read_bytes("skill://pdf-tools/templates/new.md")
+
+    entry, new = run_host(_url(live_server, subject=subject), token, HANDSHAKE, by_endpoint)
+    assert entry["_meta"] == {"version": 2, "canary": True} and new == b"new\n"
+
+
+def test_a_subject_that_is_not_a_string_is_invalid_params(live_server, make_token, catalog):
+    token = make_token(["skills:read"])
+
+    async def steps(host: Host, _):
+        with pytest.raises(MCPError) as raised:
+            await host.session.read_resource("skill://pdf-tools/SKILL.md", meta={SUBJECT_META: 7})
+        return raised.value.code
+
+    assert run_host(_url(live_server), token, MODERN, steps) == -32602
+    bad = httpx2.post(_url(live_server, subject="x" * 1000), headers={"Authorization": f"Bearer {token}"}, json={})
+    assert bad.status_code == 400 and "subject" in bad.text
