@@ -48,8 +48,9 @@ def seed(skills: int, rules: int, rng: random.Random, vocabulary: Sequence[str] 
         versions = []
         for row in rows:
             topic = rng.sample(vocabulary, 3)
+            helper, work = rng.choice(vocabulary), rng.choice(vocabulary)
             description = (
-                f"Handles {' and '.join(topic)} tasks - {rng.choice(vocabulary)} helpers for {rng.choice(vocabulary)} work. "
+                f"Handles {' and '.join(topic)} tasks - {helper} helpers for {work} work. "
                 f"Use when asked about {topic[0]}."
             )
             text = (
