@@ -114,11 +114,6 @@ class ResolveResult:
         Computed when asked (the API's answers): a turn's resolve never needs it."""
         return strong_etag(_etag_form(self))
 
-    @functools.cached_property
-    def resolved_fields(self) -> tuple[dict[str, Any], ...]:
-        """`_resolved_fields` of each skill, built once for both the body and the ETag."""
-        return tuple(_resolved_fields(s) for s in self.skills)
-
     def as_dict(self) -> dict[str, Any]:
         body = _content(self)
         body.update(etag=self.etag, generation=self.generation)
@@ -130,10 +125,8 @@ def _content(result: ResolveResult) -> dict[str, Any]:
     return {"skills": _skills_content(result), **_content_around_skills(result)}
 
 
-@functools.lru_cache(maxsize=32_768)
 def _skill_fields(skill: EffectiveSkill) -> dict[str, Any]:
-    """A skill's fields in a result that are the same in every result it is in (built once per
-    skill; callers copy it, never change it)."""
+    """A skill's fields in a result that are the same in every result it is in."""
     return {
         "name": skill.name,
         "version": skill.version,
@@ -158,9 +151,7 @@ def _resolved_fields(resolved: ResolvedSkill) -> dict[str, Any]:
 
 
 def _skills_content(result: ResolveResult) -> list[dict[str, Any]]:
-    return [
-        {**_skill_fields(s.skill), **fields} for s, fields in zip(result.skills, result.resolved_fields, strict=True)
-    ]
+    return [{**_skill_fields(s.skill), **_resolved_fields(s)} for s in result.skills]
 
 
 def _content_around_skills(result: ResolveResult) -> dict[str, Any]:
@@ -220,7 +211,7 @@ def _etag_form(result: ResolveResult) -> dict[str, Any]:
     """What a result's ETag hashes: its content, each skill given as the digest of its unchanging
     fields (`_skill_digest`) and the fields of this result (`_resolved_fields`). A function of the
     content alone (tests/registry/test_matching_index.py computes it from the JSON a client gets)."""
-    skills = [[_skill_digest(s.skill), fields] for s, fields in zip(result.skills, result.resolved_fields, strict=True)]
+    skills = [[_skill_digest(s.skill), _resolved_fields(s)] for s in result.skills]
     return {**_content_around_skills(result), "skills": skills}
 
 
