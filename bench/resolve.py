@@ -22,6 +22,7 @@ import hashlib
 import random
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -29,8 +30,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench._common import WORDS, percentile, prepare_environment, setup_django, timed  # noqa: E402
 
 
-def seed(skills: int, rules: int, rng: random.Random) -> None:
-    """Replace the bench-* skills and rules with `skills` and `rules` new ones, in bulk."""
+def seed(skills: int, rules: int, rng: random.Random, vocabulary: Sequence[str] = WORDS) -> None:
+    """Replace the bench-* skills and rules with `skills` and `rules` new ones, in bulk; their
+    topics and rule patterns are drawn from `vocabulary`."""
     from django.db import transaction
 
     from registry.models import ForceIncludeRule, Label, Skill, SkillVersion
@@ -45,9 +47,10 @@ def seed(skills: int, rules: int, rng: random.Random) -> None:
         )
         versions = []
         for row in rows:
-            topic = rng.sample(WORDS, 3)
+            topic = rng.sample(vocabulary, 3)
+            helper, work = rng.choice(vocabulary), rng.choice(vocabulary)
             description = (
-                f"Handles {' and '.join(topic)} tasks - {rng.choice(WORDS)} helpers for {rng.choice(WORDS)} work. "
+                f"Handles {' and '.join(topic)} tasks - {helper} helpers for {work} work. "
                 f"Use when asked about {topic[0]}."
             )
             text = (
@@ -72,7 +75,7 @@ def seed(skills: int, rules: int, rng: random.Random) -> None:
         ForceIncludeRule.objects.bulk_create(
             ForceIncludeRule(
                 name=f"bench-rule-{i:04d}",
-                pattern=rf"\b{rng.choice(WORDS)}\s+{rng.choice(WORDS)}\b",
+                pattern=rf"\b{rng.choice(vocabulary)}\s+{rng.choice(vocabulary)}\b",
                 skills=[f"bench-skill-{rng.randrange(skills):05d}"],
                 instruction=f"Rule {i}.",
             )
