@@ -578,7 +578,8 @@ class Webhook(models.Model):
 
     @property
     def secret_hint(self) -> str:
-        return f"…{self.secret[-4:]}" if self.secret else ""
+        # Four characters of a short secret would give away too much of it.
+        return f"…{self.secret[-4:]}" if len(self.secret) >= 16 else ""
 
 
 class DeliveryStatus(models.TextChoices):

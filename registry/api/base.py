@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import codecs
 import json
+from collections.abc import Sequence
+from typing import Any
 
 from django.conf import settings
+from django.db.models import QuerySet
 from django.http import HttpResponse
 from django.utils.http import parse_etags
 from rest_framework import exceptions, parsers, renderers
@@ -205,8 +208,9 @@ class ApiView(APIView):
         if repeated:
             raise exceptions.ValidationError({key: ["Give this parameter once."] for key in repeated})
 
-    def paginated(self, items: list, render) -> Response:
-        """One page of `items`, each rendered, in DRF's `{"count", "next", "previous", "results"}`."""
+    def paginated(self, items: Sequence[Any] | QuerySet, render) -> Response:
+        """One page of `items`, each rendered, in DRF's `{"count", "next", "previous", "results"}`
+        (a query is sliced in the database: only the page's rows are read)."""
         paginator = self.pagination_class()
         page = paginator.paginate_queryset(items, self.request, view=self)
         return paginator.get_paginated_response([render(item) for item in page])

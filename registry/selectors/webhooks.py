@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from django.db.models import F, Window
+from django.db.models import F, QuerySet, Window
 from django.db.models.functions import RowNumber
 
 from registry.errors import NotFound
@@ -32,9 +32,9 @@ def webhook_get(*, webhook_id: int) -> Webhook:
     return webhook
 
 
-def webhook_deliveries(*, webhook: Webhook) -> list[WebhookDelivery]:
-    """The hook's deliveries, newest first."""
-    return list(webhook.deliveries.order_by("-created_at", "-id"))
+def webhook_deliveries(*, webhook: Webhook) -> QuerySet[WebhookDelivery]:
+    """The hook's deliveries, newest first (a query, so a page reads only its own rows)."""
+    return webhook.deliveries.order_by("-created_at", "-id")
 
 
 def webhook_rows() -> list[WebhookRow]:

@@ -29,7 +29,15 @@ from django.utils import timezone
 from registry.errors import ApplicationError
 from registry.models import DeliveryStatus, Webhook, WebhookDelivery, WebhookEvent
 from registry.services.audit import SYSTEM, Actor, audit_record
-from registry.webhooks.transport import SIGNATURE_HEADER, Answer, UnusableUrl, post, signature, target_check
+from registry.webhooks.transport import (
+    SIGNATURE_HEADER,
+    Answer,
+    UnresolvableHost,
+    UnusableUrl,
+    post,
+    signature,
+    target_check,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -257,8 +265,11 @@ def webhook_delivery_attempt(*, delivery_id: int) -> float | None:
     except UnusableUrl as error:
         # Unresolvable now may resolve later; an address that is not public will not become one
         # by waiting, and trying again would only knock on the internal door again.
-        refused = "does not resolve" not in str(error) and "has no address" not in str(error)
-        return _record(delivery=delivery, answer=Answer(status=None, error=f"Not sent: {error}"), retry=not refused)
+        return _record(
+            delivery=delivery,
+            answer=Answer(status=None, error=f"Not sent: {error}"),
+            retry=isinstance(error, UnresolvableHost),
+        )
     headers = {
         SIGNATURE_HEADER: signature(secret=delivery.webhook.secret, body=body),
         "User-Agent": "skill-registry-webhooks",

@@ -28,6 +28,10 @@ class UnusableUrl(Exception):
     address that is not public (while private addresses are not allowed)."""
 
 
+class UnresolvableHost(UnusableUrl):
+    """The host has no address now; unlike a refused address, it may have one later."""
+
+
 @dataclass(frozen=True)
 class Target:
     """Where one attempt goes: the URL's parts and the checked addresses of its host."""
@@ -117,10 +121,10 @@ def target_check(url: str, *, allow_private: bool) -> Target:
     try:
         found = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except (socket.gaierror, UnicodeError) as error:
-        raise UnusableUrl(f"The host {host!r} does not resolve: {error}.") from None
+        raise UnresolvableHost(f"The host {host!r} does not resolve: {error}.") from None
     addresses = tuple(dict.fromkeys(str(entry[4][0]) for entry in found))
     if not addresses:
-        raise UnusableUrl(f"The host {host!r} has no address.")
+        raise UnresolvableHost(f"The host {host!r} has no address.")
     if not allow_private:
         for address in addresses:
             problem = address_problem(address)
