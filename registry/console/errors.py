@@ -16,6 +16,7 @@ from collections.abc import Callable
 from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect
+from django.utils.http import url_has_allowed_host_and_scheme
 
 from registry.errors import ApplicationError, NotFound
 
@@ -43,4 +44,8 @@ def domain_error_response(request: HttpRequest, error: ApplicationError, *, flas
 def next_url(request: HttpRequest, default: str) -> str:
     """Back to the page the form was on: only our own paths, never an address from elsewhere."""
     target = request.POST.get("next", "")
-    return target if target.startswith("/") and not target.startswith("//") else default
+    # Django's own check: a path like `/\evil.example` is read by browsers as another host.
+    ours = target.startswith("/") and url_has_allowed_host_and_scheme(
+        target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    )
+    return target if ours else default

@@ -181,9 +181,10 @@ def test_enable_disable_and_delete_with_confirmation(author_client):
     assert AuditLog.objects.filter(action="rule.delete", object_repr="pdf-rule").exists()
 
 
-def test_next_never_leaves_the_site(author_client):
+@pytest.mark.parametrize("elsewhere", ["//evil.example/", "/\\evil.example/", "/\\/evil.example/"])
+def test_next_never_leaves_the_site(author_client, elsewhere):
     rule = make_rule()
-    response = author_client.post(f"/rules/{rule.pk}/enabled/", {"enabled": "0", "next": "//evil.example/"})
+    response = author_client.post(f"/rules/{rule.pk}/enabled/", {"enabled": "0", "next": elsewhere})
     assert response["Location"] == "/rules/"
 
 
