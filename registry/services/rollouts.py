@@ -184,20 +184,26 @@ def label_rollout_guard(*, label_id: int) -> GuardVerdict:
     """Check one active rollout against its label policy's guard; when P(canary worse) ≥
     `p_worse` with at least `min_n` outcomes on each side, set the weight to 0 (the canary is
     kept so its figures stay readable), as the system. Never promotes."""
-    label = Label.objects.select_related("skill", "version", "canary_version").get(pk=label_id)
-    guard = _guard_of(label.name)
-    if guard is None or not label.rollout_active:
+    label = Label.objects.select_related("skill", "version", "canary_version").filter(pk=label_id).first()
+    guard = _guard_of(label.name) if label else None
+    if label is None or guard is None or not label.rollout_active:
         return GuardVerdict(label_id=label_id, rolled_back=False, figures={})
     figures = {**rollout_comparison(label=label).as_dict(), "guard": guard}
     worse = figures["p_worse"]
     enough = min(figures["stable"]["n"], figures["canary"]["n"]) >= guard["min_n"]
     if worse is None or not enough or worse < guard["p_worse"]:
         return GuardVerdict(label_id=label_id, rolled_back=False, figures=figures)
+    measured = (label.canary_version_id, label.rollout_started_at)
     with transaction.atomic():
         skill = Skill.objects.select_for_update().get(pk=label.skill_id)
-        label = Label.objects.select_related("version", "canary_version").get(pk=label_id)
-        if not label.rollout_active:  # aborted or promoted while we measured
+        current = Label.objects.select_related("version", "canary_version").filter(pk=label_id).first()
+        # Aborted, promoted, deleted or replaced by another rollout while we measured: these
+        # figures are not its figures.
+        if current is None or not current.rollout_active:
             return GuardVerdict(label_id=label_id, rolled_back=False, figures=figures)
+        if (current.canary_version_id, current.rollout_started_at) != measured:
+            return GuardVerdict(label_id=label_id, rolled_back=False, figures=figures)
+        label = current
         before = _rollout_state(label)
         label.weight = 0
         label.rolled_back_at = timezone.now()
