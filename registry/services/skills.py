@@ -467,16 +467,15 @@ def skill_import_path(
     """
     if path.is_dir():
         bundle = read_folder(path, limits=registry_limits())
-        # The folder's evals/ is its eval suite (imported by skills_import_tree), not part of the
-        # skill: as skill-creator's packager does, it stays out of the version, so the agent
-        # under test never reads the cases' expected answers.
-        kept = tuple(file for file in bundle.files if not file.path.startswith(EVALS_FOLDER))
-        bundle = replace(bundle, files=kept)
         folder_name = path.name
     else:
         with path.open("rb") as handle:
             bundle = read_zip(handle, limits=registry_limits())
         folder_name = None
+    # The skill's evals/ is its eval suite (imported by skills_import_tree), not part of the
+    # skill: as skill-creator's packager does, it stays out of the version, so the agent under
+    # test never reads the cases' expected answers.
+    bundle = replace(bundle, files=tuple(file for file in bundle.files if not file.path.startswith(EVALS_FOLDER)))
     return skill_version_publish(
         bundle=bundle,
         source=source,
