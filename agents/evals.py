@@ -118,15 +118,11 @@ def _turns_of(results: list[EvalCaseResult]) -> dict[Any, AgentTurn]:
     return AgentTurn.objects.in_bulk([result.turn_id for result in results if result.turn_id is not None])
 
 
-def eval_runs_advance() -> int:
-    """Advance every unfinished run (the reaper's round); how many are still going."""
-    going = 0
-    for run_id in list(eval_runs_unfinished().values_list("pk", flat=True)):
-        try:
-            going += eval_run_advance(run_id=run_id)
-        except Exception:
-            logger.exception("could not advance eval run %s", run_id)
-    return going
+def eval_runs_advance_later() -> None:
+    """The reaper's round: a message per unfinished run, so grading (a judge may be a model call)
+    happens on a worker's pool, never in the reaper's own thread."""
+    for run_id in eval_runs_unfinished().values_list("pk", flat=True):
+        _send_advance(str(run_id))
 
 
 def eval_run_advance_for_turn(*, turn_id: Any) -> None:
@@ -148,19 +144,9 @@ def eval_run_advance(*, run_id: Any) -> bool:
         turn = turns.get(result.turn_id)
         if turn is not None and turn.status in FINISHED_STATUSES:
             try:
-                grade = eval_case_grade(run=run, case=cases[result.case_id], result=result, turn=turn)
+                _grade_once(run=run, case=cases[result.case_id], result=result, turn=turn)
             except TransientLLMError:
                 logger.warning("the judge failed for a moment; grading %s again later", result, exc_info=True)
-                continue
-            eval_services.eval_result_grade(
-                result_id=result.pk,
-                passed=grade.passed,
-                triggered=grade.triggered,
-                checks=grade.checks,
-                error=grade.error,
-                tokens=turn.prompt_tokens + turn.completion_tokens,
-                cost=turn.cost,
-            )
     with transaction.atomic():
         run = eval_services.eval_run_lock(run_id=run_id)
         if run is None or run.is_finished:
@@ -186,23 +172,21 @@ def eval_run_advance(*, run_id: Any) -> bool:
     return True
 
 
-def eval_case_from_turn(*, turn: AgentTurn, skill_name: str, kind: str, case_id: str) -> dict[str, Any]:
-    """A case that replays `turn` against a skill's suite ("Save as eval case"): a trigger case
-    expecting what the turn did (the skill activated unforced, or not), or a task case expecting
-    the skill loaded and the tools it called, within the turn's steps. The turn's script comes
-    along, so the case runs with `scripted` too. Validated when it is saved into the suite."""
-    activated = TraceEvent.objects.filter(turn=turn, type="skill_activated", data__skill=skill_name)
-    case: dict[str, Any] = {"id": case_id, "kind": kind}
-    if kind == "trigger":
-        case |= {"query": turn.message, "should_trigger": activated.exclude(data__trigger="forced").exists()}
-    else:
-        tools = TraceEvent.objects.filter(turn=turn, type="tool_call").values_list("data__tool", flat=True)
-        expect: list[dict[str, Any]] = [{"skill_loaded": skill_name}] if activated.exists() else []
-        expect += [{"tool_called": {"name": name}} for name in dict.fromkeys(tools) if name]
-        case |= {"prompt": turn.message, "expect": expect + [{"max_steps": max(turn.steps, 1)}]}
-    if turn.script:
-        case["script"] = turn.script
-    return case
+def _grade_once(*, run: EvalRun, case: dict[str, Any], result: EvalCaseResult, turn: AgentTurn) -> None:
+    """Grade an ended result unless another worker graded it or is grading it now."""
+    with transaction.atomic():
+        if not eval_services.eval_result_lock_ungraded(result_id=result.pk):
+            return
+        grade = eval_case_grade(run=run, case=case, result=result, turn=turn)
+        eval_services.eval_result_grade(
+            result_id=result.pk,
+            passed=grade.passed,
+            triggered=grade.triggered,
+            checks=grade.checks,
+            error=grade.error,
+            tokens=turn.prompt_tokens + turn.completion_tokens,
+            cost=turn.cost,
+        )
 
 
 def _turn_for(run: EvalRun, case: dict[str, Any], result: EvalCaseResult) -> dict[str, Any]:

@@ -25,22 +25,27 @@ ID_WORDS = 4
 def case_from_turn(*, turn: Any, skill: str, kind: str, events: Iterable[Any], taken: set[str]) -> dict[str, Any]:
     """A `trigger` or `task` case for `skill` from `turn` and its trace `events`, with an id not in `taken`."""
     query = forced_skill_and_query(turn.message, turn.forced_skill or None)[1].strip() or turn.message.strip()
-    loaded = False
+    loaded = unforced = False
     tools: list[str] = []
     for event in events:
         data = event.data if isinstance(event.data, dict) else {}
         if event.type == "skill_activated" and data.get("skill") == skill:
             loaded = True
+            # A trigger case asks whether the agent picks the skill itself: forcing is not picking.
+            unforced = unforced or data.get("trigger") != "forced"
         elif event.type == "tool_call" and data.get("ok", True):
             tool = str(data.get("tool", ""))
             if tool and tool not in _NOT_EXPECTED_TOOLS and tool not in tools:
                 tools.append(tool)
     case_id = _free_id(("t-" if kind == "trigger" else "k-") + _slug(query), taken)
+    case: dict[str, Any]
     if kind == "trigger":
-        return {"id": case_id, "kind": "trigger", "query": query, "should_trigger": loaded}
-    expect: list[dict[str, Any]] = [{"skill_loaded": skill}]
-    expect += [{"tool_called": {"name": tool}} for tool in tools]
-    case: dict[str, Any] = {"id": case_id, "kind": "task", "prompt": query, "expect": expect}
+        case = {"id": case_id, "kind": "trigger", "query": query, "should_trigger": unforced}
+    else:
+        expect: list[dict[str, Any]] = [{"skill_loaded": skill}] if loaded else []
+        expect += [{"tool_called": {"name": tool}} for tool in tools]
+        case = {"id": case_id, "kind": "task", "prompt": query, "expect": expect}
+    # The turn's script comes along, so the case runs the same way with `scripted`.
     if turn.model == SCRIPTED and turn.script:
         case["script"] = turn.script
     return case

@@ -104,7 +104,7 @@ class TurnReaper:
                 if report.requeued or report.failed or report.cancelled:
                     logger.warning("turn reaper: %s", report)
                 services.scratch_dirs_sweep()
-                evals.eval_runs_advance()  # runs whose turns ended while no worker advanced them
+                evals.eval_runs_advance_later()  # runs whose turns ended while no worker advanced them
                 usage_offers_roll_up()
                 if requeued := webhook_deliveries_requeue():
                     logger.warning("requeued %d webhook deliveries that had lost their message", requeued)

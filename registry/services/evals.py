@@ -138,6 +138,15 @@ def eval_run_lock(*, run_id: Any) -> EvalRun | None:
     return EvalRun.objects.select_for_update(of=("self",)).select_related("skill", "version").filter(pk=run_id).first()
 
 
+def eval_result_lock_ungraded(*, result_id: int) -> bool:
+    """Lock a result that is not graded yet until the caller's transaction ends (inside
+    `transaction.atomic`); False when it is graded already or another worker is grading it, so
+    a judge (a paid model call) is asked once per result however many workers advance the run."""
+    return (
+        EvalCaseResult.objects.select_for_update(skip_locked=True).filter(pk=result_id, graded_at__isnull=True).exists()
+    )
+
+
 def eval_run_start(*, run_id: Any) -> bool:
     """queued -> running; False when it is not queued (started already, or cancelled)."""
     return bool(
@@ -197,11 +206,12 @@ def eval_run_finish(*, run_id: Any, status: str = EvalRunStatus.SUCCEEDED, error
 def eval_run_cancel(*, run: EvalRun, actor: Actor = SYSTEM) -> EvalRun:
     """Mark the run cancelled with the figures of what was graded; the agents app then cancels
     its unfinished turns. A finished run is a Conflict."""
-    if not eval_run_finish(run_id=run.pk, status=EvalRunStatus.CANCELLED, error="Cancelled."):
-        run.refresh_from_db()
-        raise Conflict(f"The eval run has already {run.status}.", fields={"run": run.status})
-    audit_record(
-        actor=actor, action="eval_run.cancel", object_type="eval_run", object_repr=f"{run.skill.name} {run.pk}"
-    )
+    with transaction.atomic():  # the cancel and its audit record land together, or neither
+        if not eval_run_finish(run_id=run.pk, status=EvalRunStatus.CANCELLED, error="Cancelled."):
+            run.refresh_from_db()
+            raise Conflict(f"The eval run has already {run.status}.", fields={"run": run.status})
+        audit_record(
+            actor=actor, action="eval_run.cancel", object_type="eval_run", object_repr=f"{run.skill.name} {run.pk}"
+        )
     run.refresh_from_db()
     return run

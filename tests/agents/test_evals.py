@@ -11,7 +11,8 @@ from django.core.management import CommandError, call_command
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from agents.evals import eval_case_from_turn, eval_case_grade, eval_run_queue
+from agents.evals import eval_case_grade, eval_run_queue
+from agents.evals_cases import case_from_turn
 from agents.models import AgentTurn, TraceEvent, TurnStatus
 from registry.errors import ApplicationError, Conflict
 from registry.models import AuditLog, EvalCaseResult, EvalRun, SkillFile, SkillVersion
@@ -238,11 +239,12 @@ def test_a_turn_becomes_a_case_expecting_what_it_did():
     activated = {"skill": "pr-review", "version": 1, "trigger": "read_skill"}
     TraceEvent.objects.create(turn=turn, seq=2, type="skill_activated", at=now, data=activated)
 
-    trigger = eval_case_from_turn(turn=turn, skill_name="pr-review", kind="trigger", case_id="t-pr")
-    task = eval_case_from_turn(turn=turn, skill_name="pr-review", kind="task", case_id="k-pr")
+    events = list(TraceEvent.objects.filter(turn=turn).order_by("seq"))
+    trigger = case_from_turn(turn=turn, skill="pr-review", kind="trigger", events=events, taken=set())
+    task = case_from_turn(turn=turn, skill="pr-review", kind="task", events=events, taken=set())
 
-    assert trigger == {"id": "t-pr", "kind": "trigger", "query": "review my PR", "should_trigger": True} | {
+    assert trigger == {"id": "t-review-my-pr", "kind": "trigger", "query": "review my PR", "should_trigger": True} | {
         "script": script
     }
-    assert task["expect"] == [{"skill_loaded": "pr-review"}, {"tool_called": {"name": "read_skill"}}, {"max_steps": 2}]
+    assert task["expect"] == [{"skill_loaded": "pr-review"}] and task["script"] == script
     assert eval_suite_case_save(skill=skill, case=task).cases[0]["prompt"] == "review my PR"

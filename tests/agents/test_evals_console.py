@@ -246,6 +246,7 @@ def test_save_as_eval_case_builds_a_case_from_a_playground_turn(skill):
             "kind": "trigger",
             "query": "Review app.py for SQL injection",
             "should_trigger": True,
+            "script": script,
         },
     ]
     analyst = console(ANALYST)
