@@ -17,7 +17,7 @@ import environ
 from csp.constants import NONCE, NONE, SELF, UNSAFE_INLINE
 from django.core.exceptions import ImproperlyConfigured
 
-from agents.model_strings import model_string_problem
+from agents.model_strings import SCRIPTED, model_string_problem
 from config.rate import parse_rate
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -350,14 +350,6 @@ WEBHOOK_TIMEOUT_SECONDS = env.float("WEBHOOK_TIMEOUT_SECONDS", default=5.0)
 WEBHOOK_MAX_ATTEMPTS = env.int("WEBHOOK_MAX_ATTEMPTS", default=6)
 WEBHOOK_RETRY_BASE_SECONDS = env.float("WEBHOOK_RETRY_BASE_SECONDS", default=10.0)
 WEBHOOK_RETRY_MAX_SECONDS = env.float("WEBHOOK_RETRY_MAX_SECONDS", default=600.0)
-for _name, _value in (
-    ("WEBHOOK_TIMEOUT_SECONDS", WEBHOOK_TIMEOUT_SECONDS),
-    ("WEBHOOK_MAX_ATTEMPTS", WEBHOOK_MAX_ATTEMPTS),
-    ("WEBHOOK_RETRY_BASE_SECONDS", WEBHOOK_RETRY_BASE_SECONDS),
-    ("WEBHOOK_RETRY_MAX_SECONDS", WEBHOOK_RETRY_MAX_SECONDS),
-):
-    if not _value > 0:
-        raise ImproperlyConfigured(f"{_name}={_value}: it must be greater than 0.")
 
 # --- Agent runtime ----------------------------------------------------------------------
 AGENT_MODEL = env.str("AGENT_MODEL", default="offline").strip()
@@ -409,7 +401,8 @@ if RUN_SKILL_SANDBOX not in ("bwrap", "none"):
 # one (agents/runtime/cgroups.py); the host needs this much per concurrent turn running a script.
 RUN_SKILL_MEMORY_BYTES = env.int("RUN_SKILL_MEMORY_BYTES", default=512 * 1024 * 1024)
 
-for _name, _models in (("AGENT_MODEL", [AGENT_MODEL]), ("AGENT_MODELS", AGENT_MODELS)):
+_judge = [EVAL_JUDGE_MODEL] if EVAL_JUDGE_MODEL else []
+for _name, _models in (("AGENT_MODEL", [AGENT_MODEL]), ("AGENT_MODELS", AGENT_MODELS), ("EVAL_JUDGE_MODEL", _judge)):
     for _model in _models:
         if _problem := model_string_problem(_model):
             raise ImproperlyConfigured(f"{_name} names {_model!r}, which a turn may not use: {_problem}.")
@@ -422,6 +415,9 @@ if AGENT_MODELS and AGENT_MODEL not in AGENT_MODELS:
 PRODUCTION = env.bool("PRODUCTION", default=False)
 if AGENT_ALLOW_SCRIPTED and not (DEBUG or TESTING) and PRODUCTION:
     raise ImproperlyConfigured("AGENT_ALLOW_SCRIPTED must be false when PRODUCTION is set.")
+if EVAL_JUDGE_MODEL.partition("/")[0] == SCRIPTED and not AGENT_ALLOW_SCRIPTED:
+    # A scripted judge grades as the suite's own script says: no evidence where that is refused.
+    raise ImproperlyConfigured("EVAL_JUDGE_MODEL may be scripted only while AGENT_ALLOW_SCRIPTED is on.")
 
 # Every limit is validated here, at start-up: zero or less would refuse everything (or nothing)
 # without saying why, at the first request that reaches it.
@@ -449,6 +445,10 @@ for _name in (
     "AGENT_MAX_MESSAGE_CHARS",
     "EVAL_CONCURRENCY",
     "RUN_SKILL_MEMORY_BYTES",
+    "WEBHOOK_TIMEOUT_SECONDS",
+    "WEBHOOK_MAX_ATTEMPTS",
+    "WEBHOOK_RETRY_BASE_SECONDS",
+    "WEBHOOK_RETRY_MAX_SECONDS",
 ):
     if globals()[_name] <= 0:
         raise ImproperlyConfigured(f"{_name}={globals()[_name]!r}: it must be greater than 0.")

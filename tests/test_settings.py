@@ -46,12 +46,22 @@ def test_a_public_host_with_a_secret_key_starts(tmp_path):
         ("AGENT_MAX_ITERATIONS", "-1"),
         ("RUN_SKILL_MEMORY_BYTES", "0"),
         ("DISCOVERY_LABEL", "Production!"),
+        ("WEBHOOK_TIMEOUT_SECONDS", "0"),
     ],
 )
 def test_an_invalid_setting_stops_the_start_up_naming_it(tmp_path, variable, value):
     started = start(tmp_path, **{variable: value})
     assert started.returncode != 0
     assert f"ImproperlyConfigured: {variable}=" in started.stderr
+
+
+@pytest.mark.parametrize("judge", ["scripted", "http://127.0.0.1:9/judge"])
+def test_a_judge_model_a_turn_could_not_use_stops_the_start_up(tmp_path, judge):
+    """Without DEBUG or TESTING, scripted is not allowed: a scripted judge would grade as the
+    suite's own script says."""
+    started = start(tmp_path, EVAL_JUDGE_MODEL=judge)
+    assert started.returncode != 0
+    assert "ImproperlyConfigured: EVAL_JUDGE_MODEL" in started.stderr
 
 
 def test_local_state_makes_the_folders_and_a_private_secret_once(tmp_path):
