@@ -66,7 +66,7 @@ def pull(args: argparse.Namespace) -> int:
     if args.all:
         names = _every_skill(transport, args.label)
     if not args.force:
-        edited = [name for name in names if _has_local_changes(directory / name, lock.skills.get(name))]
+        edited = [name for name in names if _has_local_changes(skill_folder(directory, name), lock.skills.get(name))]
         if edited:
             raise RegistryError(
                 f"{', '.join(edited)}: changed in {directory} since the last pull (or not pulled by skillreg); "
@@ -81,7 +81,7 @@ def pull(args: argparse.Namespace) -> int:
                 raise ContentMismatch(
                     f"{name}: the zip of version {detail['version']} does not match its fingerprint.", skill=name
                 )
-            write_folder(bundle, directory / name)
+            write_folder(bundle, skill_folder(directory, name))
             lock.skills[name] = {**bundle.lock_entry(), "label": args.label}
             pulled += 1
             print(f"{name}: version {bundle.version} ({len(bundle.files)} files)")
@@ -90,6 +90,14 @@ def pull(args: argparse.Namespace) -> int:
             lock.write()  # what was written so far is recorded, even when a later skill fails
     print(f"{len(names)} skills in {directory}, {LOCK_NAME} written")
     return 0
+
+
+def skill_folder(directory: Path, name: str) -> Path:
+    """DIR/NAME for a skill name from the registry or skills.lock, refused unless it is one plain
+    folder name: the folder is replaced wholesale, so `../x` must never reach the file system."""
+    if not name or name in (".", "..") or any(char in name for char in "/\\\0"):
+        raise RegistryError(f"{name!r} is not a skill name that can be a folder name.")
+    return directory / name
 
 
 def _has_local_changes(folder: Path, locked: dict | None) -> bool:
@@ -125,7 +133,7 @@ def _pull_frozen(transport: Transport, directory: Path, names: list[str], args: 
             )
         bundles.append(bundle)
     for bundle in bundles:
-        write_folder(bundle, directory / bundle.name)
+        write_folder(bundle, skill_folder(directory, bundle.name))
         print(f"{bundle.name}: version {bundle.version} (matches {LOCK_NAME})")
     return 0
 

@@ -131,8 +131,9 @@ class UsageReporter:
                         return
                     self._condition.wait(min(30.0, 0.5 * 2**failures))
                 continue
-            except RegistryError as error:
-                # The registry refused the batch itself (a bad event): resending cannot help.
+            except (RegistryError, ValueError) as error:
+                # The registry refused the batch itself (a bad event), or something between answered
+                # with what is not JSON: resending cannot help.
                 log.warning("Usage batch of %d events refused: %s", len(batch), error)
                 answer = None
             failures = 0

@@ -234,3 +234,12 @@ def test_the_disk_cache_keeps_the_newest_answers(tmp_path):
     assert 90 <= kept <= 100 + 128
     assert ResponseCache(tmp_path, scope="s").get("k299") is not None
     assert ResponseCache(tmp_path, scope="s").get("k0") is None
+
+
+@pytest.mark.parametrize("name", ["../x", "a/b", "..", ".", "", "a\\b", "a\0b"])
+def test_a_skill_name_that_is_not_one_folder_name_never_reaches_the_file_system(tmp_path, name):
+    from skill_registry_client.cli import skill_folder
+
+    with pytest.raises(RegistryError, match="not a skill name"):
+        skill_folder(tmp_path, name)
+    assert skill_folder(tmp_path, "pdf-tools") == tmp_path / "pdf-tools"
