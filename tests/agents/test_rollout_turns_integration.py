@@ -8,16 +8,14 @@ from __future__ import annotations
 import uuid
 
 import pytest
-from rest_framework.test import APIClient
 
 from agents.models import Conversation
-from registry.models import Skill, TokenScope, UsageEvent
+from registry.models import Skill, UsageEvent
 from registry.readmodel.served import skill_served
 from registry.services.labels import label_move
 from registry.services.rollouts import label_rollout_set
 from tests.agents.test_turns_integration import events, finished, submit
 from tests.factories import publish
-from tests.worker import WorkerProcess
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
@@ -25,20 +23,6 @@ READ = [
     {"content": None, "tool_calls": [{"name": "read_skill", "arguments": {"skill_name": "release-notes"}}]},
     {"content": "Read it.", "tool_calls": []},
 ]
-
-
-@pytest.fixture(scope="module")
-def worker(django_db_setup, django_db_blocker):
-    process = WorkerProcess().start()
-    yield process
-    process.stop()
-
-
-@pytest.fixture
-def client(make_token):
-    client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Bearer {make_token(list(TokenScope.values))}")
-    return client
 
 
 @pytest.fixture
@@ -61,13 +45,13 @@ def conversations_on_each_side(count: int) -> dict[int, list[Conversation]]:
     return sides
 
 
-def test_a_turn_reads_its_conversations_side_of_the_rollout(client, worker, rollout):
+def test_a_turn_reads_its_conversations_side_of_the_rollout(api, worker, rollout):
     for version, conversations in conversations_on_each_side(2).items():
         for conversation in conversations:
             for _ in range(2):  # the same conversation keeps its version from turn to turn
                 turn = finished(
-                    client,
-                    submit(client, model="scripted", message="notes", conversation=str(conversation.pk), script=READ),
+                    api,
+                    submit(api, model="scripted", message="notes", conversation=str(conversation.pk), script=READ),
                     worker,
                 )
                 assert turn["status"] == "succeeded", turn["error"]

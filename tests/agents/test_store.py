@@ -267,9 +267,7 @@ def test_every_skill_resolve_offers_loads_and_nothing_it_hides_does(registry, pi
         transaction.set_rollback(True)
 
 
-@pytest.mark.parametrize("indexed", [True, False])
-def test_a_pinned_skill_is_offered_matched_and_loaded_at_its_pin_with_either_index(request, indexed):
-    request.getfixturevalue("settings").RESOLVE_INDEX = indexed  # `settings` here is hypothesis'
+def test_a_pinned_skill_is_offered_matched_and_loaded_at_its_pin():
     registry_caches_reset()
     publish("pdf", description="Reads PDFs.", body="V1\n")
     publish("pdf", description="Reads PDF files, tables too.", body="V2\n")
