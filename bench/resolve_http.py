@@ -32,9 +32,12 @@ from __future__ import annotations
 import argparse
 import http.client
 import json
+import os
 import random
 import re
+import shlex
 import statistics
+import subprocess
 import sys
 import time
 import uuid
@@ -44,7 +47,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench._common import ROOT, WORDS, describe, percentile, prepare_environment, setup_django  # noqa: E402
 from bench.resolve import seed  # noqa: E402
-from bench.skill_md_throughput import start_gunicorn, wait_for  # noqa: E402
+from bench.skill_md_throughput import free_port, start_gunicorn, wait_for  # noqa: E402
 
 
 def skills_vocabulary() -> list[str]:
@@ -60,6 +63,16 @@ def seeded_topics() -> list[list[str]]:
     from registry.models import SkillVersion
 
     return list(SkillVersion.objects.filter(skill__name__startswith="bench-").values_list("tags", flat=True))
+
+
+def start_web_as_make_run(workers: int) -> tuple[subprocess.Popen, int]:
+    """The Procfile's `web` process, as `make run` starts it (gunicorn's config file, threaded
+    workers, the access log on standard output), on a free local port."""
+    port = free_port()
+    line = next(x for x in (ROOT / "Procfile").read_text().splitlines() if x.startswith("web:"))
+    command = line.removeprefix("web:").replace("$PORT", str(port)).replace("${WEB_CONCURRENCY:-2}", str(workers))
+    server = subprocess.Popen(shlex.split(command), cwd=ROOT, env=os.environ.copy(), stdout=subprocess.DEVNULL)
+    return server, port
 
 
 def request(
@@ -85,6 +98,12 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=300)
     parser.add_argument("--workers", type=int, default=2, help="gunicorn sync workers (default 2)")
     parser.add_argument("--vocabulary", choices=["skills", "small"], default="skills")
+    parser.add_argument(
+        "--server",
+        choices=["make-run", "sync"],
+        default="make-run",
+        help="the web process as `make run` starts it (default), or gunicorn's bare sync workers",
+    )
     args = parser.parse_args()
     prepare_environment("resolve-http")
     setup_django()
@@ -101,7 +120,7 @@ def main() -> None:
     _, secret = api_token_create(name=f"bench-{uuid.uuid4().hex[:8]}", username="bench", scopes=["skills:read"])
     connection.close()
 
-    server, port = start_gunicorn(args.workers)
+    server, port = (start_web_as_make_run if args.server == "make-run" else start_gunicorn)(args.workers)
     auth = {"Authorization": f"Bearer {secret}"}
     json_auth = {**auth, "Content-Type": "application/json"}
     skill_md = f"/api/v1/skills/bench-skill-{args.skills // 2:05d}/SKILL.md"
@@ -126,7 +145,10 @@ def main() -> None:
         server.terminate()
         server.wait(timeout=30)
     ratio = percentile(resolves, 50) / percentile(reads, 50)
-    print(f"database: {connection.vendor}; {args.skills} skills, {args.rules} rules; gunicorn workers: {args.workers}")
+    print(
+        f"database: {connection.vendor}; {args.skills} skills, {args.rules} rules; "
+        f"server: {args.server}, {args.workers} gunicorn workers"
+    )
     print(f"  POST /resolve, a new query: {describe(resolves)}")
     carried = sorted(n for n, _ in sizes)
     print(

@@ -6,7 +6,7 @@ from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework.response import Response
 
 from registry.api import serializers as s
-from registry.api.base import ApiView, if_none_match, not_modified
+from registry.api.base import ApiView, raw_response
 from registry.api.schema import errors
 from registry.selectors.resolve import resolve, skills_match
 
@@ -63,9 +63,4 @@ class ResolveApi(ApiView):
         body = s.ResolveInputSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         result = resolve(**body.validated_data)
-        if if_none_match(request, result.etag):
-            return not_modified(result.etag)
-        response = Response(result.as_dict())
-        response["ETag"] = result.etag
-        response["Cache-Control"] = "private, no-cache"
-        return response
+        return raw_response(request, result.body, result.etag, "application/json")

@@ -25,6 +25,7 @@ oracle of the property tests; registry/matching/index.py says how the work is ke
 
 from __future__ import annotations
 
+import bisect
 import functools
 import hashlib
 import itertools
@@ -32,7 +33,7 @@ import json
 import time
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 from xml.sax.saxutils import escape
 
 from django.conf import settings
@@ -71,9 +72,9 @@ CONTEXT_TEXT_FIELDS = ("taskDescription", "task_description", "command", "toolNa
 # --- plain data --------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class ResolvedSkill:
-    """An effective skill as offered for one turn: why it is there and how it is listed."""
+class ResolvedSkill(NamedTuple):
+    """An effective skill as offered for one turn: why it is there and how it is listed. A named
+    tuple, the cheapest record to make: a result makes one for each of up to 150 skills."""
 
     skill: EffectiveSkill
     score: float = 0.0
@@ -109,20 +110,33 @@ class ResolveResult:
     complete: bool = True  # false when the time budget left rules unchecked: never cached
 
     @functools.cached_property
+    def content(self) -> bytes:
+        """The API's answer without its `etag` and `generation` members: compact UTF-8 JSON, keys
+        in the order served. Each skill's entry is two pieces encoded once and reused by every
+        result they are in (`_skill_head`, `_skill_tail`): they are most of the ~80 KB, and
+        encoding them afresh for every query cost more than finding the skills."""
+        skills = ",".join(_skill_head(s.skill) + _skill_tail(s[1:]) for s in self.skills)
+        around = _JSON.encode(_content_around_skills(self))
+        return f'{{"skills":[{skills}],{around[1:]}'.encode()
+
+    @functools.cached_property
     def etag(self) -> str:
-        """A strong ETag over `_etag_form(self)`, which changes exactly when the content does.
-        Computed when asked (the API's answers): a turn's resolve never needs it."""
-        return strong_etag(_etag_form(self))
+        """A strong ETag: the sha256 of `content`, which is equal exactly when the content is
+        (the same values always encode to the same bytes)."""
+        return f'"{hashlib.sha256(self.content).hexdigest()}"'
+
+    @functools.cached_property
+    def body(self) -> bytes:
+        """The API's answer (`content` with the ETag and generation), as sent."""
+        return self.content[:-1] + f',"etag":{_JSON.encode(self.etag)},"generation":{self.generation}}}'.encode()
 
     def as_dict(self) -> dict[str, Any]:
-        body = _content(self)
-        body.update(etag=self.etag, generation=self.generation)
-        return body
+        """`body` as Python values (the MCP tool's structured content)."""
+        return json.loads(self.body)
 
 
-def _content(result: ResolveResult) -> dict[str, Any]:
-    """Everything the ETag covers (the representation minus the ETag and generation)."""
-    return {"skills": _skills_content(result), **_content_around_skills(result)}
+# The API's encoding: compact, non-ASCII characters as themselves (DRF's JSON renderer's too).
+_JSON = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
 
 
 def _skill_fields(skill: EffectiveSkill) -> dict[str, Any]:
@@ -139,19 +153,24 @@ def _skill_fields(skill: EffectiveSkill) -> dict[str, Any]:
     }
 
 
-def _resolved_fields(resolved: ResolvedSkill) -> dict[str, Any]:
-    """A skill's fields that say why this result lists it and how."""
-    return {
-        "score": resolved.score,
-        "reasons": list(resolved.reasons),
-        "forced_by": list(resolved.forced_by),
-        "described": resolved.described,
-        "canary": resolved.canary,
+@functools.lru_cache(maxsize=32_768)
+def _skill_head(skill: EffectiveSkill) -> str:
+    """The start of a skill's entry: its unchanging fields, without the closing brace."""
+    return _JSON.encode(_skill_fields(skill))[:-1]
+
+
+@functools.lru_cache(maxsize=4_096)  # most skills in a result are unmatched: a handful of tails
+def _skill_tail(fields: tuple[float, tuple[str, ...], tuple[str, ...], bool, bool]) -> str:
+    """The rest of a skill's entry: why this result lists it and how."""
+    score, reasons, forced_by, described, canary = fields
+    tail = {
+        "score": score,
+        "reasons": list(reasons),
+        "forced_by": list(forced_by),
+        "described": described,
+        "canary": canary,
     }
-
-
-def _skills_content(result: ResolveResult) -> list[dict[str, Any]]:
-    return [{**_skill_fields(s.skill), **_resolved_fields(s)} for s in result.skills]
+    return "," + _JSON.encode(tail)[1:]
 
 
 def _content_around_skills(result: ResolveResult) -> dict[str, Any]:
@@ -183,36 +202,6 @@ def _content_around_skills(result: ResolveResult) -> dict[str, Any]:
         },
         "warnings": list(result.warnings),
     }
-
-
-def canonical_json(value: Any) -> bytes:
-    """The one encoding ETags over JSON values hash: keys sorted, no whitespace, UTF-8 with
-    non-ASCII characters as themselves (not \\u escapes), floats as Python's shortest repr. Equal
-    values give equal bytes whatever order their dicts were built in."""
-    return _CANONICAL.encode(value).encode()
-
-
-_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-
-
-def strong_etag(payload: Any) -> str:
-    """A strong ETag (quoted sha256) over `canonical_json(payload)`."""
-    return f'"{hashlib.sha256(canonical_json(payload)).hexdigest()}"'
-
-
-@functools.lru_cache(maxsize=32_768)
-def _skill_digest(skill: EffectiveSkill) -> str:
-    """sha256 of `canonical_json(_skill_fields(skill))`: a skill's part of every ETag it is in,
-    encoded once rather than with every result (most of a result's ~80 KB of JSON)."""
-    return hashlib.sha256(canonical_json(_skill_fields(skill))).hexdigest()
-
-
-def _etag_form(result: ResolveResult) -> dict[str, Any]:
-    """What a result's ETag hashes: its content, each skill given as the digest of its unchanging
-    fields (`_skill_digest`) and the fields of this result (`_resolved_fields`). A function of the
-    content alone (tests/registry/test_matching_index.py computes it from the JSON a client gets)."""
-    skills = [[_skill_digest(s.skill), _resolved_fields(s)] for s in result.skills]
-    return {**_content_around_skills(result), "skills": skills}
 
 
 # --- the prompt block --------------------------------------------------------------------
@@ -279,12 +268,15 @@ def render_prompt_block(
     described = count
     if size(count, described) > max_chars:
         # Drop whole skills (never forced ones) only while even the names alone do not fit ...
-        while count > len(must) and size(count, 0) > max_chars:
-            count -= 1
-        # ... then give descriptions back, most relevant first, while they fit.
-        described = 0
-        while described < count and size(count, described + 1) <= max_chars:
-            described += 1
+        if size(count, 0) > max_chars:
+            fits = bisect.bisect_right(range(len(must), count + 1), max_chars, key=lambda n: size(n, 0))
+            count = len(must) + max(fits - 1, 0)
+        # ... then give descriptions back, most relevant first, while they fit. Both searches
+        # bisect: a block grows with each skill or description added (the truncation note's
+        # digits shrink by less than the shortest description adds; the note goes only with the
+        # last description, and all of them did not fit).
+        described = bisect.bisect_right(range(count + 1), max_chars, key=lambda n: size(count, n)) - 1
+        described = max(described, 0)
     entries = full[:described] + short[described:count]
     parts = [SKILLS_INSTRUCTION, "<available_skills>", *entries, "</available_skills>"]
     if count < total or described < count:
@@ -509,14 +501,15 @@ def resolve_result(
     )
     included = set(block.included)
     matches = ranking.matches
+    unmatched = Match(skill=None, score=0.0)
     skills = tuple(
         ResolvedSkill(
-            skill=s,
-            score=matches[s.name].score if s.name in matches else 0.0,
-            reasons=tuple(matches[s.name].reasons) if s.name in matches else (),
-            forced_by=tuple(forced.by.get(s.name, ())),
-            described=s.name in block.described,
-            canary=s.name in canaries,
+            s,
+            (match := matches.get(s.name, unmatched)).score,
+            tuple(match.reasons),
+            tuple(forced.by.get(s.name, ())),
+            s.name in block.described,
+            s.name in canaries,
         )
         for s in ranking.ordered
         if s.name in included
