@@ -282,9 +282,9 @@ def _resolve_answer(arguments: dict[str, Any]) -> types.CallToolResult:
     if not body.is_valid():
         errors = json.dumps(body.errors, ensure_ascii=False)
         return types.CallToolResult(content=[types.TextContent(text=f"Invalid arguments: {errors}")], is_error=True)
-    answer = resolve(**body.validated_data).as_dict()
+    result = resolve(**body.validated_data)
     return types.CallToolResult(
-        content=[types.TextContent(text=json.dumps(answer, ensure_ascii=False))], structured_content=answer
+        content=[types.TextContent(text=result.body.decode())], structured_content=result.as_dict()
     )
 
 
