@@ -196,21 +196,33 @@ class _Doc:
     surface: dict[str, str]  # stem -> a word as written in the skill, for reasons
 
 
-class MatchIndex:
-    """Tokenised skills plus corpus statistics; build once per registry generation, query often."""
+def _doc(skill: SkillLike) -> _Doc:
+    per_field, surface = skill_terms(skill)
+    counters = {f: Counter(ts) for f, ts in per_field.items()}
+    lengths = {f: len(ts) for f, ts in per_field.items()}
+    return _Doc(skill, counters, lengths, tuple(per_field["name"]), surface)
 
-    def __init__(self, skills: Iterable[SkillLike]) -> None:
+
+class MatchIndex:
+    """Tokenised skills plus corpus statistics; build once per registry generation, query often.
+
+    With `previous`, a skill that index already held (the very same object) keeps its tokenised
+    document: an index over a catalogue that one publish moved forward tokenises one skill, not
+    all of them (tokenising is most of the cost; the statistics are summed again)."""
+
+    def __init__(self, skills: Iterable[SkillLike], *, previous: MatchIndex | None = None) -> None:
+        held = {id(doc.skill): doc for doc in previous.docs} if previous is not None else {}
         self.docs: list[_Doc] = []
         document_frequency: Counter = Counter()
         totals = dict.fromkeys((f for f, _, _ in BM25_FIELDS), 0)
         for skill in skills:
-            per_field, surface = skill_terms(skill)
-            counters = {f: Counter(ts) for f, ts in per_field.items()}
-            lengths = {f: len(ts) for f, ts in per_field.items()}
-            for f, n in lengths.items():
+            doc = held.get(id(skill))
+            if doc is None or doc.skill is not skill:
+                doc = _doc(skill)
+            for f, n in doc.lengths.items():
                 totals[f] += n
-            document_frequency.update(set().union(*(set(c) for c in counters.values())))
-            self.docs.append(_Doc(skill, counters, lengths, tuple(per_field["name"]), surface))
+            document_frequency.update(set().union(*doc.fields.values()))
+            self.docs.append(doc)
         count = max(len(self.docs), 1)
         self.average = {f: max(totals[f] / count, 1.0) for f in totals}
         self.idf = {t: math.log(1 + (len(self.docs) - df + 0.5) / (df + 0.5)) for t, df in document_frequency.items()}

@@ -37,6 +37,7 @@ class CatalogEntry:
     label_versions: dict[str, SkillVersion]
     label_numbers: dict[str, int]
     order: tuple[str, int]  # (name, -priority): where it is listed
+    doc: CatalogDoc  # what search matches; one object per entry, so a moved-forward index can reuse it
 
 
 class CatalogDoc:
@@ -53,17 +54,25 @@ class CatalogDoc:
 
 class _SearchIndex:
     """A MatchIndex over the entries' newest versions, built on first use and shared by every
-    catalogue whose entries are the same (a change of rules only)."""
+    catalogue whose entries are the same (a change of rules only). Built after a move forward, it
+    reuses what the previous catalogue's index tokenised for the entries both hold."""
 
-    def __init__(self, entries: tuple[CatalogEntry, ...]) -> None:
+    def __init__(self, entries: tuple[CatalogEntry, ...], previous: _SearchIndex | None = None) -> None:
         self._entries = entries
+        # The newest index built before this one: unbuilt ones in between are skipped, so a run of
+        # publishes with no search holds on to one old catalogue, not all of them.
+        while previous is not None and previous._index is None:
+            previous = previous._previous
+        self._previous = previous
         self._index: MatchIndex | None = None
         self._lock = threading.Lock()
 
     def get(self) -> MatchIndex:
         with self._lock:
             if self._index is None:
-                self._index = MatchIndex(CatalogDoc(entry.skill.pk, entry.newest) for entry in self._entries)
+                held = self._previous._index if self._previous is not None else None
+                self._index = MatchIndex((entry.doc for entry in self._entries), previous=held)
+                self._previous = None  # nothing more to reuse: let the old catalogue go
             return self._index
 
 
@@ -117,7 +126,7 @@ def _advanced(generation: int) -> Catalog | None:
     kept = (entry for entry in previous.entries if entry.skill.name not in delta.skills)
     # The kept entries are in order already: merging in the few re-read ones costs no sort.
     ordered = tuple(heapq.merge(kept, sorted(_entries(names=delta.skills), key=_ORDER), key=_ORDER))
-    return Catalog(generation=generation, entries=ordered, search=_SearchIndex(ordered))
+    return Catalog(generation=generation, entries=ordered, search=_SearchIndex(ordered, previous.search))
 
 
 def _entries(*, names: Collection[str] | None) -> list[CatalogEntry]:
@@ -152,6 +161,7 @@ def _entries(*, names: Collection[str] | None) -> list[CatalogEntry]:
                     label_versions=versions_by_label,
                     label_numbers={name: v.number for name, v in versions_by_label.items()},
                     order=(skill.name, -skill.priority),
+                    doc=CatalogDoc(skill.pk, newest[skill.pk]),
                 )
             )
     return entries

@@ -41,10 +41,13 @@ def assert_catalog_fresh() -> None:
     generation = current_generation()
     held = skill_catalog_entries()
     assert held.generation == generation
-    found = {m.skill.skill_id for m in held.index.score("pdf reports csv")}
-    assert found == {
-        m.skill.skill_id for m in _catalog(generation, _entries(names=None)).index.score("pdf reports csv")
-    }
+    fresh = _catalog(generation, _entries(names=None))
+    for query in ("pdf reports csv", "aloud", "alpha"):
+        assert search_state(held, query) == search_state(fresh, query)
+
+
+def search_state(catalog: Catalog, query: str) -> list[tuple]:
+    return [(m.skill.skill_id, m.score, m.reasons) for m in catalog.index.score(query)]
 
 
 def assert_served_fresh(label: str | None) -> None:
@@ -105,6 +108,20 @@ def test_the_catalogue_moves_forward_after_a_publish_rather_than_rebuilding():
     read = [q["sql"] for q in queries.captured_queries if "registry_skill" in q["sql"]]
     assert len(read) == 3
     assert all("'alpha'" in sql or f"IN ({alpha})" in sql for sql in read), read
+
+
+def test_the_search_index_after_a_publish_tokenises_only_what_changed():
+    publish("alpha", description="Reads pdf reports.")
+    publish("beta", description="Writes csv summaries.")
+    before = skill_catalog_entries().index
+    publish("alpha", description="Reads pdf reports aloud.")
+
+    after = skill_catalog_entries()
+
+    held = {id(doc) for doc in before.docs}  # `before` keeps them alive, so ids stay theirs
+    assert [doc.skill.name for doc in after.index.docs if id(doc) in held] == ["beta"]
+    fresh = _catalog(after.generation, _entries(names=None))
+    assert search_state(after, "aloud csv") == search_state(fresh, "aloud csv")
 
 
 def test_reads_never_write():
