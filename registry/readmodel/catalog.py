@@ -57,6 +57,9 @@ class _SearchIndex:
     catalogue whose entries are the same (a change of rules only). Built after a move forward, it
     reuses what the previous catalogue's index tokenised for the entries both hold."""
 
+    _previous: _SearchIndex | None
+    _index: MatchIndex | None
+
     def __init__(self, entries: tuple[CatalogEntry, ...], previous: _SearchIndex | None = None) -> None:
         self._entries = entries
         # The newest index built before this one: unbuilt ones in between are skipped, so a run of
@@ -64,7 +67,7 @@ class _SearchIndex:
         while previous is not None and previous._index is None:
             previous = previous._previous
         self._previous = previous
-        self._index: MatchIndex | None = None
+        self._index = None
         self._lock = threading.Lock()
 
     def get(self) -> MatchIndex:
