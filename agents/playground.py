@@ -30,7 +30,7 @@ from agents.model_strings import OFFLINE, SCRIPTED
 from agents.models import AgentTurn, TraceEvent, TurnOrigin
 from agents.runtime.forcing import forced_skill_and_query
 from registry.console.access import console_view, user_scopes
-from registry.console.errors import on_domain_error
+from registry.console.errors import flash_back, on_domain_error
 from registry.console.inputs import json_from_text, text_problem, uuid_or_none, whole_number
 from registry.errors import ApplicationError
 from registry.selectors.resolve import registry_snapshot
@@ -439,8 +439,7 @@ def _feedback_refused(request, turn: AgentTurn, slot: dict, error: ApplicationEr
         return render(
             request, "agents/playground.html#feedback", {**slot, "turn": turn, "feedback_error": error.detail}
         )
-    messages.error(request, f"Feedback not recorded: {error.detail}")
-    return redirect(_turn_page(turn))
+    return flash_back(request, f"Feedback not recorded: {error.detail}", default=_turn_page(turn))
 
 
 @console_view(scope=RUN)
