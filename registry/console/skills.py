@@ -581,6 +581,13 @@ def skill_upload(request, name: str | None = None):
         field, problems = next(iter(form.errors.items()))
         said = " ".join(str(problem) for problem in problems)
         raise ApplicationError(f"{field}: {said}", fields={field: said})
+    if skill is not None and form.cleaned_data["base_version"] is None:
+        # As in the editor: a replace is an edit of the version the page showed, and without it
+        # a version published meanwhile would be replaced unseen (its files dropped).
+        raise ApplicationError(
+            "base_version: the version this page showed is missing; reload the page and upload again.",
+            fields={"base_version": "required"},
+        )
     bundle, what = _uploaded_bundle(request, form)
     result = skill_version_publish(
         bundle=bundle,
