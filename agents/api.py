@@ -35,9 +35,11 @@ class TurnApi(ApiView):
         # A full-length message of non-ASCII text arrives as \uXXXX escapes: 6 bytes a character.
         return max(ApiView.max_body_bytes, settings.AGENT_MAX_MESSAGE_CHARS * 6 + 64 * 1024)
 
-    def reader(self) -> TurnReader:
+    def reader(self, *, scopes: tuple[str, ...] = READ_SCOPES) -> TurnReader:
+        """Whose turns this request reads (`scopes`: those it reads with; acting on a turn is
+        `agent:run` alone)."""
         reader = selectors.turn_reader(
-            user=self.request.user, scopes={scope for scope in READ_SCOPES if has_scope(self.request, scope)}
+            user=self.request.user, scopes={scope for scope in scopes if has_scope(self.request, scope)}
         )
         if reader is None:  # an author's token with analytics:read only: their turns need agent:run
             raise ScopeRequired(RUN, why=" to read your own turns (analysts and admins read all with 'analytics:read')")
@@ -357,7 +359,7 @@ class AgentTurnFeedbackApi(TurnApi):
         summary="Rate a finished turn; feeds the skills' analytics",
     )
     def post(self, request, turn_id):
-        turn = services.agent_turn_get_for_user(user=request.user, turn_id=turn_id)
+        turn = selectors.turn_get_for_reader(reader=self.reader(scopes=(RUN,)), turn_id=turn_id)
         data = self.TurnFeedbackSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         services.agent_turn_feedback(turn=turn, **data.validated_data)
@@ -379,6 +381,6 @@ class AgentTurnCancelApi(TurnApi):
         "A turn that already succeeded or failed is a 409.",
     )
     def post(self, request, turn_id):
-        turn = services.agent_turn_get_for_user(user=request.user, turn_id=turn_id)
+        turn = selectors.turn_get_for_reader(reader=self.reader(scopes=(RUN,)), turn_id=turn_id)
         turn = services.agent_turn_cancel(turn=turn)
         return Response(self.TurnCancelSerializer(turn).data, status=status.HTTP_202_ACCEPTED)

@@ -29,8 +29,9 @@ from agents import services as turns
 from agents.model_strings import OFFLINE, SCRIPTED
 from agents.models import AgentTurn, TraceEvent, TurnOrigin
 from agents.runtime.forcing import forced_skill_and_query
+from agents.selectors import TurnReader
 from registry.console.access import console_view, user_scopes
-from registry.console.errors import on_domain_error
+from registry.console.errors import flash_back, on_domain_error
 from registry.console.inputs import json_from_text, text_problem, uuid_or_none, whole_number
 from registry.errors import ApplicationError
 from registry.selectors.resolve import registry_snapshot
@@ -231,12 +232,21 @@ def _form_field(field: str) -> str:
     return "version" if field.startswith("skill_versions") else field
 
 
+def _reader(request) -> TurnReader:
+    """Whose turns the playground shows this user: acting with `agent:run`, an admin any turn,
+    anyone else their own (a user without it reads none here)."""
+    reader = turn_selectors.turn_reader(user=request.user, scopes=user_scopes(request.user) & {RUN})
+    if reader is None:
+        raise Http404("No such turn.")
+    return reader
+
+
 def _turn(request, turn_id) -> AgentTurn:
     """The turn, if this user may read it; else the 404 page (NotFound, through console_view)."""
     parsed = uuid_or_none(str(turn_id))
     if parsed is None:
         raise Http404("No such turn.")
-    return turns.agent_turn_get_for_user(user=request.user, turn_id=parsed)
+    return turn_selectors.turn_get_for_reader(reader=_reader(request), turn_id=parsed)
 
 
 def _render(
@@ -266,7 +276,7 @@ def _render(
             else []
         ),
         "earlier": (
-            turn_selectors.conversation_turns(user=request.user, conversation_id=conversation, before=turn)
+            turn_selectors.conversation_turns(reader=_reader(request), conversation_id=conversation, before=turn)
             if known
             else []
         ),
@@ -439,8 +449,7 @@ def _feedback_refused(request, turn: AgentTurn, slot: dict, error: ApplicationEr
         return render(
             request, "agents/playground.html#feedback", {**slot, "turn": turn, "feedback_error": error.detail}
         )
-    messages.error(request, f"Feedback not recorded: {error.detail}")
-    return redirect(_turn_page(turn))
+    return flash_back(request, f"Feedback not recorded: {error.detail}", default=_turn_page(turn))
 
 
 @console_view(scope=RUN)

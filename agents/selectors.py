@@ -1,7 +1,6 @@
 """Reads of turns: the turn list with its filters, counts and failure causes (API and console
 alike), a turn's trace after a sequence number, its running totals, and the user's recent
-conversations. Who may read which turns is `turn_reader` (lists) and
-`services.agent_turn_get_for_user` (one turn)."""
+conversations. Who may read which turns is `turn_reader`, for lists and single turns alike."""
 
 from __future__ import annotations
 
@@ -31,9 +30,11 @@ class TurnReader:
 
 
 def turn_reader(*, user: Any, scopes: set[str]) -> TurnReader | None:
-    """Admins (with either scope) and analysts (with `analytics:read`) read every turn; anyone
-    with `agent:run` reads their own; None for a request that may read no turn. `scopes` are the
-    request's: a console user's role's, or an API token's (cut to its owner's role)."""
+    """The one answer to "may this user see this turn". Admins (with either scope) and analysts
+    (with `analytics:read`) read every turn; anyone with `agent:run` reads their own; None for a
+    request that may read no turn. `scopes` are the request's: a console user's role's, or an
+    API token's (cut to its owner's role). Acting on a turn (the playground, feedback, cancel)
+    passes only `agent:run`: an admin acts on any turn, anyone else on their own."""
     roles = user_roles(user)
     if (ADMIN in roles and scopes & {RUN, ANALYTICS}) or (ANALYST in roles and ANALYTICS in scopes):
         return TurnReader(user_id=user.pk, sees_all=True)
@@ -355,12 +356,10 @@ def turn_skills_run(*, turn: AgentTurn) -> list[SkillRun]:
     return list(found.values())
 
 
-def conversation_turns(*, user: Any, conversation_id: Any, before: AgentTurn | None = None) -> list[AgentTurn]:
-    """The turns of a conversation that `user` may see (their own; an admin's, all), oldest
-    first; those before `before` when given."""
-    turns = AgentTurn.objects.filter(conversation_id=conversation_id).order_by("created_at")
-    if not user.is_superuser:
-        turns = turns.filter(user=user)
+def conversation_turns(*, reader: TurnReader, conversation_id: Any, before: AgentTurn | None = None) -> list[AgentTurn]:
+    """The turns of a conversation that `reader` may see, oldest first; those before `before`
+    when given."""
+    turns = _turns_visible(reader).filter(conversation_id=conversation_id).order_by("created_at")
     if before is not None:
         turns = turns.filter(created_at__lt=before.created_at)
     return list(turns)

@@ -297,14 +297,6 @@ def _conversation_for(*, user: Any, conversation_id: str | None, message: str) -
     return conversation
 
 
-def agent_turn_get_for_user(*, user: Any, turn_id: Any) -> AgentTurn:
-    """The one place that answers "may this user see this turn": the owner or an admin."""
-    turn = AgentTurn.objects.filter(pk=turn_id).first()
-    if turn is None or (turn.user_id != user.pk and not user.is_superuser):
-        raise NotFound(f"No turn {turn_id}.")
-    return turn
-
-
 def agent_turn_cancel(*, turn: AgentTurn) -> AgentTurn:
     """Cancel a turn: at once when it is queued or its worker died (the lease lapsed), else at
     the running attempt's next model or tool call. A finished turn is a Conflict."""

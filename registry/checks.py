@@ -11,13 +11,17 @@ from django.core.checks import Warning, register
 from config.local_state import PRIVATE_DIR, PRIVATE_FILE
 
 
-def _looser(path: Path, allowed: int) -> int | None:
-    """The mode of `path` when it grants more than `allowed`, else None (also when it is absent)."""
+def _too_open(path: Path, allowed: int, *, exposed: str, check_id: str) -> list[Warning]:
+    """A warning when `path` grants more than the mode `allowed` (none when it is absent)."""
     try:
         mode = stat.S_IMODE(path.stat().st_mode)
     except FileNotFoundError:
-        return None
-    return mode if mode & ~allowed else None
+        return []
+    if not mode & ~allowed:
+        return []
+    return [
+        Warning(f"{path} is mode {mode:o}: other local users {exposed}.", hint=f"chmod {allowed:o} {path}", id=check_id)
+    ]
 
 
 def _private_files() -> list[Path]:
@@ -33,25 +37,8 @@ def _private_files() -> list[Path]:
 def var_dir_is_private(app_configs, **kwargs) -> list[Warning]:
     """VAR_DIR holds live session keys (the SQLite database), the secret key and the admin password:
     any other local user who can read them can take over the console."""
-    warnings = []
     var_dir = Path(settings.VAR_DIR)
-    mode = _looser(var_dir, PRIVATE_DIR)
-    if mode is not None:
-        warnings.append(
-            Warning(
-                f"{var_dir} is mode {mode:o}: other local users can reach the files in it.",
-                hint=f"chmod 700 {var_dir}",
-                id="registry.W001",
-            )
-        )
+    warnings = _too_open(var_dir, PRIVATE_DIR, exposed="can reach the files in it", check_id="registry.W001")
     for path in _private_files():
-        mode = _looser(path, PRIVATE_FILE)
-        if mode is not None:
-            warnings.append(
-                Warning(
-                    f"{path} is mode {mode:o}: other local users can read it.",
-                    hint=f"chmod 600 {path}",
-                    id="registry.W002",
-                )
-            )
+        warnings += _too_open(path, PRIVATE_FILE, exposed="can read it", check_id="registry.W002")
     return warnings

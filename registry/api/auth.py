@@ -2,7 +2,8 @@
 
 Every bearer request is checked by one answer, `api_token_grant` (registry/selectors/tokens.py):
 the token is live, its owner active, and its scopes cut to what the owner's role grants now. The
-SKILL.md fast path (fastpath.py) asks it too, without DRF around it.
+SKILL.md fast path (fastpath.py) asks it too, without DRF around it. A request asks it once:
+its scope checks read the grant its authentication got.
 """
 
 from __future__ import annotations
@@ -14,6 +15,10 @@ from registry.models import ApiToken
 from registry.roles import user_has_scope
 from registry.selectors.tokens import TokenGrant, api_token_grant, api_token_with_owner
 from registry.services.tokens import api_token_used
+
+# The grant authentication checked, kept on the request for its scope checks: on the request,
+# never on the ApiToken, which this process caches and shares between requests.
+_REQUEST_GRANT = "_registry_token_grant"
 
 
 def grant_used(grant: TokenGrant) -> None:
@@ -41,6 +46,7 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
         if found is None or token is None:
             raise exceptions.AuthenticationFailed("Invalid or revoked token.")
         grant_used(found[0])
+        setattr(request, _REQUEST_GRANT, found[0])
         return (token.user, token)
 
     def authenticate_header(self, request):
@@ -51,9 +57,18 @@ def has_scope(request, scope: str) -> bool:
     """A console session has its user's role's scopes; a token has those of its scopes that its
     owner's role still grants, checked on every request (a demoted owner's token shrinks too)."""
     if isinstance(request.auth, ApiToken):
-        found = api_token_grant(secret_hash=request.auth.secret_hash)
-        return found is not None and scope in found[0].scopes
+        grant = _request_grant(request)
+        return grant is not None and scope in grant.scopes
     return user_has_scope(request.user, scope)
+
+
+def _request_grant(request) -> TokenGrant | None:
+    """The grant of the request's token, read once a request: the one authentication checked, or
+    for a token set on the request otherwise (DRF's force_authenticate), read here and kept."""
+    if not hasattr(request, _REQUEST_GRANT):
+        found = api_token_grant(secret_hash=request.auth.secret_hash)
+        setattr(request, _REQUEST_GRANT, found[0] if found else None)
+    return getattr(request, _REQUEST_GRANT)
 
 
 class ScopeRequired(exceptions.PermissionDenied):

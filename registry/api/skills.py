@@ -175,6 +175,26 @@ class SkillListCreateApi(ApiView):
 VERSION_PARAMETERS = [s.SkillVersionQuerySerializer]
 
 
+def _served(view: ApiView, name: str) -> tuple[Skill, SkillVersion]:
+    """The skill a read names and the version it gets: `version`, else its `label`'s (production
+    by default), the canary when a rollout sends this read's subject there."""
+    skill, query = view.skill_and_params(name, s.SkillVersionQuerySerializer)
+    return skill, view.served_version(skill, query)
+
+
+def _skill_md_response(request, content: bytes, etag: str, version: int) -> HttpResponse:
+    return raw_response(request, content, etag, "text/markdown; charset=utf-8", extra={"X-Skill-Version": str(version)})
+
+
+def _raw_read_responses(media_type: str, body) -> Responses:
+    """A read of raw bytes: the bytes, or 304 when If-None-Match names their ETag."""
+    return {
+        (200, media_type): body,
+        304: OpenApiResponse(description="If-None-Match matched the ETag."),
+        **errors(400, 401, 403, 404),
+    }
+
+
 @NAME_PATH
 class SkillDetailApi(ApiView):
     required_scopes = {"GET": READ, "PATCH": WRITE}
@@ -186,8 +206,7 @@ class SkillDetailApi(ApiView):
         summary="A skill at a label or version (default: production if set, else latest).",
     )
     def get(self, request, name: str):
-        skill, query = self.skill_and_params(name, s.SkillVersionQuerySerializer)
-        version = self.served_version(skill, query)
+        skill, version = _served(self, name)
         detail = s.SkillDetailSerializer(selectors.skill_version_detail(skill=skill, version=version)).data
         return Response(detail, headers={"X-Skill-Version": str(version.number)})
 
@@ -230,18 +249,14 @@ class SkillMarkdownApi(RawApiView):
             raw = selectors.skill_md_raw(name=name, generation=generation, subject=subject, **params)
         except ApplicationError:
             return None  # the DRF path answers with the proper JSON error
-        return raw_response(
-            request, raw.content, raw.etag, "text/markdown; charset=utf-8", extra={"X-Skill-Version": str(raw.version)}
-        )
+        return _skill_md_response(request, raw.content, raw.etag, raw.version)
 
     @extend_schema(
         operation_id="skills_skill_md",
         parameters=VERSION_PARAMETERS,
-        responses={
-            (200, "text/markdown"): OpenApiResponse(OpenApiTypes.STR, description="The exact bytes."),
-            304: OpenApiResponse(description="If-None-Match matched the ETag."),
-            **errors(400, 401, 403, 404),
-        },
+        responses=_raw_read_responses(
+            "text/markdown", OpenApiResponse(OpenApiTypes.STR, description="The exact bytes.")
+        ),
         summary="The raw SKILL.md (strong ETag; 304 on If-None-Match, GET and HEAD).",
     )
     def get(self, request, name: str):
@@ -254,9 +269,7 @@ class SkillMarkdownApi(RawApiView):
             number=query.validated_data.get("version"),
             subject=self.subject(query.validated_data),
         )
-        return raw_response(
-            request, raw.content, raw.etag, "text/markdown; charset=utf-8", extra={"X-Skill-Version": str(raw.version)}
-        )
+        return _skill_md_response(request, raw.content, raw.etag, raw.version)
 
 
 # Types a browser would run or render as a page: never served inline from our origin.
@@ -278,25 +291,14 @@ class SkillFileApi(RawApiView):
     @extend_schema(
         operation_id="skills_file",
         parameters=VERSION_PARAMETERS,
-        responses={
-            (200, "application/octet-stream"): OpenApiResponse(OpenApiTypes.BINARY),
-            304: OpenApiResponse(description="If-None-Match matched."),
-            **errors(400, 401, 403, 404),
-        },
+        responses=_raw_read_responses("application/octet-stream", OpenApiResponse(OpenApiTypes.BINARY)),
         summary="One bundled file, with a content type from its name.",
     )
     def get(self, request, name: str, path: str):
-        skill, query = self.skill_and_params(name, s.SkillVersionQuerySerializer)
-        version = self.served_version(skill, query)
+        skill, version = _served(self, name)
         if path == "SKILL.md":
             content = version.skill_md.encode("utf-8")
-            return raw_response(
-                request,
-                content,
-                f'"{hashlib.sha256(content).hexdigest()}"',
-                "text/markdown; charset=utf-8",
-                extra={"X-Skill-Version": str(version.number)},
-            )
+            return _skill_md_response(request, content, f'"{hashlib.sha256(content).hexdigest()}"', version.number)
         item = selectors.version_file(version, path)
         content = bytes(item.blob.content)
         content_type = file_content_type(path, content)
@@ -317,16 +319,11 @@ class SkillBundleApi(RawApiView):
     @extend_schema(
         operation_id="skills_bundle_zip",
         parameters=VERSION_PARAMETERS,
-        responses={
-            (200, "application/zip"): OpenApiResponse(OpenApiTypes.BINARY),
-            304: OpenApiResponse(description="If-None-Match matched."),
-            **errors(400, 401, 403, 404),
-        },
+        responses=_raw_read_responses("application/zip", OpenApiResponse(OpenApiTypes.BINARY)),
         summary="The whole skill folder as a zip (byte-identical files, modes kept).",
     )
     def get(self, request, name: str):
-        skill, query = self.skill_and_params(name, s.SkillVersionQuerySerializer)
-        version = self.served_version(skill, query)
+        skill, version = _served(self, name)
         known = selectors.bundle_zip_etag(skill=skill, version=version)
         if known and if_none_match(request, known):
             return not_modified(known, extra={"X-Skill-Version": str(version.number)})

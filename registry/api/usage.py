@@ -17,7 +17,7 @@ from rest_framework.response import Response
 
 from registry.api import serializers as s
 from registry.api.base import ApiView, SafeJSONRenderer
-from registry.api.schema import errors
+from registry.api.schema import Responses, errors
 from registry.models import ApiToken, UsageKind, UsageSource
 from registry.selectors import analytics
 from registry.services.usage import UsageEventInput, usage_offers_roll_up, usage_record
@@ -211,12 +211,15 @@ class CSVRenderer(renderers.BaseRenderer):
         return buffer.getvalue().encode(self.charset)
 
 
-def _csv_response(description: str) -> dict:
+def _json_or_csv(body, rows: str, *more_errors: int) -> Responses:
+    """An analytics answer's responses: `body` as JSON, or its `rows` as CSV."""
     return {
+        (200, "application/json"): body,
         (200, "text/csv"): OpenApiResponse(
-            OpenApiTypes.STR, description=f"{description} as CSV (`format=csv` or `Accept: text/csv`)."
+            OpenApiTypes.STR, description=f"{rows} as CSV (`format=csv` or `Accept: text/csv`)."
         ),
         (404, "application/json"): OpenApiResponse(s.ErrorSerializer, description="`format` is neither json nor csv."),
+        **errors(400, 401, 403, *more_errors),
     }
 
 
@@ -266,11 +269,7 @@ class AnalyticsSkillsApi(AnalyticsApi):
     @extend_schema(
         operation_id="analytics_skills",
         parameters=[s.AnalyticsQuerySerializer],
-        responses={
-            (200, "application/json"): s.AnalyticsSerializer,
-            **_csv_response("The same rows"),
-            **errors(400, 401, 403),
-        },
+        responses=_json_or_csv(s.AnalyticsSerializer, "The same rows"),
         summary="Per-skill (or per-version, per trigger/model/label) counts, success rate with its 95% "
         "Wilson interval and n, tokens, duration and cost.",
     )
@@ -298,11 +297,7 @@ class AnalyticsTimeseriesApi(AnalyticsApi):
     @extend_schema(
         operation_id="analytics_skill_timeseries",
         parameters=[s.AnalyticsTimeseriesQuerySerializer],
-        responses={
-            (200, "application/json"): s.TimeseriesSerializer,
-            **_csv_response("The points"),
-            **errors(400, 401, 403),
-        },
+        responses=_json_or_csv(s.TimeseriesSerializer, "The points"),
         summary="Outcomes of one skill per UTC hour, day or ISO week, each with its Wilson interval.",
     )
     def get(self, request, name, format=None):
@@ -319,11 +314,7 @@ class AnalyticsCompareApi(AnalyticsApi):
     @extend_schema(
         operation_id="analytics_skill_compare",
         parameters=[s.AnalyticsCompareQuerySerializer],
-        responses={
-            (200, "application/json"): s.ComparisonSerializer,
-            **_csv_response("The two versions' rows"),
-            **errors(400, 401, 403, 404),
-        },
+        responses=_json_or_csv(s.ComparisonSerializer, "The two versions' rows", 404),
         summary="Version b against version a: p_b − p_a with Newcombe's interval and P(p_b > p_a).",
     )
     def get(self, request, name, format=None):
@@ -344,11 +335,7 @@ class AnalyticsFunnelApi(AnalyticsApi):
     @extend_schema(
         operation_id="analytics_funnel",
         parameters=[s.AnalyticsFunnelQuerySerializer],
-        responses={
-            (200, "application/json"): s.FunnelSerializer,
-            **_csv_response("The counts"),
-            **errors(400, 401, 403),
-        },
+        responses=_json_or_csv(s.FunnelSerializer, "The counts"),
         summary="Event counts offered → loaded → executed → succeeded / failed.",
     )
     def get(self, request, format=None):
@@ -360,11 +347,7 @@ class AnalyticsFailingApi(AnalyticsApi):
     @extend_schema(
         operation_id="analytics_failing",
         parameters=[s.AnalyticsFailingQuerySerializer],
-        responses={
-            (200, "application/json"): s.FailingSerializer,
-            **_csv_response("The rows"),
-            **errors(400, 401, 403),
-        },
+        responses=_json_or_csv(s.FailingSerializer, "The rows"),
         summary="Skills failing most surely: lowest Wilson upper bound first, among those with n ≥ min_n.",
     )
     def get(self, request, format=None):

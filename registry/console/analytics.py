@@ -84,31 +84,28 @@ class AnalyticsFilterForm(forms.Form):
             skill_source=data.get("source") or None,
         )
 
-    def query(self, **extra) -> str:
-        """The filter as a query string (for links: sorting, CSV, the skill page)."""
+    def _params(self) -> dict[str, str]:
+        """The filter as query parameters, "" for each not set."""
         f = self.filters()
-        params = {
+        return {
             "from": f.date_from.isoformat() if f.date_from else "",
             "to": f.date_to.isoformat() if f.date_to else "",
             "label": f.label or "",
             "trigger": f.trigger or "",
             "model": f.model or "",
             "source": f.skill_source or "",
-            **extra,
         }
+
+    def query(self, **extra) -> str:
+        """The filter as a query string (for links: sorting, CSV, the skill page)."""
+        params = {**self._params(), **extra}
         return urlencode({k: v for k, v in params.items() if v != "" or k in ("from", "to")})
 
     def turns_query(self) -> str:
         """The filter as the turn list's query string (`/turns/?`, a page of the agents app): a
         count links to the turns behind it with the same days, trigger and model."""
-        f = self.filters()
-        params = {
-            "from": f.date_from.isoformat() if f.date_from else "",
-            "to": f.date_to.isoformat() if f.date_to else "",
-            "trigger": f.trigger or "",
-            "model": f.model or "",
-        }
-        return urlencode({k: v for k, v in params.items() if v})
+        params = self._params()
+        return urlencode({k: params[k] for k in ("from", "to", "trigger", "model") if params[k]})
 
 
 def _interval_for(filters: AnalyticsFilter) -> str:

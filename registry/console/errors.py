@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from django import forms
 from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect
@@ -31,14 +32,29 @@ def on_domain_error(request: HttpRequest, respond: ErrorResponder) -> None:
     setattr(request, _RESPONDER, respond)
 
 
-def domain_error_response(request: HttpRequest, error: ApplicationError, *, flash: str = "") -> HttpResponse:
+def domain_error_response(request: HttpRequest, error: ApplicationError) -> HttpResponse:
     respond: ErrorResponder | None = getattr(request, _RESPONDER, None)
     if respond is not None:  # the view said how, around the service call that failed
         return respond(error)
     if isinstance(error, NotFound):
         raise Http404(error.detail)
-    messages.error(request, f"{flash}{error.detail}")
-    return redirect(next_url(request, request.path))
+    return flash_back(request, error.detail, default=request.path)
+
+
+def flash_back(request: HttpRequest, message: str, *, default: str) -> HttpResponse:
+    """The message as an error flash, and a redirect to the page the form was on (`next_url`)."""
+    messages.error(request, message)
+    return redirect(next_url(request, default))
+
+
+def form_add_domain_error(form: forms.Form, error: ApplicationError, *, renamed: dict[str, str] | None = None) -> None:
+    """Each problem the service named beside its form field (`renamed` maps a service's field
+    name to the form's); one the form has no field for, or an error naming none, at the top."""
+    for field, problem in error.fields.items():
+        field = (renamed or {}).get(field, field)
+        form.add_error(field if field in form.fields else None, problem)
+    if not error.fields:
+        form.add_error(None, error.detail)
 
 
 def next_url(request: HttpRequest, default: str) -> str:

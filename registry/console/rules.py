@@ -21,7 +21,7 @@ from django.urls import path, reverse
 from registry import selectors
 from registry.api.serializers import RulesTestInputSerializer
 from registry.console.access import console_view
-from registry.console.errors import next_url, on_domain_error
+from registry.console.errors import flash_back, next_url, on_domain_error
 from registry.console.inputs import json_from_text, text_problem, whole_number
 from registry.errors import ApplicationError
 from registry.matching.fired_rule import QUERY_PLACEHOLDER, FiredRule
@@ -280,14 +280,11 @@ def rule_enabled(request, rule_id: int):
         return redirect(reverse("rule-detail", args=[rule_id]))
     rule = _rule(rule_id)
     enabled = request.POST.get("enabled") == "1"
-    on_domain_error(request, lambda error: _flash_back(request, f"Rule not changed: {error.detail}"))
+    on_domain_error(
+        request, lambda error: flash_back(request, f"Rule not changed: {error.detail}", default=reverse("rule-list"))
+    )
     rule = rule_update(rule=rule, enabled=enabled, actor=_actor(request)).rule
     messages.success(request, f"{'Enabled' if enabled else 'Disabled'} rule {rule.name}.")
-    return redirect(next_url(request, reverse("rule-list")))
-
-
-def _flash_back(request, message: str) -> HttpResponse:
-    messages.error(request, message)
     return redirect(next_url(request, reverse("rule-list")))
 
 

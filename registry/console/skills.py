@@ -27,7 +27,7 @@ from django_htmx.http import HttpResponseClientRedirect
 from registry import selectors
 from registry.api.serializers import PUBLISH_SOURCES, PublishSourceField
 from registry.console.access import console_view
-from registry.console.errors import on_domain_error
+from registry.console.errors import flash_back, on_domain_error
 from registry.errors import ApplicationError, LenientReadingRefused, VersionConflict
 from registry.models import EvalRun, Skill, SkillSource, SkillVersion
 from registry.roles import acting_role, user_roles
@@ -485,12 +485,7 @@ def skill_files(request, name: str):
 
 def _nothing_changed(request, skill: Skill, error: ApplicationError) -> HttpResponse:
     advice = " Reload and apply your change to the newest version." if isinstance(error, VersionConflict) else ""
-    return _flash_back(request, f"Nothing changed: {error.detail}{advice}", _skill_url(skill))
-
-
-def _flash_back(request, message: str, url: str) -> HttpResponse:
-    messages.error(request, message)
-    return redirect(url)
+    return flash_back(request, f"Nothing changed: {error.detail}{advice}", default=_skill_url(skill))
 
 
 def _change_files(request, *, skill: Skill, action: str, base_version: int) -> PublishResult:
@@ -586,6 +581,13 @@ def skill_upload(request, name: str | None = None):
         field, problems = next(iter(form.errors.items()))
         said = " ".join(str(problem) for problem in problems)
         raise ApplicationError(f"{field}: {said}", fields={field: said})
+    if skill is not None and form.cleaned_data["base_version"] is None:
+        # As in the editor: a replace is an edit of the version the page showed, and without it
+        # a version published meanwhile would be replaced unseen (its files dropped).
+        raise ApplicationError(
+            "base_version: the version this page showed is missing; reload the page and upload again.",
+            fields={"base_version": "required"},
+        )
     bundle, what = _uploaded_bundle(request, form)
     result = skill_version_publish(
         bundle=bundle,
@@ -739,7 +741,9 @@ def skill_rollout(request, name: str):
     label = request.POST.get("label", "production").strip()
     action = request.POST.get("action", "set")
     versions_url = _skill_url(skill, "skill-versions")
-    on_domain_error(request, lambda error: _flash_back(request, f"Rollout not changed: {error.detail}", versions_url))
+    on_domain_error(
+        request, lambda error: flash_back(request, f"Rollout not changed: {error.detail}", default=versions_url)
+    )
     actor, role = _actor(request), acting_role(user_roles(request.user))
     reason = request.POST.get("override_reason") or None
     if action == "abort":

@@ -16,7 +16,7 @@ from django.views.decorators.cache import never_cache
 
 from registry import selectors
 from registry.console.access import console_view
-from registry.console.errors import on_domain_error
+from registry.console.errors import form_add_domain_error, on_domain_error
 from registry.errors import ApplicationError
 from registry.models import ApiToken, TokenScope
 from registry.roles import ANY_ROLE, token_access
@@ -87,11 +87,7 @@ def token_list(request):
 
 def _refused(request, form: TokenCreateForm, error: ApplicationError):
     """The form again, each problem beside its field."""
-    for field, problem in error.fields.items():
-        field = "owner" if field == "user" else field  # the service's name for the owner
-        form.add_error(field if field in form.fields else None, problem)
-    if not error.fields:
-        form.add_error(None, error.detail)
+    form_add_domain_error(form, error, renamed={"user": "owner"})  # the service's name for the owner
     messages.error(request, f"No token created: {error.detail}")
     return _page(request, form=form, status=error.status)
 

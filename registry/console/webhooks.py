@@ -11,7 +11,7 @@ from django.urls import path, reverse
 from django.views.decorators.cache import never_cache
 
 from registry.console.access import console_view
-from registry.console.errors import on_domain_error
+from registry.console.errors import form_add_domain_error, on_domain_error
 from registry.errors import ApplicationError
 from registry.models import TokenScope, WebhookEvent
 from registry.selectors.webhooks import RECENT_DELIVERIES, webhook_get, webhook_rows
@@ -62,10 +62,7 @@ def webhook_list(request):
 
 def _refused(request, form: WebhookCreateForm, error: ApplicationError):
     """The form again, each problem beside its field."""
-    for field, problem in error.fields.items():
-        form.add_error(field if field in form.fields else None, problem)
-    if not error.fields:
-        form.add_error(None, error.detail)
+    form_add_domain_error(form, error)
     return _page(request, form=form, status=error.status)
 
 

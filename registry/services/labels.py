@@ -39,6 +39,20 @@ def label_name_check(label: str) -> str:
     return label
 
 
+def label_version_get(*, skill: Skill, version_number: int) -> SkillVersion:
+    """The version of `skill` a label is to point at or roll out: a 400 when `version_number` is
+    not a whole number, a 404 naming the range when the skill has no such version."""
+    if isinstance(version_number, bool) or not isinstance(version_number, int):
+        raise ApplicationError("The version must be an integer.", fields={"version": "integer required"})
+    version = skill.versions.filter(number=version_number).first()
+    if version is None:
+        raise NotFound(
+            f"'{skill.name}' has no version {version_number} (latest is {skill.latest_version}).",
+            fields={"version": f"between 1 and {skill.latest_version}"},
+        )
+    return version
+
+
 def label_move(
     *,
     skill: Skill,
@@ -58,16 +72,9 @@ def label_move(
     sync): policies do not apply.
     """
     label_name_check(label)
-    if isinstance(version_number, bool) or not isinstance(version_number, int):
-        raise ApplicationError("The version must be an integer.", fields={"version": "integer required"})
     with transaction.atomic():
         skill = Skill.objects.select_for_update().get(pk=skill.pk)
-        version = skill.versions.filter(number=version_number).first()
-        if version is None:
-            raise NotFound(
-                f"'{skill.name}' has no version {version_number} (latest is {skill.latest_version}).",
-                fields={"version": f"between 1 and {skill.latest_version}"},
-            )
+        version = label_version_get(skill=skill, version_number=version_number)
         current = Label.objects.select_related("version").filter(skill=skill, name=label).first()
         if current is not None and current.version_id == version.pk:
             return current

@@ -21,7 +21,7 @@ from registry.selectors.rollouts import rollout_comparison
 from registry.services.audit import SYSTEM, Actor, audit_record
 from registry.services.generation import registry_changed
 from registry.services.label_policies import label_history_record, label_policy_enforce
-from registry.services.labels import label_name_check
+from registry.services.labels import label_name_check, label_version_get
 from registry.services.webhooks import webhook_event_emit
 
 
@@ -66,8 +66,6 @@ def label_rollout_set(
     operator, whom policies do not bind); lowering is not."""
     label_name_check(label)
     _weight_check(weight)
-    if isinstance(version_number, bool) or not isinstance(version_number, int):
-        raise ApplicationError("The version must be an integer.", fields={"version": "integer required"})
     with transaction.atomic():
         skill = Skill.objects.select_for_update().get(pk=skill.pk)
         current, version = _rollout_target(skill=skill, label=label, version_number=version_number)
@@ -89,38 +87,24 @@ def label_rollout_set(
         current.weight = weight
         current.updated_by = actor.user_or_none
         current.save()
-        label_history_record(
+        _rollout_recorded(
             skill=skill,
-            label=label,
+            label=current,
             kind=LabelChange.ROLLOUT_START if starting else LabelChange.ROLLOUT_STEP,
-            from_version=current.version.number,
             to_version=version.number,
-            weight=weight,
-            actor=actor,
-            reason=(override_reason or "").strip() if unmet else "",
-            unmet=unmet or None,
-        )
-        audit_record(
             actor=actor,
             action="label.rollout",
-            object_type="skill",
-            object_repr=f"{skill.name}@{skill.source}",
             before=before,
-            after=_rollout_state(current),
+            reason=(override_reason or "").strip() if unmet else "",
+            unmet=unmet,
         )
-        registry_changed(skill=skill.name)
     return current
 
 
 def _rollout_target(*, skill: Skill, label: str, version_number: int) -> tuple[Label, SkillVersion]:
     """The label a rollout changes and the canary version; a label not set yet, or a canary that
     is its stable version, is a conflict."""
-    version = skill.versions.filter(number=version_number).first()
-    if version is None:
-        raise NotFound(
-            f"'{skill.name}' has no version {version_number} (latest is {skill.latest_version}).",
-            fields={"version": f"between 1 and {skill.latest_version}"},
-        )
+    version = label_version_get(skill=skill, version_number=version_number)
     current = Label.objects.select_related("version", "canary_version").filter(skill=skill, name=label).first()
     if current is None:
         raise RolloutConflict(
@@ -149,25 +133,53 @@ def label_rollout_abort(*, skill: Skill, label: str, actor: Actor = SYSTEM) -> L
         current.rollout_end()
         current.updated_by = actor.user_or_none
         current.save()
-        label_history_record(
+        _rollout_recorded(
             skill=skill,
-            label=label,
+            label=current,
             kind=LabelChange.ABORT,
-            from_version=current.version.number,
             to_version=canary,
-            weight=0,
-            actor=actor,
-        )
-        audit_record(
             actor=actor,
             action="label.rollout_abort",
-            object_type="skill",
-            object_repr=f"{skill.name}@{skill.source}",
             before=before,
-            after=_rollout_state(current),
         )
-        registry_changed(skill=skill.name)
     return current
+
+
+def _rollout_recorded(
+    *,
+    skill: Skill,
+    label: Label,
+    kind: str,
+    to_version: int | None,
+    actor: Actor,
+    action: str,
+    before: dict,
+    reason: str = "",
+    unmet: list[dict] | None = None,
+    figures: dict | None = None,
+) -> None:
+    """One rollout step (`label` as saved) everywhere it is read: the label history, the audit
+    log (with the guard's `figures` when it rolled back), and the generation every reader checks."""
+    label_history_record(
+        skill=skill,
+        label=label.name,
+        kind=kind,
+        from_version=label.version.number,
+        to_version=to_version,
+        weight=label.weight,
+        actor=actor,
+        reason=reason,
+        unmet=unmet,
+    )
+    audit_record(
+        actor=actor,
+        action=action,
+        object_type="skill",
+        object_repr=f"{skill.name}@{skill.source}",
+        before=before,
+        after={**_rollout_state(label), **({"figures": figures} if figures is not None else {})},
+    )
+    registry_changed(skill=skill.name)
 
 
 # --- the guard ---------------------------------------------------------------------------
@@ -213,25 +225,17 @@ def label_rollout_guard(*, label_id: int) -> GuardVerdict:
             f"P(canary worse) = {worse:.3f} ≥ {guard['p_worse']} with n = {figures['stable']['n']} stable "
             f"and {figures['canary']['n']} canary"
         )
-        label_history_record(
+        _rollout_recorded(
             skill=skill,
-            label=label.name,
+            label=label,
             kind=LabelChange.ROLLBACK,
-            from_version=label.version.number,
             to_version=label.canary_number,
-            weight=0,
-            actor=SYSTEM,
-            reason=reason,
-        )
-        audit_record(
             actor=SYSTEM,
             action="label.rolled_back",
-            object_type="skill",
-            object_repr=f"{skill.name}@{skill.source}",
             before=before,
-            after={**_rollout_state(label), "figures": figures},
+            reason=reason,
+            figures=figures,
         )
-        registry_changed(skill=skill.name)
         webhook_event_emit(
             event=WebhookEvent.LABEL_ROLLED_BACK,
             actor=SYSTEM,

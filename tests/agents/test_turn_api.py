@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import pytest
+from django.contrib.auth.models import Group
 from rest_framework.test import APIClient
 
 from agents import services
 from agents.models import AgentTurn, TurnStatus
 from registry.models import UsageEvent
-from registry.roles import AUTHOR
+from registry.roles import ADMIN, ANALYST, AUTHOR
 from tests.factories import UserFactory, user_with_role
 
 pytestmark = pytest.mark.django_db
@@ -93,6 +94,29 @@ def test_another_users_turn_is_a_404(make_token):
     response = client_for(make_token, ["agent:run"]).get(f"/api/v1/agent/turns/{turn.pk}")
     assert response.status_code == 404
     assert client_for(make_token, ["agent:run"], user=owner).get(f"/api/v1/agent/turns/{turn.pk}").status_code == 200
+
+
+def _user_in_groups(*roles: str):
+    user = UserFactory()
+    user.groups.set([Group.objects.get_or_create(name=role)[0] for role in roles])
+    return user
+
+
+def test_who_may_act_on_a_turn_is_who_reads_it_with_agent_run(make_token):
+    """One rule for reading and acting: an admin (by group, not only a superuser) cancels
+    anyone's turn; an author who is also an analyst reads every turn with `analytics:read` but
+    acts, with `agent:run`, only on their own."""
+    owner = user_with_role(AUTHOR)
+    theirs = services.agent_turn_create(user=owner, message="theirs", model="scripted", script=SCRIPT)
+    author_analyst = _user_in_groups(AUTHOR, ANALYST)
+    both = client_for(make_token, ["agent:run", "analytics:read"], user=author_analyst)
+
+    assert both.get(f"/api/v1/agent/turns/{theirs.pk}").status_code == 200
+    assert both.post(f"/api/v1/agent/turns/{theirs.pk}/cancel").status_code == 404
+    assert both.post(f"/api/v1/agent/turns/{theirs.pk}/feedback", {"rating": "up"}, format="json").status_code == 404
+
+    admin = client_for(make_token, ["agent:run"], user=_user_in_groups(ADMIN))
+    assert admin.post(f"/api/v1/agent/turns/{theirs.pk}/cancel").status_code == 202
 
 
 def test_only_one_of_two_deliveries_claims_a_turn():

@@ -7,7 +7,9 @@ import re
 import uuid
 
 import pytest
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 from django.urls import URLResolver, get_resolver
 from rest_framework.test import APIClient
 
@@ -128,6 +130,23 @@ def test_an_invalid_or_revoked_token_is_401(world, make_token):
     api_token_revoke(name="token-0")
     assert client.get("/api/v1/skills").status_code == 401
     assert client.get("/api/v1/skills/guarded/SKILL.md").status_code == 401
+
+
+def test_a_request_reads_its_tokens_grant_once_whatever_it_checks(db, make_token, settings):
+    """The turn list asks for either of two scopes, then which of them the token holds: every
+    check reads the grant authentication got. Without the change listener (as on SQLite) each
+    read of a grant is a query by the token's secret hash (registry/selectors/tokens.py), so
+    this counts those."""
+    settings.REGISTRY_LISTEN = False
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {make_token(['analytics:read'])}")
+
+    with CaptureQueriesContext(connection) as queries:
+        response = client.get("/api/v1/agent/turns")
+
+    assert response.status_code == 200, response.content
+    grant_reads = [query for query in queries.captured_queries if "WHERE t.secret_hash = " in query["sql"]]
+    assert len(grant_reads) == 1
 
 
 def test_an_inactive_users_token_is_401(world, make_token):

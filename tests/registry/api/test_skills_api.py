@@ -118,6 +118,32 @@ def test_a_stale_base_version_is_a_409_naming_the_latest_version(api):
     assert SkillVersion.objects.filter(skill__name="contested").count() == 2
 
 
+@pytest.mark.parametrize("body", ["json", "multipart", "zip"])
+def test_a_zip_replace_answers_base_version_as_json_does(api, body):
+    """One rule whatever the body: a stale base_version is a 409; none is no claim, published on
+    top of the newest (as `"base_version": null` in JSON)."""
+    publish("contested")
+    publish("contested", description="Their edit.")
+
+    def send(description: str, base_version: int | None):
+        skill_md = make_skill_md("contested", description=description)
+        fields = {} if base_version is None else {"base_version": base_version}
+        url = "/api/v1/skills/contested/versions"
+        if body == "json":
+            return api.post(url, {"skill_md": skill_md, **fields}, format="json")
+        archive = zip_of({"SKILL.md": skill_md.encode()})
+        if body == "zip":  # a raw zip body takes its options from the query string
+            query = f"?base_version={base_version}" if fields else ""
+            return api.generic("POST", url + query, archive, content_type="application/zip")
+        upload = io.BytesIO(archive)
+        upload.name = "contested.zip"
+        return api.post(url, {"bundle": upload, **fields}, format="multipart")
+
+    assert send("Mine, on a stale copy.", 1).status_code == 409
+    assert send("Mine, on no claimed base.", None).status_code == 201
+    assert Skill.objects.get(name="contested").latest_version == 3
+
+
 def test_publishing_a_skill_md_for_another_name_is_refused(api):
     create(api, "target")
     response = api.post("/api/v1/skills/target/versions", {"skill_md": make_skill_md("intruder")}, format="json")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from django.contrib.auth.models import Group
 from django.test import Client
 from django.utils import timezone
 
@@ -201,6 +202,23 @@ def test_someone_elses_turn_is_404_and_their_conversation_shows_nothing(author_c
     assert author_client.get(f"/playground/?turn={turn.pk}").status_code == 404
     assert author_client.get(f"/playground/turns/{turn.pk}/events/", HTTP_HX_REQUEST="true").status_code == 404
     assert author_client.get("/playground/?turn=not-a-uuid").status_code == 404
+
+
+def test_an_admin_by_group_opens_anyones_turn_and_its_conversation(client):
+    """The turn API's rule (an admin acts on any turn), not only superusers."""
+    admin = UserFactory(username="group-admin")
+    admin.groups.add(Group.objects.get_or_create(name="admin")[0])
+    other = UserFactory(username="other")
+    conversation = Conversation.objects.create(user=other, title="theirs")
+    first = AgentTurn.objects.create(user=other, conversation=conversation, message="their first", model="offline")
+    finish(first)
+    second = AgentTurn.objects.create(user=other, conversation=conversation, message="their second", model="offline")
+    client.force_login(admin)
+
+    response = client.get(f"/playground/?turn={second.pk}&conversation={conversation.pk}")
+
+    assert response.status_code == 200
+    assert "their first" in response.content.decode()
 
 
 def test_an_analyst_sees_the_page_but_cannot_run_or_read_turns(analyst_client, analyst):

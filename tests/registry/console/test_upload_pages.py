@@ -253,6 +253,18 @@ def test_replacing_on_a_stale_page_changes_nothing(author_client):
     assert SkillVersion.objects.count() == 2
 
 
+def test_replacing_without_a_base_version_is_refused_naming_it(author_client):
+    """The page always sends the version it showed; a replace without one would publish over a
+    version it never showed, so it is a 400 as in the editor, and nothing is published."""
+    publish("demo-skill")
+    publish("demo-skill", description="Newer.")
+
+    response = author_client.post("/skills/demo-skill/upload/", {"bundle": _zip({"SKILL.md": make_skill_md()})})
+
+    assert response.status_code == 400 and "base_version" in response.content.decode()
+    assert SkillVersion.objects.count() == 2
+
+
 def test_a_zip_of_another_skill_cannot_replace_this_one(author_client):
     publish("demo-skill")
 
