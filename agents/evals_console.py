@@ -111,10 +111,16 @@ class CaseInput:
             self.errors["kind"] = "Choose trigger or task."
         if self.errors:
             return None
+        case: dict[str, Any]
         if self.kind == "trigger":
-            return {"id": self.id, "kind": "trigger", "query": self.query, "should_trigger": self.should_trigger}
-        case: dict[str, Any] = {"id": self.id, "kind": "task", "prompt": self.prompt}
-        for name in ("expect", "script"):
+            case = {"id": self.id, "kind": "trigger", "query": self.query, "should_trigger": self.should_trigger}
+            json_fields: tuple[str, ...] = ("script",)
+        else:
+            case = {"id": self.id, "kind": "task", "prompt": self.prompt}
+            json_fields = ("expect", "script")
+        # The form shows the script (the scripted model's steps) for both kinds: a field it shows
+        # and this leaves out is dropped from the case on every save.
+        for name in json_fields:
             text = getattr(self, name)
             if not text:
                 continue

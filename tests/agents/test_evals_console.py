@@ -8,7 +8,9 @@ workers); what these tests check is what the pages show of them."""
 
 from __future__ import annotations
 
+import html
 import json
+import re
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -81,6 +83,50 @@ def test_an_author_adds_edits_and_deletes_cases_each_save_a_revision(skill):
     assert cases_of(skill) == []
     actions = list(AuditLog.objects.filter(action="eval_suite.replace").values_list("after", flat=True))
     assert sorted(after["revision"] for after in actions) == [1, 2, 3]
+
+
+def row_form_fields(page: str) -> dict[str, str]:
+    """What the case form on `page` posts as it is shown: its inputs, checked boxes and textareas."""
+    form_html = re.search(r'<form class="case-form.*?</form>', page, re.S).group(0)
+    fields = {}
+    for tag in re.findall(r"<input [^>]*>", form_html):
+        name, value = re.search(r'name="([^"]+)"', tag), re.search(r'value="([^"]*)"', tag)
+        if name and ('type="checkbox"' not in tag or " checked" in tag):
+            fields[name.group(1)] = html.unescape(value.group(1)) if value else "on"
+    for name, text in re.findall(r'<textarea name="([^"]+)"[^>]*>(.*?)</textarea>', form_html, re.S):
+        fields[name] = html.unescape(text)
+    fields["kind"] = re.search(r'<option value="([a-z]+)" selected>', form_html).group(1)
+    return fields
+
+
+@pytest.mark.parametrize("htmx", [True, False], ids=["row-form", "page-form"])
+def test_editing_a_case_in_the_table_keeps_its_script(skill, htmx):
+    """Given a trigger and a task case with scripts, when an author opens each in the table,
+    changes its text and saves the form as shown, then each keeps its script; a script edited in
+    the form is saved as edited, and one cleared in the form is gone."""
+    script = [{"tool_calls": [{"name": "read_skill", "arguments": {"skill_name": "code-review"}}]}, {"content": "ok"}]
+    trigger = {"id": "t-pr", "kind": "trigger", "query": "review this PR", "should_trigger": True, "script": script}
+    task = {"id": "k-sql", "kind": "task", "prompt": "Review app.py", "expect": [{"max_steps": 4}], "script": script}
+    eval_suite_replace(skill=skill, document={"cases": [trigger, task]})
+    author, headers = console(AUTHOR), {"HTTP_HX_REQUEST": "true"} if htmx else {}
+
+    def save(case_id: str, **changes: str) -> dict:
+        form = row_form_fields(text(author.get(f"/skills/code-review/evals/?edit={case_id}", **headers)))
+        saved = author.post("/skills/code-review/evals/cases/", {**form, **changes}, **headers)
+        assert saved.status_code == (200 if htmx else 302), text(saved)
+        return next(case for case in cases_of(skill) if case["id"] == changes.get("id", case_id))
+
+    assert save("t-pr", query="review this pull request") == {**trigger, "query": "review this pull request"}
+    assert save("k-sql", prompt="Review app.py for SQL injection") == {
+        **task,
+        "prompt": "Review app.py for SQL injection",
+    }
+    assert save("t-pr", id="t-pull-request")["script"] == script  # renamed in place
+    assert save("t-pull-request", script='[{"content": "edited"}]')["script"] == [{"content": "edited"}]
+    assert "script" not in save("t-pull-request", script="")
+    bad = {"original_id": "k-sql", "id": "k-sql", "kind": "trigger", "query": "q", "script": "[{oops"}
+    refused = author.post("/skills/code-review/evals/cases/", bad, **headers)
+    assert refused.status_code == 400 and 'data-field="script"' in text(refused)
 
 
 def test_a_bad_case_comes_back_in_its_row_naming_the_field(skill):
