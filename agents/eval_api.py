@@ -12,7 +12,7 @@ from agents import evals
 from registry.api.base import ApiView
 from registry.api.schema import errors
 from registry.api.serializers import LabelField, TextField, WholeNumberField
-from registry.models import EvalCaseResult, EvalRun, EvalRunStatus
+from registry.models import EvalRun, EvalRunStatus
 from registry.selectors import evals as eval_selectors
 from registry.selectors.skills import skill_get
 from registry.services.evals import MAX_REPEAT, eval_suite_replace
@@ -98,16 +98,13 @@ class RunDetailSerializer(RunSerializer):
 
 
 def run_detail(run: EvalRun) -> dict:
-    """The run as `GET /evals/runs/{id}` shows it: its figures so far until it ends."""
-    results: list[EvalCaseResult] = eval_selectors.eval_run_results(run=run)
-    summary = (
-        run.summary if run.is_finished and run.summary else eval_selectors.eval_run_summary(run=run, results=results)
-    )
+    """The run as `GET /evals/runs/{id}` shows it: the same detail its console page shows."""
+    detail = eval_selectors.eval_run_detail(run=run)
     return {
         **RunSerializer(run).data,
-        "progress": {"done": sum(1 for r in results if r.graded_at is not None), "total": len(results)},
-        "summary": SummarySerializer(summary).data,
-        "cases": CaseResultSerializer(results, many=True).data,
+        "progress": detail.progress,
+        "summary": SummarySerializer(detail.summary).data,
+        "cases": CaseResultSerializer(detail.results, many=True).data,
     }
 
 

@@ -421,12 +421,13 @@ def _run(run_id: str) -> EvalRun:
 
 
 def _run_context(run: EvalRun) -> dict[str, Any]:
-    progress = eval_selectors.eval_run_progress(run=run)
+    detail = eval_selectors.eval_run_detail(run=run)
+    progress = detail.progress
     return {
         "run": run,
         "progress": progress,
-        "summary": eval_selectors.eval_run_summary_current(run=run),
-        "results": eval_selectors.eval_run_results(run=run),
+        "summary": detail.summary,
+        "results": detail.results,
         "finished": run.is_finished,
         "percent": round(100 * progress["done"] / progress["total"]) if progress["total"] else 0,
         "poll_every": POLL_EVERY,

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
 from django.utils import timezone
 
 from registry.errors import NotFound
@@ -162,11 +162,32 @@ def _duration_ms(run: EvalRun) -> int | None:
     return max(0, int((end - run.started_at).total_seconds() * 1000))
 
 
-def eval_run_summary_current(*, run: EvalRun) -> dict[str, Any]:
-    """The stored summary of a finished run, else the figures so far."""
-    if run.status in EVAL_RUN_FINISHED and run.summary is not None:
+def eval_run_summary_current(*, run: EvalRun, results: list[EvalCaseResult] | None = None) -> dict[str, Any]:
+    """The stored summary of a finished run, else the figures so far (from `results` when the
+    caller has read them)."""
+    if run.is_finished and run.summary is not None:
         return run.summary
-    return eval_run_summary(run=run)
+    return eval_run_summary(run=run, results=results)
+
+
+@dataclass(frozen=True)
+class EvalRunDetail:
+    """A run as its page, its poll and `GET /evals/runs/{id}` show it: its results read once, the
+    progress counted from them and its figures (stored once it ended, else so far)."""
+
+    run: EvalRun
+    results: list[EvalCaseResult]
+    summary: dict[str, Any]
+
+    @property
+    def progress(self) -> dict[str, int]:
+        done = sum(1 for result in self.results if result.graded_at is not None)
+        return {"done": done, "total": len(self.results)}
+
+
+def eval_run_detail(*, run: EvalRun) -> EvalRunDetail:
+    results = eval_run_results(run=run)
+    return EvalRunDetail(run=run, results=results, summary=eval_run_summary_current(run=run, results=results))
 
 
 def _case_outcomes(results: list[EvalCaseResult]) -> dict[str, tuple[str, int, int]]:
@@ -240,12 +261,13 @@ def _run_brief(run: EvalRun) -> dict[str, Any]:
 
 
 def eval_latest_per_version(*, skill: Skill) -> dict[int, EvalRun]:
-    """Each version's newest succeeded run: {version number: run} (versions never run are absent)."""
-    latest: dict[int, EvalRun] = {}
-    runs = EvalRun.objects.filter(skill=skill, status=EvalRunStatus.SUCCEEDED).select_related("version")
-    for run in runs.order_by("-created_at"):
-        latest.setdefault(run.version.number, run)
-    return latest
+    """Each version's newest succeeded run: {version number: run} (versions never run are absent).
+    The database picks each version's newest, so a skill run a thousand times reads one row per
+    version."""
+    succeeded = EvalRun.objects.filter(skill=skill, status=EvalRunStatus.SUCCEEDED)
+    newest = succeeded.filter(version=OuterRef("version")).order_by("-created_at", "-pk").values("pk")[:1]
+    runs = succeeded.filter(pk=Subquery(newest)).select_related("version")
+    return {run.version.number: run for run in runs}
 
 
 def eval_results_in_flight(*, run: EvalRun) -> list[EvalCaseResult]:

@@ -8,6 +8,9 @@ from datetime import timedelta
 
 import pytest
 from django.core.management import CommandError, call_command
+from django.db import connection
+from django.db.models.signals import post_init
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from rest_framework.test import APIClient
 
@@ -207,6 +210,31 @@ def test_each_version_s_latest_succeeded_run_is_its_eval_result():
     latest = eval_latest_per_version(skill=skill)
 
     assert latest == {1: newer}
+
+
+def test_the_latest_run_per_version_reads_one_run_per_version_in_one_query():
+    first = publish("pr-review", description="Review a pull request.")
+    second = publish("pr-review", description="Review a pull request, carefully.")
+    skill = first.version.skill
+    versions = (first.version, second.version)
+    runs = {version.number: [finished_run(skill, version, {"x": [True]}) for _ in range(4)] for version in versions}
+    for of_version in runs.values():
+        for age, run in enumerate(of_version):  # the first of each version's four is its newest
+            EvalRun.objects.filter(pk=run.pk).update(created_at=timezone.now() - timedelta(hours=age))
+    built: list[EvalRun] = []
+
+    def count(sender, instance, **kwargs):
+        built.append(instance)
+
+    post_init.connect(count, sender=EvalRun)
+    try:
+        with CaptureQueriesContext(connection) as queries:
+            latest = eval_latest_per_version(skill=skill)
+    finally:
+        post_init.disconnect(count, sender=EvalRun)
+
+    assert latest == {1: runs[1][0], 2: runs[2][0]}
+    assert len(queries) == 1 and len(built) == 2  # not the eight runs the skill has
 
 
 def test_a_folder_s_evals_json_becomes_its_suite_and_stays_out_of_the_version(tmp_path):

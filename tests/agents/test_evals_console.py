@@ -14,15 +14,17 @@ import re
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from agents.models import AgentTurn, TraceEvent, TurnOrigin, TurnStatus
-from registry.models import AuditLog, EvalRun
+from registry.models import AuditLog, EvalCaseResult, EvalRun
 from registry.roles import ANALYST, AUTHOR
 from registry.selectors import skill_get
 from registry.selectors.evals import eval_run_results, eval_suite_revision
-from registry.services.evals import eval_run_create, eval_suite_replace
+from registry.services.evals import eval_result_grade, eval_run_create, eval_suite_replace
 from tests.agents.eval_runs import SUITE, graded_run
 from tests.factories import publish, user_with_role
 
@@ -229,6 +231,23 @@ def test_the_run_page_polls_until_the_run_ends_and_links_each_case_to_its_trace(
     assert "1.00" in summary and "0 passed · 1 failed" in summary
     assert analyst.get("/evals/runs/not-a-run/").status_code == 404
     assert analyst.post(f"/evals/runs/{queued.pk}/cancel/").status_code == 403
+
+
+def test_a_poll_of_a_running_run_reads_its_results_once(skill):
+    eval_suite_replace(skill=skill, document=SUITE)
+    run = eval_run_create(skill=skill, version=skill.versions.get(number=1), model="scripted", repeat=3)
+    first = eval_run_results(run=run)[0]
+    eval_result_grade(result_id=first.pk, passed=True, triggered=True, checks=[])
+    analyst = console(ANALYST)
+    results_table = EvalCaseResult._meta.db_table
+
+    with CaptureQueriesContext(connection) as queries:
+        live = analyst.get(f"/evals/runs/{run.pk}/live/", HTTP_HX_REQUEST="true")
+
+    assert live.status_code == 200 and 'id="run-done">1<' in text(live) and 'id="run-total">9<' in text(live)
+    assert 'title="true positives">1<' in text(live)  # the figures so far, from the same read
+    reads = [query["sql"] for query in queries if results_table in query["sql"]]
+    assert len(reads) == 1, reads
 
 
 def test_the_compare_view_shows_the_difference_and_the_flipped_cases(skill):
