@@ -4,6 +4,8 @@ because a run dispatches agent turns; mounted under `/api/v1/` beside the regist
 
 from __future__ import annotations
 
+from typing import Any
+
 from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.response import Response
@@ -195,15 +197,30 @@ class EvalSuiteSkillCreatorApi(ApiView):
         return Response(eval_selectors.eval_suite_skill_creator(skill=skill_get(name=name)))
 
 
+class RunInputSerializer(serializers.Serializer):
+    """What a run is started with, from the API's JSON or the console's run form: the field rules
+    here, the rest (the model allowed, the version runnable, a suite to run) in `eval_run_queue`."""
+
+    version = WholeNumberField(required=False, allow_null=True, min_value=1, max_value=2**31 - 1)
+    label = LabelField(required=False, allow_blank=True, allow_null=True, help_text="Instead of `version`.")
+    model = TextField(required=False, allow_blank=True, max_length=200, help_text="One of AGENT_MODELS.")
+    repeat = WholeNumberField(required=False, default=1, min_value=1, max_value=MAX_REPEAT)
+    baseline = serializers.BooleanField(required=False, default=False)
+
+    def queue_arguments(self) -> dict[str, Any]:
+        """`eval_run_queue`'s arguments (besides the skill and the actor) once the input is valid."""
+        values = self.validated_data
+        return {
+            "version": values.get("version"),
+            "label": values.get("label") or None,
+            "model": values.get("model") or None,
+            "repeat": values["repeat"],
+            "baseline": values["baseline"],
+        }
+
+
 class EvalRunListCreateApi(ApiView):
     required_scopes = {"GET": READ, "POST": RUN}
-
-    class RunInputSerializer(serializers.Serializer):
-        version = WholeNumberField(required=False, allow_null=True, min_value=1, max_value=2**31 - 1)
-        label = LabelField(required=False, allow_blank=True, allow_null=True, help_text="Instead of `version`.")
-        model = TextField(required=False, allow_blank=True, max_length=200, help_text="One of AGENT_MODELS.")
-        repeat = WholeNumberField(required=False, default=1, min_value=1, max_value=MAX_REPEAT)
-        baseline = serializers.BooleanField(required=False, default=False)
 
     class RunQueuedSerializer(serializers.Serializer):
         id = serializers.UUIDField()
@@ -216,18 +233,9 @@ class EvalRunListCreateApi(ApiView):
         summary="Run a skill's eval suite against a version; each case x repeat is an agent turn",
     )
     def post(self, request, name: str):
-        body = self.RunInputSerializer(data=request.data)
+        body = RunInputSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        values = body.validated_data
-        run = evals.eval_run_queue(
-            skill_name=name,
-            version=values.get("version"),
-            label=values.get("label") or None,
-            model=values.get("model") or None,
-            repeat=values["repeat"],
-            baseline=values["baseline"],
-            actor=self.actor(),
-        )
+        run = evals.eval_run_queue(skill_name=name, actor=self.actor(), **body.queue_arguments())
         return Response({"id": str(run.pk), "status": run.status}, status=status.HTTP_202_ACCEPTED)
 
     @extend_schema(

@@ -17,7 +17,7 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib import messages
-from django.http import Http404, HttpResponse
+from django.http import Http404, HttpResponse, QueryDict
 from django.shortcuts import redirect, render
 from django.urls import path, reverse
 from django.utils.http import urlencode
@@ -25,6 +25,7 @@ from django_htmx.http import reswap, retarget
 
 from agents import evals as eval_runner
 from agents import selectors as turn_selectors
+from agents.eval_api import RunInputSerializer
 from agents.evals_cases import case_from_turn
 from agents.playground import _turn, model_choices
 from registry import selectors
@@ -43,6 +44,7 @@ POLL_EVERY = "1s"
 RUNS_SHOWN = 20
 EXPORT_FORMATS = ("cases", "skill-creator")
 KINDS = ("trigger", "task")
+RUN_FIELDS = ("version", "label", "model", "repeat", "baseline")  # the run form's; others go above it
 # A service names a bad case's field as `cases[3].expect[0]` or `cases.3.query`: the field is the
 # first name after the case's index.
 _CASE_FIELD = re.compile(r"cases[\[.](\d+)\]?\.?([a-z_]+)?")
@@ -206,6 +208,7 @@ def _suite_context(
         "runs": eval_selectors.eval_runs_of_skill(skill=skill, limit=RUNS_SHOWN),
         "run_form": run_form or RunInput(model=settings.AGENT_MODEL, repeat="1"),
         "run_errors": run_errors or {},
+        "run_fields": RUN_FIELDS,
         "models": model_choices() if may_run else [],
         "versions": skill_version_numbers(name=skill.name),
         "label_names": label_names_in_use(),
@@ -369,24 +372,15 @@ class RunInput:
             baseline=post.get("baseline") == "on",
         )
 
-    def values(self) -> tuple[dict[str, Any], dict[str, str]]:
-        """The run service's arguments, or the problems the form itself can name."""
-        errors: dict[str, str] = {}
-        values: dict[str, Any] = {"model": self.model, "baseline": self.baseline, "version": None, "label": None}
+    def api_input(self) -> QueryDict:
+        """The form as the API's run input: the version or the label, as the target radio says."""
+        body = QueryDict(mutable=True)
+        body.update({"model": self.model, "repeat": self.repeat, "baseline": "true" if self.baseline else "false"})
         if self.target == "version":
-            number = whole_number(self.version)
-            if number is None or number < 1:
-                errors["version"] = "Choose a version."
-            values["version"] = number
-        else:
-            values["label"] = self.label or None  # none: production, else latest
-        if self.model not in dict(model_choices()):
-            errors["model"] = "Choose one of the listed models."
-        repeat = whole_number(self.repeat)
-        if repeat is None or not 1 <= repeat <= eval_services.MAX_REPEAT:
-            errors["repeat"] = f"Repeat each case 1 to {eval_services.MAX_REPEAT} times."
-        values["repeat"] = repeat
-        return values, errors
+            body["version"] = self.version
+        elif self.label:
+            body["label"] = self.label
+        return body
 
 
 @console_view(scope=RUN)
@@ -395,22 +389,25 @@ def run_start(request, name: str):
     if request.method != "POST":
         return redirect(reverse("eval-suite", args=[skill.name]))
     form = RunInput.from_post(request.POST)
-    values, errors = form.values()
 
     def refused(problems: dict[str, str], status: int = 400) -> HttpResponse:
         context = _suite_context(request, skill, run_form=form, run_errors=problems)
         return render(request, "agents/evals/suite.html", context, status=status)
 
-    if errors:
-        return refused(errors)
+    if form.target == "version" and not form.version:  # none given, the API would run production
+        return refused({"version": "Choose a version."})
+    # The API's input rules and the service's decide, so a problem reads as the API words it.
+    body = RunInputSerializer(data=form.api_input())
+    if not body.is_valid():
+        return refused({name: " ".join(map(str, problems)) for name, problems in body.errors.items()})
     on_domain_error(request, lambda error: refused({_run_field(error): error.detail}, error.status))
-    run = eval_runner.eval_run_queue(skill_name=skill.name, actor=_actor(request), **values)
+    run = eval_runner.eval_run_queue(skill_name=skill.name, actor=_actor(request), **body.queue_arguments())
     return redirect(reverse("eval-run", args=[run.pk]))
 
 
 def _run_field(error: ApplicationError) -> str:
     named = next(iter(error.fields or {}), "")
-    return named if named in ("version", "label", "model", "repeat", "baseline") else "run"
+    return named if named in RUN_FIELDS else "run"
 
 
 def _run(run_id: str) -> EvalRun:

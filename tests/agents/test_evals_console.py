@@ -18,6 +18,7 @@ from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
+from rest_framework.test import APIClient
 
 from agents.models import AgentTurn, TraceEvent, TurnOrigin, TurnStatus
 from registry.models import AuditLog, EvalCaseResult, EvalRun
@@ -197,15 +198,34 @@ def test_an_analyst_reads_the_suite_and_runs_but_changes_nothing(skill):
     assert analyst.get("/skills/no-such-skill/evals/").status_code == 404
 
 
-def test_the_run_form_names_its_bad_fields(skill):
+def field_error(page: str, field: str) -> str:
+    found = re.search(rf'<div class="field-error" data-field="{field}">(.*?)</div>', page, re.S)
+    return html.unescape(found.group(1)) if found else ""
+
+
+def test_the_run_form_shows_each_field_s_problem_as_the_api_words_it(skill, make_token):
     eval_suite_replace(skill=skill, document=SUITE)
     author = console(AUTHOR)
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION=f"Bearer {make_token(['skills:read', 'agent:run'])}")
+    runs = "/api/v1/skills/code-review/evals/runs"
+
     refused = author.post(
-        "/skills/code-review/evals/runs/", {"target": "version", "version": "x", "model": "gpt-nope", "repeat": "99"}
+        "/skills/code-review/evals/runs/", {"target": "version", "version": "x", "model": "scripted", "repeat": "99"}
     )
-    assert refused.status_code == 400
-    for field in ("version", "model", "repeat"):
-        assert f'data-field="{field}"' in text(refused)
+    answered = api.post(runs, {"version": "x", "model": "scripted", "repeat": 99}, format="json")
+    assert refused.status_code == answered.status_code == 400
+    for field in ("version", "repeat"):
+        assert field_error(text(refused), field) == " ".join(answered.json()["fields"][field])
+
+    # The model is the service's to judge (AGENT_MODELS), for the form as for the API.
+    refused = author.post("/skills/code-review/evals/runs/", {"target": "label", "model": "gpt-nope", "repeat": "1"})
+    answered = api.post(runs, {"model": "gpt-nope"}, format="json")
+    assert refused.status_code == answered.status_code == 400
+    assert field_error(text(refused), "model") == answered.json()["detail"] and "gpt-nope" in answered.json()["detail"]
+
+    no_version = author.post("/skills/code-review/evals/runs/", {"target": "version", "model": "scripted"})
+    assert no_version.status_code == 400 and field_error(text(no_version), "version") == "Choose a version."
     assert not EvalRun.objects.exists()
 
 
