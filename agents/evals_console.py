@@ -30,7 +30,7 @@ from agents.evals_cases import case_from_turn
 from agents.playground import _turn, model_choices
 from registry import selectors
 from registry.console.access import console_view, user_scopes
-from registry.console.errors import on_domain_error
+from registry.console.errors import flash_back, on_domain_error
 from registry.console.inputs import json_from_bytes, json_from_text, text_problem, uuid_or_none, whole_number
 from registry.errors import ApplicationError
 from registry.models import EvalRun, Skill
@@ -461,14 +461,10 @@ def run_live(request, run_id: str):
 def run_cancel(request, run_id: str):
     run = _run(run_id)
     if request.method == "POST":
-        on_domain_error(request, lambda error: _cancel_refused(request, run, error))
+        back = reverse("eval-run", args=[run.pk])
+        on_domain_error(request, lambda error: flash_back(request, f"Not cancelled: {error.detail}", default=back))
         eval_runner.eval_run_cancel(run=run, actor=_actor(request))
         messages.info(request, "Cancelled: the cases not yet graded will not run.")
-    return redirect(reverse("eval-run", args=[run.pk]))
-
-
-def _cancel_refused(request, run: EvalRun, error: ApplicationError) -> HttpResponse:
-    messages.info(request, f"Not cancelled: {error.detail}")
     return redirect(reverse("eval-run", args=[run.pk]))
 
 
@@ -502,8 +498,7 @@ def turn_save_case(request, turn_id: str):
     skill_name = request.POST.get("skill", "").strip()
     kind = request.POST.get("kind", "")
     if kind not in KINDS or not skill_name or text_problem(skill_name, what="skill name"):
-        messages.error(request, "Choose a skill and whether the case is a trigger or a task case.")
-        return redirect(page)
+        return flash_back(request, "Choose a skill and whether the case is a trigger or a task case.", default=page)
     skill = _skill(skill_name)
     cases, _ = _suite_cases(skill)
     case = case_from_turn(
@@ -513,15 +508,12 @@ def turn_save_case(request, turn_id: str):
         events=turn_selectors.turn_trace_events(turn=turn),
         taken={str(known.get("id")) for known in cases},
     )
-    on_domain_error(request, lambda error: _save_case_refused(request, page, error))
+    on_domain_error(
+        request, lambda error: flash_back(request, f"Not saved as an eval case: {error.detail}", default=page)
+    )
     eval_services.eval_suite_case_save(skill=skill, case=case, actor=_actor(request))
     messages.success(request, f"Saved as {kind} case {case['id']} in {skill.name}'s suite: check it and adjust.")
     return redirect(f"{reverse('eval-suite', args=[skill.name])}?{urlencode({'edit': case['id']})}#case-{case['id']}")
-
-
-def _save_case_refused(request, page: str, error: ApplicationError) -> HttpResponse:
-    messages.error(request, f"Not saved as an eval case: {error.detail}")
-    return redirect(page)
 
 
 urlpatterns = [

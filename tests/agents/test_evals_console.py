@@ -341,6 +341,23 @@ def test_save_as_eval_case_builds_a_case_from_a_playground_turn(skill):
     )
 
 
+def test_a_turn_the_suite_refuses_as_a_case_comes_back_to_the_playground_with_why(skill):
+    author = user_with_role(AUTHOR)
+    client = Client()
+    client.force_login(author)
+    turn = AgentTurn.objects.create(
+        user=author, message="   ", model="offline", origin=TurnOrigin.PLAYGROUND, status=TurnStatus.SUCCEEDED
+    )
+
+    refused = client.post(f"/playground/turns/{turn.pk}/eval-case/", {"skill": "code-review", "kind": "trigger"})
+    assert refused.status_code == 302 and refused["Location"] == f"/playground/?turn={turn.pk}"
+    page = text(client.get(refused["Location"]))
+    assert "Not saved as an eval case: Case &#x27;t-case&#x27;: query is required" in page
+    unnamed = client.post(f"/playground/turns/{turn.pk}/eval-case/", {"skill": "", "kind": "trigger"}, follow=True)
+    assert "Choose a skill and whether the case is a trigger or a task case." in text(unnamed)
+    assert cases_of(skill) == []
+
+
 def test_the_run_form_queues_a_run_as_the_api_does_and_an_author_cancels_it(skill):
     eval_suite_replace(skill=skill, document=SUITE)
     publish("code-review", description="Review code, second version.")
