@@ -477,7 +477,7 @@ def run_compare(request):
         "a": a,
         "b": b,
         "sides": [("a", a), ("b", b)],
-        "comparison": eval_selectors.eval_runs_compare(a=run_a, b=run_b),
+        "comparison": eval_selectors.eval_runs_compare(a=run_a, b=run_b, results=(a["results"], b["results"])),
         "others": eval_selectors.eval_runs_of_skill(skill=run_a.skill, limit=RUNS_SHOWN),
     }
     return render(request, "agents/evals/compare.html", context)

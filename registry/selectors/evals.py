@@ -201,11 +201,14 @@ def _case_outcomes(results: list[EvalCaseResult]) -> dict[str, tuple[str, int, i
     return outcomes
 
 
-def eval_runs_compare(*, a: EvalRun, b: EvalRun) -> dict[str, Any]:
+def eval_runs_compare(
+    *, a: EvalRun, b: EvalRun, results: tuple[list[EvalCaseResult], list[EvalCaseResult]] | None = None
+) -> dict[str, Any]:
     """Run b against run a: the task pass rate's difference (b − a) with Newcombe's interval and
     P(b better), as analytics compares versions; both runs' trigger figures; and the cases whose
-    outcome (passed in most of its repeats) flipped."""
-    results_a, results_b = eval_run_results(run=a), eval_run_results(run=b)
+    outcome (passed in most of its repeats) flipped. `results`: both runs' results, when the
+    caller has read them for the page."""
+    results_a, results_b = results if results is not None else (eval_run_results(run=a), eval_run_results(run=b))
     main_a = [r for r in results_a if not r.baseline]
     main_b = [r for r in results_b if not r.baseline]
     task_a, task_b = task_figures(main_a), task_figures(main_b)

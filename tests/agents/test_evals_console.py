@@ -274,8 +274,11 @@ def test_the_compare_view_shows_the_difference_and_the_flipped_cases(skill):
     eval_suite_replace(skill=skill, document=SUITE)
     a = graded_run(skill, outcomes={"t-pr": True, "t-poem": True, "k-sql": False})
     b = graded_run(skill, outcomes={"t-pr": False, "t-poem": True, "k-sql": True})
-    page = console(ANALYST).get(f"/evals/runs/compare/?a={a.pk}&b={b.pk}")
+    with CaptureQueriesContext(connection) as queries:
+        page = console(ANALYST).get(f"/evals/runs/compare/?a={a.pk}&b={b.pk}")
     assert page.status_code == 200
+    reads = [query["sql"] for query in queries if EvalCaseResult._meta.db_table in query["sql"]]
+    assert len(reads) == 2, reads  # each run's results once
     body = text(page)
     assert "+100%" in body and "P(B better)" in body
     flipped = body.split('id="flipped"')[1].split("</section>")[0]
