@@ -123,7 +123,7 @@ _reaper: TurnReaper | None = None
 def _warm_up(**kwargs) -> None:
     """Import litellm (~3 s, ~180 MB) and load the tokenizers a turn counts with (~2 s) once, in
     the main process before the pool forks: the pool processes share them, and no process's
-    first turn pays for them (it took 4-6 s of the offline model's first turn). Doing it here
+    first turn pays for them (they would add seconds to the offline model's first turn). Doing it here
     rather than in worker_process_init also keeps it out of the pool's 4 s wait for a new
     child's "up" message. The import holds the interpreter for long stretches too, which would
     starve the lease thread of a running turn."""

@@ -57,7 +57,7 @@ def user_roles(user) -> set[str]:
     if user.is_superuser:
         return {ADMIN}
     # Kept on the user object, which lives for one request: the access check and the template
-    # context both ask, and each asking was a query.
+    # context both ask, and each asking would be a query.
     cached = getattr(user, "_registry_roles", None)
     if cached is None:
         cached = roles_of(is_superuser=False, group_names=user.groups.values_list("name", flat=True))

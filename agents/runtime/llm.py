@@ -133,7 +133,7 @@ class CachingTokenCounter:
 
 MESSAGE_TOKENS_BOUND = 8  # litellm adds 3-4 tokens per message and 3 per call
 # The tools' share per model and tool set, for the whole process: every turn offers one of a few
-# tool sets (all tools, or a forced skill's), and counting them was two tokenizer runs per turn.
+# tool sets (all tools, or a forced skill's), and counting them each time is two tokenizer runs per turn.
 MAX_TOOL_SHARES = 1024
 _TOOL_SHARES: dict[tuple[str, str], int] = {}
 

@@ -90,7 +90,7 @@ class SafeJSONParser(parsers.JSONParser):
 
 def _plainly_storable(text: str, data) -> bool:
     """True when no string in `data` can hold a NUL or a lone surrogate and it nests less than
-    JSON_MAX_DEPTH deep, found without visiting every string (`_check_strings` took longer than
+    JSON_MAX_DEPTH deep, found without visiting every string (`_check_strings` takes longer than
     storing a batch of 1,000 usage events). The decoder copies characters from the text, except
     for escapes, and only a \\u escape yields a character that is not itself in the text; so a
     text without one, without NUL and encodable as UTF-8 holds no string that is not either."""

@@ -43,7 +43,7 @@ class RequestTooLarge(exceptions.APIException):
 
 
 # An error may quote what it refuses (DRF's "'...' is not a valid choice", a service naming a bad
-# value); quoting a 1.9 MB input back whole helps nobody, so every text in an error body is cut.
+# value); quoting a megabyte-long input back whole helps nobody, so every text in an error body is cut.
 QUOTE_MAX_CHARS = 300
 
 

@@ -317,7 +317,7 @@ def rank_for_block(
 # --- rules -------------------------------------------------------------------------------
 
 # Rules share a set with the rules whose ids fall in the same bucket, so a rule edit recompiles
-# one small set rather than one of every pattern (RE2 compiles 200 patterns into a set in ~8 ms).
+# one small set rather than one of every pattern (RE2's compile time grows with a set's patterns).
 _BUCKET = 64
 _SET_MAX_MEMORY = 8 * 1024 * 1024
 _SENTINEL = 0  # index of the empty pattern each set starts with: it matches every query

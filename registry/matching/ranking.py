@@ -6,7 +6,7 @@ snapshot's rows, or a test's dataclass. No ORM here, so the agent runtime and th
 
 Seed 002's scoring (name in query 0.5, description word overlap 0.3, tag 0.2) is kept as
 `seed002_score` for comparison. `match` improves on it cheaply:
-- tokens, not substrings: "a" and "in" no longer match every description;
+- tokens, not substrings: "a" and "in" do not match every description;
 - stop words are dropped, and a light suffix stemmer makes "summarise", "summaries" and
   "summarizing" meet "summarize";
 - BM25F weighting over name, tags and description: rare words count more than words every

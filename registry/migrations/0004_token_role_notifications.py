@@ -1,6 +1,6 @@
 """NOTIFY "tokens" when an account's role changes (superuser flag, group membership, a role group
 renamed or deleted): a token's scopes are cut to its owner's role on every request, and token
-caches (registry/api/fastpath.py) must drop the owner's tokens at once (issue 14)."""
+caches (registry/api/fastpath.py) must drop the owner's tokens at once, or they keep the old role's scopes."""
 
 from django.conf import settings
 from django.db import migrations

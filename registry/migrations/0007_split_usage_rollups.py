@@ -1,11 +1,11 @@
 """Hourly and daily rollups move from one mixed table into one table each, and weekly rollups
-join them (issue 11: reading the daily rows of a 90-day range visited pages full of hourly rows,
-and adding up 90 rows per skill and version cost more than the page's whole budget). Hourly and
+join them (in the mixed table, reading the daily rows of a 90-day range visits pages full of hourly rows,
+and adding up 90 rows per skill and version costs more than the page's whole budget). Hourly and
 daily rows are copied as they are and the weeks are added up from the days, so no recount from
 raw events is needed; going back copies hourly and daily rows into the mixed table again.
 
 The raw events lose their (skill, kind, at) index: nothing reads raw events by skill any more,
-and every ingested event paid for it."""
+and every ingested event would pay for it."""
 
 import datetime as dt
 

@@ -369,7 +369,7 @@ def funnel_of(stats: Iterable[SkillStats]) -> dict[str, int]:
 
 class SeriesPoint(NamedTuple):
     """One bucket of a series. A tuple: the overview makes ~7,000 of them per load, and a frozen
-    dataclass took three times as long to build."""
+    dataclass takes three times as long to build."""
 
     bucket: dt.datetime
     succeeded: int
@@ -505,7 +505,7 @@ class SkillsOverview:
 def skills_overview(*, filters: AnalyticsFilter, interval: str = "week") -> SkillsOverview:
     """The overview's table and every skill's series (its trend column) in one statement of two
     parts over the same rollup rows: every counter per skill, and outcomes per skill and point.
-    (One pass adding up every counter per point, for both, took longer than the two: the cost is
+    (One pass adding up every counter per point, for both, takes longer than the two: the cost is
     in the sums per group, not in reading ~25,000 rows twice.)"""
     bucketed, params = _bucketed_sql(filters, interval)
     keep_version = filters.version is not None or bool(filters.label)  # as skill_analytics keeps them

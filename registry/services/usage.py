@@ -315,7 +315,7 @@ def usage_statements_compile() -> None:
 @functools.cache
 def _usage_record_sql() -> tuple[str, tuple]:
     """The WITH queries that queue the compact offer rows of `new_events` and add its plain rows
-    to each rollup table; compiled once per process (the ORM took longer to compile them than
+    to each rollup table; compiled once per process (the ORM takes longer to compile them than
     the database to run them)."""
     q = connection.ops.quote_name
     queued = (
@@ -478,15 +478,15 @@ def _insert_sql(
     """PostgreSQL: the INSERT ... SELECT of these rows, sorted, with the whole batch as ONE json
     parameter, an array of rows that are arrays of values, each cast to its column's type.
     psycopg quotes parameters in Python, value by value: sent as 16 arrays of 1,000 values, a
-    batch spent most of its time there; as objects (json_populate_recordset) every row repeats
-    every column's name, and encoding those took longer than the database took to store them.
+    batch would spend most of its time there; as objects (json_populate_recordset) every row repeats
+    every column's name, and encoding those takes longer than the database takes to store them.
     The database sorts the rows, so every writer takes row locks in the same order (no
     deadlocks between concurrent batches)."""
     fields = _fields(model, columns)
     records = json.dumps(rows, default=_json_value)
     q = connection.ops.quote_name
     # jsonb: the batch is parsed once (with json, every ->> parses its row's text again, which
-    # took longer than the objects did). ->> gives SQL NULL for a JSON null (-> would give the
+    # costs more than objects would). ->> gives SQL NULL for a JSON null (-> would give the
     # JSON value null, also for the jsonb column).
     values = ", ".join(
         f"(item ->> {position})::{field.db_type(connection)} AS {q(str(field.column))}"

@@ -16,7 +16,7 @@ register = template.Library()
 
 def _age(seconds: float) -> str:
     # Hand-rolled rather than django's timesince: tables show hundreds of these per page, and
-    # timesince (translation lookups per call) was a tenth of the skills list's time.
+    # timesince (translation lookups per call) costs a tenth of the skills list's time.
     for limit, unit, size in ((3600, "min", 60), (86400, "h", 3600), (86400 * 60, "days", 86400)):
         if seconds < limit:
             return f"{int(seconds // size)} {unit} ago"
