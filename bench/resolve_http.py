@@ -9,7 +9,7 @@ sees for each. Every resolve carries a query no request asked before (its result
 the result cache; the snapshot is built by the warm-up). Target: resolve p50 within 1.5x of
 SKILL.md's.
 
-What makes the reading fair (issue 24 asks for "a never-seen query" at 1,000 skills / 200 rules):
+What makes the reading fair (the target is for "a never-seen query" at 1,000 skills / 200 rules):
 - Vocabulary: real skills each have words of their own (see skills/ and the corpus of published
   folders), so a query shares words with a handful of them, not with every skill as the 40 topic
   words of the other benches make it. Here topics and rule patterns are drawn from the ~1,500
