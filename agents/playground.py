@@ -334,6 +334,22 @@ def _row(key: str, value: Any) -> DetailRow:
     return DetailRow(key, "text", "—" if value is None or value == "" else value)
 
 
+def _trimmed(data: dict[str, Any]) -> str:
+    """What trimming took out, in words: the raw list of removals reads as a Python repr."""
+    parts = []
+    for removal in data.get("removed") or []:
+        if not isinstance(removal, dict):
+            parts.append(str(removal))
+        elif removal.get("kind") == "section":
+            parts.append(f"dropped the {removal.get('name', '')} section")
+        elif removal.get("kind") == "message":
+            parts.append(f"dropped a {removal.get('role', '')} message")
+        elif removal.get("kind") == "truncated":
+            parts.append(f"cut {removal.get('target', '')} to {removal.get('to_chars', '?')} chars")
+    fitted = f" to fit {data['limit']} tokens" if data.get("limit") else ""
+    return (", ".join(parts) + fitted)[:200]
+
+
 def _summary(kind: str, data: dict[str, Any]) -> tuple[str, str]:
     """One line for an event's closed row, and its tone."""
     step = f"step {data['step']} · " if "step" in data else ""
@@ -357,8 +373,10 @@ def _summary(kind: str, data: dict[str, Any]) -> tuple[str, str]:
         return f"{data.get('name', '')}: {str(data.get('why', ''))[:140]}", "good"
     if kind == "auto_invoke":
         return f"{step}rule {data.get('rule', '')} called {data.get('tool', '')}", "warn"
-    if kind in ("warning", "budget_exceeded", "context_trimmed"):
-        return f"{step}{str(data.get('message') or data.get('removed') or '')[:160]}", "warn"
+    if kind == "context_trimmed":
+        return f"{step}{_trimmed(data)}", "warn"
+    if kind in ("warning", "budget_exceeded"):
+        return f"{step}{str(data.get('message') or '')[:160]}", "warn"
     shown = [f"{key} {value}" for key, value in data.items() if _scalar(value) and key != "step"][:3]
     return step + " · ".join(str(item)[:60] for item in shown), ""
 

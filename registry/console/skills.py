@@ -35,7 +35,7 @@ from registry.selectors.analytics import AnalyticsFilter, SkillStats, skill_anal
 from registry.selectors.evals import eval_latest_per_version
 from registry.selectors.label_policies import label_policy_list
 from registry.selectors.resolve import render_prompt_block
-from registry.selectors.rollouts import skill_rollbacks, skill_rollout_panels
+from registry.selectors.rollouts import skill_rollbacks, skill_rollout_panels, skill_rollouts
 from registry.services.audit import Actor
 from registry.services.label_policies import label_policy_enforce
 from registry.services.labels import label_delete, label_move, label_name_check
@@ -182,6 +182,8 @@ def skill_detail(request, name: str):
         **_page_context(skill),
         "version": version,
         "labels": labels,
+        # Label name -> its running rollout, so "served" never hides the share a canary gets.
+        "canaries": {label.name: label for label in skill_rollouts(skill) if label.rollout_active},
         "version_labels": sorted(name for name, number in labels.items() if number == version.number),
         "served": served,
         "served_by": "production" if labels.get("production") == served.number else "latest",

@@ -124,6 +124,13 @@
     return heading ? heading.textContent.replace(/\s+/g, " ").trim().slice(0, 300) : "";
   }
 
+  // On a narrow screen the main navigation scrolls sideways; start it at the current page so
+  // "Turns" or "Audit" is not hidden past the right edge on the page it names.
+  var current = document.querySelector(".mainnav [aria-current=page]");
+  if (current && current.parentNode.scrollWidth > current.parentNode.clientWidth) {
+    current.parentNode.scrollLeft = current.offsetLeft - current.parentNode.offsetLeft - 16;
+  }
+
   document.addEventListener("htmx:responseError", function (event) {
     var xhr = event.detail.xhr;
     var said = saidBy(xhr);

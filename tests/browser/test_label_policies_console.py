@@ -105,3 +105,13 @@ def test_an_author_is_refused_in_place_sees_the_checks_and_cannot_override(open_
     assert not LabelHistory.objects.filter(skill=skill).exists()
     assert page.goto(f"{live_server.url}/labels/policies/").status == 200  # readable, not editable
     expect(page.get_by_role("button", name="Save policy")).to_have_count(0)
+
+
+def test_an_author_reading_the_policies_is_told_who_changes_them(open_page, live_server):
+    user_with_role("ada", "author")
+    label_policy_set(label="production", roles=["admin"])
+    page = open_page("ada")
+    page.goto(f"{live_server.url}/labels/policies/")
+    expect(page.get_by_role("button", name="Save policy")).to_have_count(0)
+    expect(page.locator("#policy-readonly")).to_contain_text("does not change them: an admin does")
+    screenshot(page, "label-policies-author")

@@ -10,6 +10,7 @@ from playwright.sync_api import expect
 from registry.models import AuditLog, Label
 from registry.services.label_policies import label_policy_set
 from registry.services.labels import label_move
+from registry.services.rollouts import label_rollout_set
 from registry.tasks import label_rollouts_guard_task
 from tests.browser.console_helpers import log_in, new_page, screenshot, user_with_role
 from tests.factories import publish
@@ -110,3 +111,19 @@ def test_an_author_starts_and_aborts_and_sees_a_rollback_banner(browser, live_se
     expect(page.locator(".rollback-banner")).to_contain_text("rolled back the canary v2")
     screenshot(page, "rollout-rollback-banner")
     page.context.close()
+
+
+def test_the_skill_page_says_a_canary_gets_a_share_of_the_served_label(browser, live_server, two_versions):
+    """ "Agents get v1" is not the whole truth while 20% of subjects read v2: the overview says so
+    beside the served label and links the rollout."""
+    label_rollout_set(skill=two_versions, label="production", version_number=2, weight=20)
+    user_with_role("viv", "analyst")
+    page = new_page(browser)
+    log_in(page, live_server.url, "viv")
+    page.goto(f"{live_server.url}/skills/canary-ui/")
+    expect(page.locator("#served")).to_contain_text("except the 20% of subjects in its canary rollout, who get v2")
+    note = page.locator(".canary-note")
+    expect(note).to_have_text("· canary v2 at 20% (rollout)")
+    note.get_by_role("link", name="rollout").click()
+    expect(page).to_have_url(f"{live_server.url}/skills/canary-ui/versions/")
+    screenshot(page, "skill-detail-canary")

@@ -113,3 +113,31 @@ def test_an_admin_reads_anyones_turn(live_server, open_page, turns):
     expect(page.locator("#turn-status")).to_have_text("succeeded")
     expect(page.locator(".answer")).to_contain_text("Here is the query.")
     screenshot(page, "turn-detail-admin")
+
+
+def test_a_trimmed_context_reads_in_words_in_the_trace(live_server, open_page, turns):
+    """The closed row of a context_trimmed event says what was cut, not a Python list."""
+    turn = turns["failed"]
+    turn.trace_events.create(
+        seq=turn.trace_events.count() + 1,
+        type="context_trimmed",
+        at=turn.created_at,
+        data={
+            "step": 1,
+            "removed": [
+                {"kind": "section", "name": "skills"},
+                {"kind": "message", "role": "tool", "chars": 900},
+                {"kind": "truncated", "target": "section environment", "from_chars": 800, "to_chars": 200},
+            ],
+            "limit": 50,
+            "tokens_after": 48,
+        },
+    )
+    page = open_page("ada")
+    page.goto(f"{live_server.url}/turns/{turn.pk}/")
+    row = page.locator("details", has_text="context_trimmed")
+    expect(row).to_contain_text(
+        "step 1 · dropped the skills section, dropped a tool message, cut section environment to 200 chars"
+        " to fit 50 tokens"
+    )
+    expect(row).not_to_contain_text("{'kind'")
