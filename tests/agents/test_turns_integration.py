@@ -278,7 +278,7 @@ class FlakyModelServer(BaseHTTPRequestHandler):
 
 
 @pytest.fixture(scope="module")
-def flaky_model_server_worker(worker):
+def flaky_model_server_worker(worker, worker_exits):
     """A worker whose model is an OpenAI-compatible stub on 127.0.0.1 (litellm's real HTTP path)."""
     server = ThreadingHTTPServer(("127.0.0.1", 0), FlakyModelServer)
     threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
@@ -294,7 +294,7 @@ def flaky_model_server_worker(worker):
         }
     ).start()
     yield flaky
-    flaky.stop()
+    worker_exits(flaky)
     server.shutdown()
     server.server_close()
     worker.start()
