@@ -110,11 +110,27 @@ def pytest_sessionfinish(session, exitstatus):
         session.exitstatus = 1
 
 
+@pytest.fixture(scope="session")
+def worker_exits(django_db_setup):
+    """worker_exits(process): a module's worker quits at the module's end and exits while the
+    next tests run; every one has exited before the test database is dropped (PostgreSQL
+    refuses to drop a database with connections open)."""
+    quitting = []
+
+    def quit_later(process) -> None:
+        process.quit()
+        quitting.append(process)
+
+    yield quit_later
+    for process in quitting:
+        process.stop()
+
+
 @pytest.fixture(scope="module")
-def worker(django_db_setup, django_db_blocker):
+def worker(worker_exits, django_db_blocker):
     """A real Celery worker for the test module (tests needing other settings define their own)."""
     from tests.worker import WorkerProcess
 
     process = WorkerProcess().start()
     yield process
-    process.stop()
+    worker_exits(process)

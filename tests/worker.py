@@ -42,10 +42,12 @@ class WorkerProcess:
         self.process: subprocess.Popen | None = None
         self.lines: deque[str] = deque(maxlen=2000)
         self._ready = threading.Event()
+        self._quitting = False
 
     def start(self, timeout: float = WORKER_WAIT_SECONDS) -> WorkerProcess:
         self.lines.clear()
         self._ready = threading.Event()
+        self._quitting = False
         env = {
             **os.environ,
             "DJANGO_SETTINGS_MODULE": "config.test_settings",
@@ -120,11 +122,20 @@ class WorkerProcess:
             os.killpg(self.process.pid, signal.SIGKILL)
             self.process.wait(10)
 
-    def stop(self) -> None:
+    def quit(self) -> None:
+        """Begin the shutdown `stop` waits for, and return: the worker lets go of the broker
+        within a second, then its interpreter takes as long again to exit, which the next tests
+        need not wait out. `stop` afterwards only waits for the exit."""
         # SIGQUIT is Celery's cold shutdown: tests stop workers between tasks, so nothing is
-        # lost, and a warm shutdown would wait out broker timeouts first.
-        if self.process and self.process.poll() is None:
+        # lost, and a warm shutdown would wait out broker timeouts first. A second one would
+        # cut the shutdown short, hence sent once.
+        if self.process and self.process.poll() is None and not self._quitting:
             os.killpg(self.process.pid, signal.SIGQUIT)
+            self._quitting = True
+
+    def stop(self) -> None:
+        if self.process and self.process.poll() is None:
+            self.quit()
             try:
                 self.process.wait(15)
             except subprocess.TimeoutExpired:

@@ -24,10 +24,10 @@ BUNDLED = sorted(path.parent.name for path in settings.BUNDLED_SKILLS_DIR.glob("
 
 
 @pytest.fixture(scope="module")
-def worker(django_db_setup, django_db_blocker):
+def worker(worker_exits, django_db_blocker):
     process = WorkerProcess(concurrency=2, extra_env={**WORKER_ENV, "EVAL_CONCURRENCY": "8"}).start()
     yield process
-    process.stop()
+    worker_exits(process)
 
 
 def test_every_bundled_skill_s_suite_passes_offline_triggers_and_scripted_tasks(worker):

@@ -22,10 +22,10 @@ READ_PR = [{"content": None, "tool_calls": [{"name": "read_skill", "arguments": 
 
 
 @pytest.fixture(scope="module")
-def worker(django_db_setup, django_db_blocker):
+def worker(worker_exits, django_db_blocker):
     process = WorkerProcess(concurrency=2, extra_env=WORKER_ENV).start()
     yield process
-    process.stop()
+    worker_exits(process)
 
 
 def put_suite(api, name: str, cases: list[dict]) -> dict:

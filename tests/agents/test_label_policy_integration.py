@@ -19,10 +19,10 @@ CASES = [case for case in SUITE if case["id"] in ("t-pr", "t-poem", "k-sql", "k-
 
 
 @pytest.fixture(scope="module")
-def worker(django_db_setup, django_db_blocker):
+def worker(worker_exits, django_db_blocker):
     process = WorkerProcess(concurrency=2, extra_env=WORKER_ENV).start()
     yield process
-    process.stop()
+    worker_exits(process)
 
 
 def test_production_moves_only_once_a_real_eval_run_meets_the_policy(api, make_token, worker):

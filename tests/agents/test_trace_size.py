@@ -26,12 +26,12 @@ BODY = "# Long checklist\n\n" + "".join(f"{n}. Check item {n} of the list and no
 
 
 @pytest.fixture(scope="module")
-def worker(django_db_setup, django_db_blocker):
+def worker(worker_exits, django_db_blocker):
     process = WorkerProcess(
         extra_env={"AGENT_MAX_ITERATIONS": str(STEPS + 1), "AGENT_MAX_TOTAL_TOKENS": "2000000"}
     ).start()
     yield process
-    process.stop()
+    worker_exits(process)
 
 
 @pytest.fixture

@@ -278,8 +278,12 @@ class FlakyModelServer(BaseHTTPRequestHandler):
 
 
 @pytest.fixture(scope="module")
-def flaky_model_server_worker(worker):
-    """A worker whose model is an OpenAI-compatible stub on 127.0.0.1 (litellm's real HTTP path)."""
+def flaky_model_server_worker(worker, worker_exits):
+    """A worker whose model is an OpenAI-compatible stub on 127.0.0.1 (litellm's real HTTP path).
+
+    It replaces the module's worker until the module ends (that worker would fail these turns,
+    its AGENT_MODELS lacking the stub's model); the module's other tests run on it as well, and
+    the module's worker is not started again just to be quit at the same module end."""
     server = ThreadingHTTPServer(("127.0.0.1", 0), FlakyModelServer)
     threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
     worker.stop()
@@ -294,10 +298,9 @@ def flaky_model_server_worker(worker):
         }
     ).start()
     yield flaky
-    flaky.stop()
+    worker_exits(flaky)
     server.shutdown()
     server.server_close()
-    worker.start()
 
 
 @pytest.fixture

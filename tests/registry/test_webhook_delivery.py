@@ -77,7 +77,7 @@ def receiver():
 
 
 @pytest.fixture(scope="module")
-def worker(django_db_setup, django_db_blocker):
+def worker(worker_exits, django_db_blocker):
     process = WorkerProcess(
         extra_env={
             "WEBHOOK_ALLOW_PRIVATE_ADDRESSES": "true",
@@ -86,7 +86,7 @@ def worker(django_db_setup, django_db_blocker):
         }
     ).start()
     yield process
-    process.stop()
+    worker_exits(process)
 
 
 @pytest.fixture

@@ -116,7 +116,7 @@ def test_without_a_sandbox_the_same_probes_report_the_escapes(store, context, ca
             "run_skill", {"skill_name": "hostile", "script": "escape.py"}, context, HOSTILE_LIMITS, Isolation.NONE
         )
 
-        escaped = hostile.escapes(result.content)
+        escaped = hostile.escapes(result.content, outlives_seconds=1.0)
     assert ATTEMPTS - NOT_ESCAPING_UNCONFINED <= set(escaped), escaped
     # What `none` still does: a scrubbed environment and the rlimits.
     assert "own_environment" not in escaped and "memory_2gib" not in escaped

@@ -26,11 +26,11 @@ SUPERUSER_PASSWORD = f"password-{uuid.uuid4().hex}"
 
 
 @pytest.fixture(scope="module")
-def worker(django_db_setup, django_db_blocker):
+def worker(worker_exits, django_db_blocker):
     secrets = {"SANDBOX_CANARY": CANARY, "DJANGO_SUPERUSER_PASSWORD": SUPERUSER_PASSWORD}
     process = WorkerProcess(extra_env={**secrets, "RUN_SKILL_SANDBOX": "bwrap"}).start()
     yield process
-    process.stop()
+    worker_exits(process)
 
 
 def test_a_hostile_skill_run_by_a_worker_turn_is_blocked_in_every_attempt(client, worker):

@@ -84,14 +84,18 @@ class HostileSkill:
         assert set(verdict) == ATTEMPTS, f"attempts missing from the verdict: {sorted(ATTEMPTS - set(verdict))}"
         return verdict
 
-    def escapes(self, output: str) -> dict[str, str]:
-        """Attempts that got through, each with what it achieved: the script's word, then the host's."""
+    def escapes(self, output: str, *, outlives_seconds: float = 15.0) -> dict[str, str]:
+        """Attempts that got through, each with what it achieved: the script's word, then the host's.
+
+        The detached grandchild escaped if it is still there after `outlives_seconds`: a
+        confined run must be given the kernel's worst teardown time; an unconfined one, whose
+        grandchild sleeps for ten minutes, needs only a moment to be seen still running."""
         verdict = self.verdict(output)
         escaped = {name: detail for name, (got_through, detail) in verdict.items() if got_through}
         for label, path in self.write.items():
             if path.exists():
                 escaped[f"write_{label}"] = f"{path} exists on the host"
-        if not wait_until_gone(self.marker):
+        if not wait_until_gone(self.marker, timeout=outlives_seconds):
             escaped["detached_child"] = "the double-forked setsid grandchild outlived the run (killed by the test)"
         return escaped
 
