@@ -137,6 +137,9 @@ def turn_list(request):
         "event_word": EVENT_WORDS.get(filters.event or "", ""),
         "cause_title": FailureCause(filters.cause).label if filters.cause else "",
         "filtered": bool(given),
+        # An empty page says "no turns yet" only when the reader has none at all: the first
+        # visit's default dates are a filter that an older turn can fall outside of.
+        "any_turn": bool(turns) or turn_selectors.turns_filtered(reader=reader, filters=TurnFilter()).exists(),
         "clear": [(key, value, "?" + _query(given, **{key: None})) for key, value in given.items() if key != "status"],
         "event_kinds": list(EVENT_WORDS),
     }

@@ -64,6 +64,16 @@ def test_the_list_shows_analysts_every_turn_and_authors_their_own():
     assert Client().get("/turns/").status_code == 302
 
 
+def test_an_empty_list_says_no_turns_yet_only_when_there_are_none_at_all():
+    author = user_with_role(AUTHOR)
+    page = text(console(author).get("/turns/"))
+    assert "No turns yet." in page and "No turn matches" not in page
+
+    run_turn(author, SUCCEEDS)
+    page = text(console(author).get("/turns/?from=2000-01-01&to=2000-01-31"))
+    assert "No turn matches these filters." in page and "No turns yet." not in page
+
+
 def test_a_role_that_reads_no_turns_is_refused():
     nobody = user_with_role(ANALYST)
     nobody.groups.clear()
