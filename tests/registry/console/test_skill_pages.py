@@ -474,3 +474,15 @@ def test_the_skill_page_gives_skill_md_its_sha256_like_every_other_file(analyst_
     page = analyst_client.get("/skills/demo-skill/").content.decode()
 
     assert f'title="{digest}">{digest[:12]}</td>' in page
+
+
+def test_the_skill_header_marks_the_page_being_shown(analyst_client):
+    publish("marked", description="Marks its tab.")
+    for path, tab in (
+        ("/skills/marked/", "Overview"),
+        ("/skills/marked/versions/", "Versions"),
+        ("/skills/marked/evals/", "Evals"),
+    ):
+        page = analyst_client.get(path).content.decode()
+        current = re.findall(r'<a class="btn" href="[^"]*" aria-current="page">(\w+)', page)
+        assert current == [tab], (path, current)
