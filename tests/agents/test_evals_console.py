@@ -249,6 +249,9 @@ def test_the_run_page_polls_until_the_run_ends_and_links_each_case_to_its_trace(
     # t-pr triggered as it should, t-poem stayed quiet as it should: F1 1.00.
     assert 'title="true positives">1<' in summary and 'title="true negatives">1<' in summary
     assert "1.00" in summary and "0 passed · 1 failed" in summary
+    # The suite's run list leads from a pass rate to the cases behind it.
+    runs = text(analyst.get("/skills/code-review/evals/"))
+    assert f'<a href="/evals/runs/{run.pk}/#cases-h" title="The cases and their turns">0%</a>' in runs
     assert analyst.get("/evals/runs/not-a-run/").status_code == 404
     assert analyst.post(f"/evals/runs/{queued.pk}/cancel/").status_code == 403
 
