@@ -252,6 +252,10 @@ def test_the_run_page_polls_until_the_run_ends_and_links_each_case_to_its_trace(
     # The suite's run list leads from a pass rate to the cases behind it.
     runs = text(analyst.get("/skills/code-review/evals/"))
     assert f'<a href="/evals/runs/{run.pk}/#cases-h" title="The cases and their turns">0%</a>' in runs
+    # A run whose task cases the offline demo model failed says why that is expected.
+    assert "task-model-note" not in page
+    offline = graded_run(skill, outcomes={"t-pr": True, "t-poem": True, "k-sql": False}, model="offline")
+    assert "task-model-note" in text(analyst.get(f"/evals/runs/{offline.pk}/"))
     assert analyst.get("/evals/runs/not-a-run/").status_code == 404
     assert analyst.post(f"/evals/runs/{queued.pk}/cancel/").status_code == 403
 
