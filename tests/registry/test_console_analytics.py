@@ -86,3 +86,11 @@ def test_every_page_with_counts_counts_the_offers_a_finished_turn_left_queued(cl
     assert client.get(path).status_code == 200
     assert not QueuedOffer.objects.exists()  # the view rolled the queue up before it read
     assert HourlyRollup.objects.filter(skill_name="pdf", offered=1).exists()
+
+
+def test_the_dashboard_s_empty_rankings_say_different_things(client):
+    client.force_login(user_with_role("analyst"))
+    page = client.get("/").content.decode()
+    best = page.split('id="best-h"')[1].split("</section>")[0]
+    worst = page.split('id="worst-h"')[1].split("</section>")[0]
+    assert "No skill has 5 outcomes" in best and "POST /api/v1/usage" in worst and best != worst
