@@ -11,7 +11,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from agents.evals import eval_run_queue
 from registry.errors import ApplicationError
-from registry.selectors.evals import eval_run_detail, eval_run_get, eval_run_progress
+from registry.selectors.evals import eval_run_get, eval_run_progress, eval_run_summary_current
 from registry.services.audit import Actor
 
 CLI = Actor(via="cli")
@@ -64,7 +64,7 @@ class Command(BaseCommand):
                 self.stderr.write(f"  {progress['done']}/{progress['total']} cases done")
             time.sleep(0.5)
             run = eval_run_get(run_id=run.pk)
-        summary = eval_run_detail(run=run).summary
+        summary = eval_run_summary_current(run=run)
         self.stdout.write(json.dumps(summary, indent=2) if options["json"] else summary_text(run.status, summary))
         problems = threshold_problems(summary, options["min_task_rate"], options["min_trigger_f1"])
         if run.status != "succeeded":
