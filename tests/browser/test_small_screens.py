@@ -1,5 +1,5 @@
 """The console on a phone-wide screen: the main navigation, which scrolls sideways there, starts
-at the page it names, and audit actions stay readable on one line."""
+at the page it names, audit actions stay readable on one line, and a wide table scrolls in its box."""
 
 from __future__ import annotations
 
@@ -27,6 +27,8 @@ def test_the_navigation_shows_the_current_page_and_audit_actions_stay_on_one_lin
     action = page.locator("table.audit td.action code").first
     line_height = action.evaluate("el => parseFloat(getComputedStyle(el).lineHeight) || 20")
     assert action.bounding_box()["height"] < 1.5 * line_height
+    # A wide table scrolls inside its box; the page itself never scrolls sideways.
+    assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
     screenshot(page, "audit-phone")
 
     page.goto(f"{live_server.url}/skills/")
