@@ -27,7 +27,7 @@ from django.db import transaction
 from agents.model_strings import SCRIPTED
 from agents.models import FINISHED_STATUSES, AgentTurn, TraceEvent, TurnOrigin, TurnStatus
 from agents.runtime.llm import LLMError, TransientLLMError, complete
-from agents.services import (
+from agents.turns.services import (
     agent_model_check,
     agent_turn_cancel,
     agent_turn_create,

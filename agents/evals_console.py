@@ -24,10 +24,10 @@ from django.utils.http import urlencode
 from django_htmx.http import reswap, retarget
 
 from agents import evals as eval_runner
-from agents import selectors as turn_selectors
 from agents.eval_api import RunInputSerializer
 from agents.evals_cases import case_from_turn
-from agents.playground import _turn, model_choices
+from agents.turns import selectors as turn_selectors
+from agents.turns.playground import _turn, model_choices
 from registry import selectors
 from registry.console.access import console_view, user_scopes
 from registry.console.errors import flash_back, on_domain_error

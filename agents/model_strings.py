@@ -5,7 +5,7 @@ oobabooga and huggingface providers call `model` itself when it starts with http
 https://), so a string that embeds a URL is refused even when AGENT_MODELS lists it. Where a
 model is served comes from AGENT_API_BASE or litellm's own provider settings, never from the
 string. No Django here: settings import this module to refuse such a list at start-up, and
-`agents.services.agent_model_check` refuses it again per request.
+`agents.turns.services.agent_model_check` refuses it again per request.
 """
 
 from __future__ import annotations

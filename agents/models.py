@@ -45,7 +45,7 @@ class TurnOrigin(models.TextChoices):
 
 
 class FailureCause(models.TextChoices):
-    """Why a turn did not succeed, one cause a turn (agents/causes.py decides which)."""
+    """Why a turn did not succeed, one cause a turn (agents/turns/causes.py decides which)."""
 
     ABORTED = "aborted", "aborted"
     TOOL_ERROR = "tool_error", "tool errors"
@@ -89,7 +89,7 @@ class AgentTurn(models.Model):
     takeovers = models.PositiveIntegerField(default=0)  # times the reaper requeued it after its worker died
     # Running: the worker's lease, renewed while it lives; once it lapses the reaper requeues
     # the turn. Queued: when the reaper sends its message again in case the first one was lost
-    # (see agents/services.py, agent_turns_reap).
+    # (see agents/turns/services.py, agent_turns_reap).
     # Not indexed: renewals then update the row in place (PostgreSQL HOT), and the reaper's
     # query is narrowed by the status index first.
     lease_expires_at = models.DateTimeField(null=True, blank=True)
@@ -101,7 +101,7 @@ class AgentTurn(models.Model):
 
     class Meta:
         ordering = ["-created_at"]
-        # The turn list (agents/selectors.py): newest first, narrowed by days, status, author (an
+        # The turn list (agents/turns/selectors.py): newest first, narrowed by days, status, author (an
         # author sees their own) or model; each index hands out its rows in list order, so a page
         # stops after its limit. The first also carries what the list's counts group by, so the
         # counts of a range of days are an index-only scan on PostgreSQL (elsewhere a plain index).
@@ -149,7 +149,7 @@ class TraceEvent(models.Model):
     type = models.CharField(max_length=32)
     at = models.DateTimeField()
     data = models.JSONField(default=dict)
-    # The event's `system_prompt`, kept out of `data` (agents/selectors.py puts it back); events
+    # The event's `system_prompt`, kept out of `data` (agents/turns/selectors.py puts it back); events
     # written before prompts were shared hold it in `data`. Not indexed: prompts are looked up by
     # their key, never events by their prompt, and an index would cost every event's insert.
     prompt = models.ForeignKey(

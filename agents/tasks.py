@@ -11,15 +11,16 @@ from celery.signals import task_postrun, task_prerun, worker_init, worker_proces
 from django.conf import settings
 from django.db import close_old_connections, connection
 
-from agents import evals, services
+from agents import evals
 from agents.checks import NO_CGROUP_HINT, run_skill_memory_problem
-from agents.lease import TurnLost
 from agents.models import TurnOrigin
 from agents.runtime.llm import TransientLLMError, complete, warm_up
 from agents.runtime.providers import USAGE_TOKENIZER_MODEL, register_providers
-from agents.store import RegistrySkillStore, resolution_for_turn
-from agents.trace import step_writer_warm_up
-from agents.turn_tools import tool_registry
+from agents.turns import services
+from agents.turns.lease import TurnLost
+from agents.turns.store import RegistrySkillStore, resolution_for_turn
+from agents.turns.tools import tool_registry
+from agents.turns.trace import step_writer_warm_up
 from registry.services.usage import usage_offers_roll_up, usage_statements_compile
 from registry.services.webhooks import webhook_deliveries_requeue
 

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from agents import api
+from agents.turns import api
 
 urlpatterns = [
     path("turns", api.AgentTurnListCreateApi.as_view(), name="agent-turn-create"),

@@ -48,7 +48,7 @@ def submit_and_wait(index: int, timeout: float = 60) -> dict[str, float]:
     from django.db import transaction
 
     from agents.models import FINISHED_STATUSES, AgentTurn
-    from agents.services import agent_turn_create
+    from agents.turns.services import agent_turn_create
 
     stamps: dict[str, float] = {}
     before = time.time()

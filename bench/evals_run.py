@@ -72,7 +72,7 @@ def plain_turns(cases: list[dict], *, model: str, repeat: int) -> float:
     from django.contrib.auth import get_user_model
 
     from agents.models import FINISHED_STATUSES, AgentTurn
-    from agents.services import agent_turns_create
+    from agents.turns.services import agent_turns_create
 
     user = get_user_model().objects.get(username="turn-bench")
     runs = []

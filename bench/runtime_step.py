@@ -120,17 +120,17 @@ def script_for(steps: int) -> list[dict[str, Any]]:
 
 
 def run_one(*, message: str, steps: int, database_trace: bool, counter: TimedTokenCount) -> dict[str, Any]:
-    """One turn through the Django adapter, as agents.services.agent_turn_run does it, but with
+    """One turn through the Django adapter, as agents.turns.services.agent_turn_run does it, but with
     a timed `complete`. Returns the timings of the turn (perf_counter seconds)."""
     from django.conf import settings
 
     from agents.models import AgentTurn, TraceEvent, TurnStatus
     from agents.runtime.loop import run_turn
     from agents.runtime.types import TurnRequest
-    from agents.services import agent_turn_finish
-    from agents.store import RegistrySkillStore, resolution_for_turn
-    from agents.trace import DatabaseTraceSink
-    from agents.turn_tools import tool_registry
+    from agents.turns.services import agent_turn_finish
+    from agents.turns.store import RegistrySkillStore, resolution_for_turn
+    from agents.turns.tools import tool_registry
+    from agents.turns.trace import DatabaseTraceSink
     from bench.trace_size import stored_bytes
 
     script = script_for(steps)

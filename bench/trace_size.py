@@ -59,7 +59,7 @@ def _stored(turn_id: Any) -> tuple[int, dict[str, int]]:
 def inline_bytes(turn_id: Any) -> int:
     """Bytes of the turn's events as the API gives them: each with its whole data, prompt included."""
     from agents.models import AgentTurn
-    from agents.selectors import turn_trace_events
+    from agents.turns.selectors import turn_trace_events
 
     return sum(len(json.dumps(event.data)) for event in turn_trace_events(turn=AgentTurn.objects.get(pk=turn_id)))
 
@@ -87,7 +87,7 @@ def disk_bytes(turn_id: Any) -> int | None:
 
 def run_turn(*, message: str, conversation: Any, steps: int) -> Any:
     from agents.models import AgentTurn
-    from agents.services import agent_turn_claim, agent_turn_run
+    from agents.turns.services import agent_turn_claim, agent_turn_run
     from bench.runtime_step import script_for
 
     turn = AgentTurn.objects.create(
@@ -115,7 +115,7 @@ def main() -> None:
     from django.db import connection
 
     from agents.models import AgentTurn, Conversation, PromptText
-    from agents.trace import step_writer_shutdown
+    from agents.turns.trace import step_writer_shutdown
     from bench.runtime_step import publish_skills
 
     publish_skills(args.skills)

@@ -108,8 +108,8 @@ def main() -> None:
         print("turn list bench: needs PostgreSQL (set DATABASE_URL to a database of its own); skipped.")
         return
 
-    from agents import selectors
-    from agents.selectors import TurnFilter
+    from agents.turns import selectors
+    from agents.turns.selectors import TurnFilter
 
     users = get_user_model()
     author_group = Group.objects.get_or_create(name="author")[0]

@@ -357,7 +357,7 @@ AGENT_API_BASE = env.str("AGENT_API_BASE", default="")
 AGENT_API_KEY = env.str("AGENT_API_KEY", default="")
 AGENT_ALLOW_SCRIPTED = env.bool("AGENT_ALLOW_SCRIPTED", default=DEBUG or TESTING)
 # The only models a turn may name, through the API and the playground alike
-# (agents.services.agent_model_check). Unset: AGENT_MODEL, `offline`, and `scripted` where
+# (agents.turns.services.agent_model_check). Unset: AGENT_MODEL, `offline`, and `scripted` where
 # AGENT_ALLOW_SCRIPTED is on. A listed `scripted` is still refused while AGENT_ALLOW_SCRIPTED is off.
 AGENT_MODELS = [model.strip() for model in env.list("AGENT_MODELS", default=[]) if model.strip()]
 AGENT_MAX_ITERATIONS = env.int("AGENT_MAX_ITERATIONS", default=10)
@@ -375,7 +375,7 @@ AGENT_TURN_MAX_TAKEOVERS = env.int("AGENT_TURN_MAX_TAKEOVERS", default=3)
 # the turn's attempt ends; the reaper removes those of processes that died. Not under VAR_DIR: a
 # root worker's sandbox runs as uid 65534, which must reach the run's folder, and VAR_DIR is
 # private (0700). The default is one folder per instance in the system's temporary folder
-# (agents/services.py checks that it is the worker's own before using it).
+# (agents/turns/services.py checks that it is the worker's own before using it).
 AGENT_SCRATCH_ROOT = Path(
     env.str(
         "AGENT_SCRATCH_ROOT",

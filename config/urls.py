@@ -42,7 +42,7 @@ urlpatterns = [
     path("mcp", McpApi.as_view(), name="mcp"),
     path("", include("registry.console.urls")),
     # The console pages of the agents app: the registry knows nothing of turns.
-    path("", include("agents.playground")),
-    path("", include("agents.turns")),
+    path("", include("agents.turns.playground")),
+    path("", include("agents.turns.console")),
     path("", include("agents.evals_console")),
 ]

@@ -78,7 +78,7 @@ def _no_trace_writer_left():
     """A turn run outside a test transaction writes its steps from a thread with its own
     database connection; it must not outlive the test (the test database is dropped at the end)."""
     yield
-    from agents.trace import step_writer_shutdown
+    from agents.turns.trace import step_writer_shutdown
 
     step_writer_shutdown()
 

@@ -11,7 +11,12 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("agents", "registry", "config")
 MAX_FUNCTION_LINES = 70
 MAX_CLASS_LINES = 300
-CONSOLE_VIEWS = ("registry/console/*.py", "agents/playground.py", "agents/turns.py", "agents/evals_console.py")
+CONSOLE_VIEWS = (
+    "registry/console/*.py",
+    "agents/turns/playground.py",
+    "agents/turns/console.py",
+    "agents/evals_console.py",
+)
 MAX_CONSOLE_EXCEPTS = 10
 
 

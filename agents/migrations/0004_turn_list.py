@@ -8,7 +8,7 @@ def causes_of_finished_turns(apps, schema_editor):
     """Turns that ended before causes were kept get theirs from their error and trace. Their
     origin stays `api`: which turns the playground sent was not recorded."""
     # The classifier is plain Python with no model access: importing it keeps one definition.
-    from agents.causes import failure_cause
+    from agents.turns.causes import failure_cause
 
     AgentTurn = apps.get_model("agents", "AgentTurn")
     TraceEvent = apps.get_model("agents", "TraceEvent")

@@ -1,5 +1,5 @@
 """Every read of the registry. Views, API views, the CLI and the runtime's adapter
-(agents/store.py) call these instead of building querysets themselves.
+(agents/turns/store.py) call these instead of building querysets themselves.
 
 - `skills`: which source wins a name, the version a reader gets, the catalogue, raw SKILL.md;
 - `versions`: versions, labels, files, zips and diffs;

@@ -7,12 +7,12 @@ import pytest
 from django.utils import timezone
 from playwright.sync_api import expect
 
-from agents import services
 from agents.models import PromptText, TraceEvent
 from agents.runtime.types import TurnResult
-from agents.trace import DatabaseTraceSink
-from tests.agents.test_trace import PROMPT, a_prompted_step
-from tests.agents.test_turn_lifecycle import running_turn
+from agents.turns import services
+from agents.turns.trace import DatabaseTraceSink
+from tests.agents.turns.test_trace import PROMPT, a_prompted_step
+from tests.agents.turns.test_turn_lifecycle import running_turn
 from tests.browser.console_helpers import screenshot, user_with_role
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

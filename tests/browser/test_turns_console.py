@@ -9,10 +9,10 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from agents import services
 from agents.models import AgentTurn
+from agents.turns import services
 from registry.services.usage import UsageEventInput, usage_record
-from tests.agents.turn_runs import ABORTS, SUCCEEDS, TOOL_FAILS, run_turn
+from tests.agents.turns.turn_runs import ABORTS, SUCCEEDS, TOOL_FAILS, run_turn
 from tests.browser.console_helpers import screenshot, user_with_role
 from tests.factories import publish
 

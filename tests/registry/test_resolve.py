@@ -1,5 +1,5 @@
 """resolve(): the prompt block and its budgets, force-include rules, labels and caching by
-registry generation (tests/agents/test_store.py: its conversion to the runtime's shapes)."""
+registry generation (tests/agents/turns/test_store.py: its conversion to the runtime's shapes)."""
 
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ from django.contrib.auth.models import Group
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agents import services as agent_services
+from agents.turns import services as agent_services
 from registry.models import DailyRollup, HourlyRollup, UsageEvent, WeeklyRollup
 from registry.selectors.analytics import (
     AnalyticsFilter,

@@ -445,7 +445,7 @@ def test_within_the_cap_the_same_script_holds_everything(cgroup_available):
 
 def test_the_model_is_told_when_the_run_reached_its_memory_cap(cgroup_available, settings, store, context):
     """Through the tool registry a turn gets, so RUN_SKILL_MEMORY_BYTES is the cap that applies."""
-    from agents.turn_tools import tool_registry
+    from agents.turns.tools import tool_registry
 
     script = "memory = bytearray(100 * 1024 * 1024)\nmemory[::4096] = b'x' * len(memory[::4096])\nprint('held')\n"
     store.add("demo", files={"scripts/big.py": script})
@@ -459,7 +459,7 @@ def test_the_model_is_told_when_the_run_reached_its_memory_cap(cgroup_available,
 
 
 def test_the_groups_of_a_worker_killed_mid_run_are_swept(cgroup_available):
-    from agents import services
+    from agents.turns import services
 
     marker = f"swept-{uuid.uuid4().hex}"
     worker = start_fake_worker(marker)
@@ -671,7 +671,7 @@ def test_none_runs_scripts_unconfined_as_the_worker(store, context):
 
 
 def test_the_setting_reaches_the_tool_registry(settings, store, context):
-    from agents.turn_tools import tool_registry
+    from agents.turns.tools import tool_registry
 
     store.add("demo", files={"scripts/who.py": "import os\nprint('uid', os.getuid())\n"})
     arguments = {"skill_name": "demo", "script": "who.py"}

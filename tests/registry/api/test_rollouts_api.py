@@ -13,7 +13,7 @@ import pytest
 from django.test import Client
 from rest_framework.test import APIClient
 
-from agents.store import RegistrySkillStore
+from agents.turns.store import RegistrySkillStore
 from registry.models import AuditLog, Label, LabelHistory
 from registry.readmodel.rollouts import subject_pins
 from registry.readmodel.served import skill_served

@@ -1,4 +1,4 @@
-"""agents/store.py: the registry seen through the runtime's plain shapes."""
+"""agents/turns/store.py: the registry seen through the runtime's plain shapes."""
 
 from __future__ import annotations
 
@@ -12,11 +12,11 @@ from django.db import transaction
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agents import store
 from agents.runtime.forcing import forced_skill_and_query
 from agents.runtime.loop import run_turn
 from agents.runtime.types import Resolution, SkillSummary, TurnRequest, TurnResult
-from agents.turn_tools import tool_registry
+from agents.turns import store
+from agents.turns.tools import tool_registry
 from registry.models import Skill
 from registry.selectors.resolve import registry_caches_reset, resolve, skill_effective
 from registry.services.labels import label_move

@@ -12,14 +12,14 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from agents import services
-from agents.lease import TurnLost
 from agents.models import AgentTurn, PromptText, TraceEvent, TurnCheckpoint
 from agents.runtime.types import TurnResult
-from agents.selectors import turn_trace_events
-from agents.trace import MAX_STRING, DatabaseTraceSink
+from agents.turns import services
+from agents.turns.lease import TurnLost
+from agents.turns.selectors import turn_trace_events
+from agents.turns.trace import MAX_STRING, DatabaseTraceSink
 from registry.models import TokenScope
-from tests.agents.test_turn_lifecycle import running_turn
+from tests.agents.turns.test_turn_lifecycle import running_turn
 from tests.factories import user_with_role
 
 pytestmark = pytest.mark.django_db

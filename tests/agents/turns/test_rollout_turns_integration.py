@@ -14,7 +14,7 @@ from registry.models import Skill, UsageEvent
 from registry.readmodel.served import skill_served
 from registry.services.labels import label_move
 from registry.services.rollouts import label_rollout_set
-from tests.agents.test_turns_integration import events, finished, submit
+from tests.agents.turns.test_turns_integration import events, finished, submit
 from tests.factories import publish
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]

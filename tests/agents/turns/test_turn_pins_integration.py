@@ -11,7 +11,7 @@ from rest_framework.test import APIClient
 
 from registry.models import Skill, TokenScope, UsageEvent, UsageKind
 from registry.services.labels import label_move
-from tests.agents.test_turns_integration import events, finished, submit
+from tests.agents.turns.test_turns_integration import events, finished, submit
 from tests.factories import publish
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]

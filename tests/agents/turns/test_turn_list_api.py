@@ -9,10 +9,10 @@ import pytest
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from agents import services
 from agents.models import AgentTurn, TurnOrigin
+from agents.turns import services
 from registry.roles import ADMIN, ANALYST, AUTHOR
-from tests.agents.turn_runs import ABORTS, EMPTY_ANSWER, LOOPS, SUCCEEDS, TOOL_FAILS, run_turn
+from tests.agents.turns.turn_runs import ABORTS, EMPTY_ANSWER, LOOPS, SUCCEEDS, TOOL_FAILS, run_turn
 from tests.factories import publish, user_with_role
 
 # The lease keeper renews from a thread of its own, on its own connection: turns are committed.

@@ -21,7 +21,7 @@ import pytest
 
 from agents.models import AgentTurn, TraceEvent, TurnCheckpoint, TurnStatus
 from registry.models import UsageEvent
-from tests.agents.test_turns_integration import events, finished, submit
+from tests.agents.turns.test_turns_integration import events, finished, submit
 from tests.factories import publish
 from tests.worker import WorkerProcess, wait_for
 
@@ -45,7 +45,7 @@ def fault(tmp_path):
     env = {
         "AGENT_TURN_LEASE_SECONDS": str(LEASE_SECONDS),
         "AGENT_TURN_REAPER_SECONDS": str(REAPER_SECONDS),
-        "AGENT_EXTRA_TOOLS": "tests.agents.ledger.ledger_tool",
+        "AGENT_EXTRA_TOOLS": "tests.agents.turns.ledger.ledger_tool",
         "FAULT_LEDGER": str(ledger),
         "AGENT_SCRATCH_ROOT": str(scratch),
         "CELERY_VISIBILITY_TIMEOUT": "3600",

@@ -5,7 +5,7 @@ feedback, cost and timing.
 The analytics pages link their counts here (`?skill=&version=&event=failed&from=&to=`): the
 list is then the turns behind that count, and says how many events of it came from agents
 outside the registry, which have no turn. Like the playground it lives in the agents app (the
-registry knows nothing of turns) and reads through `agents.selectors`, as the API does.
+registry knows nothing of turns) and reads through `agents.turns.selectors`, as the API does.
 """
 
 from __future__ import annotations
@@ -21,11 +21,11 @@ from django.urls import path
 from django.utils import timezone
 from django.utils.http import urlencode
 
-from agents import selectors as turn_selectors
-from agents.api import TurnFilterSerializer, turn_filter_params
+import agents.turns.selectors as turn_selectors
 from agents.models import FailureCause, TurnOrigin, TurnStatus
-from agents.playground import event_view
-from agents.selectors import ANALYTICS, RUN, TurnFilter, TurnReader
+from agents.turns.api import TurnFilterSerializer, turn_filter_params
+from agents.turns.playground import event_view
+from agents.turns.selectors import ANALYTICS, RUN, TurnFilter, TurnReader
 from registry.console.access import console_view, user_scopes
 from registry.console.inputs import uuid_or_none, whole_number
 from registry.selectors.evals import eval_run_for_turn

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from agents import turn_tools
 from agents.runtime.tools import Tool, ToolResult
+from agents.turns import tools as turn_tools
 
 ECHO = Tool(
     name="echo",
@@ -29,7 +29,7 @@ def _fresh_tool_cache():
     turn_tools._tools.cache_clear()
 
 
-@pytest.mark.parametrize("path", ["tests.agents.test_turn_tools.ECHO", "tests.agents.test_turn_tools.make_echo"])
+@pytest.mark.parametrize("path", ["tests.agents.turns.test_turn_tools.ECHO", "tests.agents.turns.test_turn_tools.make_echo"])
 def test_a_tool_named_in_settings_is_offered_beside_the_built_in_ones(settings, path):
     settings.AGENT_EXTRA_TOOLS = [path]
 
@@ -41,7 +41,7 @@ def test_a_tool_named_in_settings_is_offered_beside_the_built_in_ones(settings, 
 
 @pytest.mark.parametrize(
     "path, message",
-    [("tests.agents.nowhere.TOOL", "cannot import"), ("tests.agents.test_turn_tools.pytest", "is not an")],
+    [("tests.agents.nowhere.TOOL", "cannot import"), ("tests.agents.turns.test_turn_tools.pytest", "is not an")],
 )
 def test_a_bad_entry_is_a_configuration_error(settings, path, message):
     settings.AGENT_EXTRA_TOOLS = [path]

@@ -4,8 +4,8 @@ would store."""
 
 from __future__ import annotations
 
-from agents import services
 from agents.models import AgentTurn, TurnOrigin
+from agents.turns import services
 
 READ = [{"content": None, "tool_calls": [{"name": "read_skill", "arguments": {"skill_name": "sql-query"}}]}]
 SUCCEEDS = READ + [{"content": "Here is the query."}]

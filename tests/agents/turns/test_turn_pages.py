@@ -10,11 +10,11 @@ import re
 import pytest
 from django.test import Client
 
-from agents import services
 from agents.models import TurnOrigin
+from agents.turns import services
 from registry.roles import ADMIN, ANALYST, AUTHOR
 from registry.services.usage import UsageEventInput, usage_record
-from tests.agents.turn_runs import ABORTS, SUCCEEDS, TOOL_FAILS, run_turn
+from tests.agents.turns.turn_runs import ABORTS, SUCCEEDS, TOOL_FAILS, run_turn
 from tests.factories import publish, user_with_role
 
 # The lease keeper renews from a thread of its own, on its own connection: turns are committed.

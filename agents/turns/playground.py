@@ -1,6 +1,6 @@
 """The playground (SPEC §7): send a message to a model and watch the turn's trace arrive.
 
-A turn is queued through `agents.services.agent_turn_create`, the service behind
+A turn is queued through `agents.turns.services.agent_turn_create`, the service behind
 `POST /api/v1/agent/turns`, and a Celery worker runs it; this page never runs one. The turn panel
 polls for trace events after the last one it shows and appends them (an open event stays open),
 and the poll that sees the turn finished answers 286, which stops htmx polling. Without
@@ -24,12 +24,12 @@ from django.shortcuts import redirect, render
 from django.urls import path, reverse
 from django.utils.http import urlencode
 
-from agents import selectors as turn_selectors
-from agents import services as turns
+import agents.turns.selectors as turn_selectors
+import agents.turns.services as turns
 from agents.model_strings import OFFLINE, SCRIPTED
 from agents.models import AgentTurn, TraceEvent, TurnOrigin
 from agents.runtime.forcing import forced_skill_and_query
-from agents.selectors import TurnReader
+from agents.turns.selectors import TurnReader
 from registry.console.access import console_view, user_scopes
 from registry.console.errors import flash_back, on_domain_error
 from registry.console.inputs import json_from_text, text_problem, uuid_or_none, whole_number

@@ -1,10 +1,10 @@
-"""One cause a failed or cancelled turn, the first that applies (agents/causes.py)."""
+"""One cause a failed or cancelled turn, the first that applies (agents/turns/causes.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from agents.causes import Cause, failure_cause
+from agents.turns.causes import Cause, failure_cause
 
 
 @pytest.mark.parametrize(

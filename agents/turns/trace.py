@@ -21,8 +21,8 @@ from django.db import close_old_connections, connection, transaction
 from django.db.models import Max
 from django.utils import timezone
 
-from agents.lease import LeaseKeeper, TurnLost, lease_expiry, lease_renew
 from agents.models import AgentTurn, PromptText, TraceEvent, TurnCheckpoint, TurnStatus
+from agents.turns.lease import LeaseKeeper, TurnLost, lease_expiry, lease_renew
 
 MAX_STRING = 20_000  # one event never stores more than this per string value
 CANCEL_CHECK_SECONDS = 1.0
@@ -58,7 +58,7 @@ class DatabaseTraceSink:
 
     Events are kept in memory until the runtime reaches a checkpoint (agents/runtime/replay.py).
     A checkpoint after a tool ran is written at once, together with the checkpoints and events
-    held before it, in one transaction after a fenced lease renewal (agents/lease.py): a step
+    held before it, in one transaction after a fenced lease renewal (agents/turns/lease.py): a step
     (its model response and its tool call) costs one transaction. The other checkpoints (the
     turn prepared, a model response, a refused call) have no side effects, so they wait for the
     next one; the last unit is written with the turn's outcome. A worker that dies loses only

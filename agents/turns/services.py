@@ -2,7 +2,7 @@
 
 The runtime in `agents/runtime/` knows nothing of Django; this module feeds it registry state
 and persists what comes back. A turn row moves queued -> running -> succeeded | failed |
-cancelled. Running is a lease held by one attempt (agents/lease.py) and renewed while its
+cancelled. Running is a lease held by one attempt (agents/turns/lease.py) and renewed while its
 worker lives. When a worker dies, the reaper (agent_turns_reap, run by every worker) finds the
 lapsed lease and requeues the turn; the next attempt resumes from the turn's checkpoints
 (agents/runtime/replay.py). Every write of an attempt is fenced by its attempt number, so a turn
@@ -35,8 +35,6 @@ from django.db.models import F
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from agents.causes import failure_cause
-from agents.lease import LeaseKeeper, TurnLost
 from agents.model_strings import OFFLINE, SCRIPTED, model_string_problem
 from agents.models import AgentTurn, Conversation, FailureCause, TraceEvent, TurnCheckpoint, TurnOrigin, TurnStatus
 from agents.runtime.cgroups import run_cgroups_sweep
@@ -44,9 +42,11 @@ from agents.runtime.forcing import forced_skill_and_query
 from agents.runtime.llm import provider_of
 from agents.runtime.loop import run_turn
 from agents.runtime.types import TurnRequest, TurnResult
-from agents.store import RegistrySkillStore, resolution_for_turn
-from agents.trace import DatabaseTraceSink, trace_event_append
-from agents.turn_tools import tool_registry
+from agents.turns.causes import failure_cause
+from agents.turns.lease import LeaseKeeper, TurnLost
+from agents.turns.store import RegistrySkillStore, resolution_for_turn
+from agents.turns.tools import tool_registry
+from agents.turns.trace import DatabaseTraceSink, trace_event_append
 from registry.errors import ApplicationError, Conflict, NotFound
 from registry.models import Skill, UsageKind, UsageSource
 from registry.readmodel.rollouts import subject_of, subject_pins
@@ -377,7 +377,7 @@ def _lease_from_now(seconds: float | None = None) -> datetime:
 @dataclass(frozen=True)
 class ClaimedTurn:
     turn: AgentTurn
-    attempt: int  # the fencing token of this claim (agents/lease.py)
+    attempt: int  # the fencing token of this claim (agents/turns/lease.py)
     resume: list[dict[str, Any]]  # checkpoints of earlier attempts, oldest first
 
 

@@ -12,11 +12,11 @@ import pytest
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from agents import services
-from agents.lease import LeaseKeeper, TurnLost
 from agents.models import AgentTurn, TraceEvent, TurnCheckpoint, TurnStatus
 from agents.runtime.types import TurnResult
-from agents.trace import DatabaseTraceSink
+from agents.turns import services
+from agents.turns.lease import LeaseKeeper, TurnLost
+from agents.turns.trace import DatabaseTraceSink
 from registry.models import UsageEvent
 from tests.factories import UserFactory
 from tests.worker import wait_for

@@ -11,9 +11,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from rest_framework.test import APIClient
 
-from agents import services
 from agents.model_strings import model_string_problem
 from agents.models import AgentTurn
+from agents.turns import services
 from registry.errors import ApplicationError
 from registry.roles import AUTHOR
 from tests.factories import user_with_role

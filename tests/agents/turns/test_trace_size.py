@@ -15,7 +15,7 @@ from rest_framework.test import APIClient
 from agents.models import PromptText
 from bench.trace_size import TARGET_BYTES, stored_bytes
 from registry.models import TokenScope
-from tests.agents.test_turns_integration import finished, submit
+from tests.agents.turns.test_turns_integration import finished, submit
 from tests.factories import publish
 from tests.worker import WorkerProcess
 

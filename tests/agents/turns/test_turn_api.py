@@ -6,8 +6,8 @@ import pytest
 from django.contrib.auth.models import Group
 from rest_framework.test import APIClient
 
-from agents import services
 from agents.models import AgentTurn, TurnStatus
+from agents.turns import services
 from registry.models import UsageEvent
 from registry.roles import ADMIN, ANALYST, AUTHOR
 from tests.factories import UserFactory, user_with_role
