@@ -11,8 +11,8 @@ from celery.signals import task_postrun, task_prerun, worker_init, worker_proces
 from django.conf import settings
 from django.db import close_old_connections, connection
 
-from agents import evals
 from agents.checks import NO_CGROUP_HINT, run_skill_memory_problem
+from agents.evals import runner as evals
 from agents.models import TurnOrigin
 from agents.runtime.llm import TransientLLMError, complete, warm_up
 from agents.runtime.providers import USAGE_TOKENIZER_MODEL, register_providers

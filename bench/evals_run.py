@@ -5,7 +5,7 @@
 
 Publishes a skill with a 50-case suite (half trigger cases, half positive; half task cases with
 five checks each), starts one Celery worker with a prefork pool of `--concurrency` processes, and
-runs the suite through `agents.evals.eval_run_queue` as the API does, waiting until the run has
+runs the suite through `agents.evals.runner.eval_run_queue` as the API does, waiting until the run has
 ended. Then the same 150 turns, queued at once as plain turns (no run, no grading, no
 EVAL_CONCURRENCY bound), for what the turns themselves cost. Prints for each model: the run's wall
 time, turns per second, wall time per turn, the overhead per turn against the plain turns, and
@@ -92,7 +92,7 @@ def plain_turns(cases: list[dict], *, model: str, repeat: int) -> float:
 def measure(*, model: str, cases: list[dict], repeat: int) -> dict[str, float]:
     from django.contrib.auth import get_user_model
 
-    from agents.evals import eval_run_queue
+    from agents.evals.runner import eval_run_queue
     from agents.models import AgentTurn
     from registry.models import EvalCaseResult
     from registry.services.audit import Actor

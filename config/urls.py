@@ -36,7 +36,7 @@ urlpatterns = [
     path("api/schema/", ApiSchemaView.as_view(), name="api-schema"),
     path("api/docs/", api_docs, name="api-docs"),
     path("api/v1/agent/", include("agents.urls")),
-    path("api/v1/", include("agents.eval_urls")),
+    path("api/v1/", include("agents.evals.urls")),
     path("api/v1/", include("registry.api.urls")),
     # MCP hosts: Streamable HTTP, the Skills Extension and the resolve tool (registry/mcp/).
     path("mcp", McpApi.as_view(), name="mcp"),
@@ -44,5 +44,5 @@ urlpatterns = [
     # The console pages of the agents app: the registry knows nothing of turns.
     path("", include("agents.turns.playground")),
     path("", include("agents.turns.console")),
-    path("", include("agents.evals_console")),
+    path("", include("agents.evals.console")),
 ]

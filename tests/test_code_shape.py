@@ -15,7 +15,7 @@ CONSOLE_VIEWS = (
     "registry/console/*.py",
     "agents/turns/playground.py",
     "agents/turns/console.py",
-    "agents/evals_console.py",
+    "agents/evals/console.py",
 )
 MAX_CONSOLE_EXCEPTS = 10
 

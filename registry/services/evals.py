@@ -1,4 +1,4 @@
-"""Writing eval suites and runs. Running the turns is the agents app's job (agents/evals.py);
+"""Writing eval suites and runs. Running the turns is the agents app's job (agents/evals/runner.py);
 here are the rows it reads and the conditional updates that make a run's progress count each
 case result once however many workers grade it."""
 
@@ -86,7 +86,7 @@ def eval_run_create(
     actor: Actor = SYSTEM,
 ) -> EvalRun:
     """A queued run of the suite's newest revision, with one result row per case x repeat (x with
-    and without the skill); the caller (agents/evals.py) dispatches their turns after commit."""
+    and without the skill); the caller (agents/evals/runner.py) dispatches their turns after commit."""
     if not isinstance(repeat, int) or isinstance(repeat, bool) or not 1 <= repeat <= MAX_REPEAT:
         raise ApplicationError(f"repeat must be 1-{MAX_REPEAT}.", fields={"repeat": f"1 to {MAX_REPEAT}"})
     revision = eval_suite_revision(skill=skill)

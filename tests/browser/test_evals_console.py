@@ -14,7 +14,7 @@ from registry.models import EvalRun, EvalRunStatus
 from registry.selectors import skill_get
 from registry.selectors.evals import eval_suite_revision
 from registry.services.evals import eval_suite_replace
-from tests.agents.eval_runs import SUITE, graded_run
+from tests.agents.evals.eval_runs import SUITE, graded_run
 from tests.browser.console_helpers import screenshot, user_with_role
 from tests.factories import publish
 

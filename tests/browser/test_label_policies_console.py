@@ -10,7 +10,7 @@ from playwright.sync_api import expect
 from registry.models import AuditLog, Label, LabelHistory, LabelPolicy
 from registry.services.evals import eval_suite_replace
 from registry.services.label_policies import label_policy_set
-from tests.agents.eval_runs import SUITE, graded_run
+from tests.agents.evals.eval_runs import SUITE, graded_run
 from tests.browser.console_helpers import screenshot, user_with_role
 from tests.factories import publish
 

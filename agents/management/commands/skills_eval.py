@@ -9,7 +9,7 @@ import time
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from agents.evals import eval_run_queue
+from agents.evals.runner import eval_run_queue
 from registry.errors import ApplicationError
 from registry.selectors.evals import eval_run_get, eval_run_progress, eval_run_summary_current
 from registry.services.audit import Actor

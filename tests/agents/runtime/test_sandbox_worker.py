@@ -12,8 +12,8 @@ import uuid
 import pytest
 from django.conf import settings
 
-from tests.agents.turns import test_turns_integration as turns
 from tests.agents.runtime.hostile import hostile_skill
+from tests.agents.turns import test_turns_integration as turns
 from tests.agents.turns.test_turns_integration import events, finished, submit
 from tests.factories import publish
 from tests.worker import WorkerProcess

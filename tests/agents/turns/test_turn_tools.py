@@ -29,7 +29,9 @@ def _fresh_tool_cache():
     turn_tools._tools.cache_clear()
 
 
-@pytest.mark.parametrize("path", ["tests.agents.turns.test_turn_tools.ECHO", "tests.agents.turns.test_turn_tools.make_echo"])
+@pytest.mark.parametrize(
+    "path", ["tests.agents.turns.test_turn_tools.ECHO", "tests.agents.turns.test_turn_tools.make_echo"]
+)
 def test_a_tool_named_in_settings_is_offered_beside_the_built_in_ones(settings, path):
     settings.AGENT_EXTRA_TOOLS = [path]
 

@@ -12,7 +12,7 @@ from registry.roles import ADMIN, AUTHOR
 from registry.services.evals import eval_suite_replace
 from registry.services.label_policies import label_policy_set
 from registry.services.labels import label_move
-from tests.agents.eval_runs import SUITE, graded_run
+from tests.agents.evals.eval_runs import SUITE, graded_run
 from tests.factories import publish, user_with_role
 
 pytestmark = pytest.mark.django_db

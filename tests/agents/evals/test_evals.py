@@ -14,8 +14,8 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from agents.evals import eval_case_grade, eval_run_queue
-from agents.evals_cases import case_from_turn
+from agents.evals.cases import case_from_turn
+from agents.evals.runner import eval_case_grade, eval_run_queue
 from agents.models import AgentTurn, TraceEvent, TurnStatus
 from registry.errors import ApplicationError, Conflict
 from registry.models import AuditLog, EvalCaseResult, EvalRun, SkillFile, SkillVersion

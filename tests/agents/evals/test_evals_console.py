@@ -26,7 +26,7 @@ from registry.roles import ANALYST, AUTHOR
 from registry.selectors import skill_get
 from registry.selectors.evals import eval_run_results, eval_suite_revision
 from registry.services.evals import eval_result_grade, eval_run_create, eval_suite_replace
-from tests.agents.eval_runs import SUITE, graded_run
+from tests.agents.evals.eval_runs import SUITE, graded_run
 from tests.factories import publish, user_with_role
 
 pytestmark = pytest.mark.django_db

@@ -8,7 +8,7 @@ import pytest
 from rest_framework.test import APIClient
 
 from registry.models import Label, LabelHistory
-from tests.agents.test_evals_integration import SUITE, pr_review_skill, put_suite, run_ended, start_run
+from tests.agents.evals.test_evals_integration import SUITE, pr_review_skill, put_suite, run_ended, start_run
 from tests.worker import WorkerProcess
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]

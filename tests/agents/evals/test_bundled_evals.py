@@ -10,12 +10,12 @@ import pytest
 from django.conf import settings
 from django.core.management import CommandError, call_command
 
-from agents.evals import eval_run_queue
+from agents.evals.runner import eval_run_queue
 from registry.models import EvalRun, SkillFile
 from registry.selectors.evals import eval_suite_cases
 from registry.selectors.skills import skill_get
 from registry.services.skills import skills_sync_bundled
-from tests.agents.test_evals_integration import WORKER_ENV
+from tests.agents.evals.test_evals_integration import WORKER_ENV
 from tests.worker import WorkerProcess, wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]

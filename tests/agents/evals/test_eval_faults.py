@@ -7,7 +7,7 @@ import pytest
 
 from agents.models import AgentTurn, TurnOrigin
 from registry.models import EvalCaseResult
-from tests.agents.test_evals_integration import put_suite, run_ended, start_run
+from tests.agents.evals.test_evals_integration import put_suite, run_ended, start_run
 from tests.agents.turns.test_turn_faults import fault  # noqa: F401 - the fixture: workers with short leases
 from tests.factories import publish
 from tests.worker import wait_for

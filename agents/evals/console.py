@@ -23,9 +23,9 @@ from django.urls import path, reverse
 from django.utils.http import urlencode
 from django_htmx.http import reswap, retarget
 
-from agents import evals as eval_runner
-from agents.eval_api import RunInputSerializer
-from agents.evals_cases import case_from_turn
+import agents.evals.runner as eval_runner
+from agents.evals.api import RunInputSerializer
+from agents.evals.cases import case_from_turn
 from agents.turns import selectors as turn_selectors
 from agents.turns.playground import _turn, model_choices
 from registry import selectors
