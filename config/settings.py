@@ -326,7 +326,7 @@ RULE_PATTERN_PROBE_MS = env.int("RULE_PATTERN_PROBE_MS", default=50)
 # One resolve stops matching rules past this many seconds and says which rules it skipped.
 RESOLVE_MAX_SECONDS = env.float("RESOLVE_MAX_SECONDS", default=2.0)
 # On PostgreSQL each process LISTENs for registry changes (one extra idle connection) so cached
-# reads skip a query per request; off, every read asks the database (registry/selectors/generation.py).
+# reads skip a query per request; off, every read asks the database (registry/readmodel/generation.py).
 REGISTRY_LISTEN = env.bool("REGISTRY_LISTEN", default=True)
 # The label whose enabled skills `/.well-known/agent-skills/` publishes to anyone, without a
 # token (the Agent Skills discovery index `npx skills add` reads); unset, those URLs are 404.

@@ -11,10 +11,10 @@ class RegistryConfig(AppConfig):
     def ready(self) -> None:
         from registry import checks  # noqa: F401  (registers the start-up checks)
         from registry.models import ApiToken
-        from registry.selectors.generation import tokens_changed
+        from registry.readmodel.generation import tokens_changed
 
         # Whoever revokes a token or deactivates an account here is refused on their next request
-        # at once, without waiting for the change notification (registry/selectors/generation.py).
+        # at once, without waiting for the change notification (registry/readmodel/generation.py).
         for model in (ApiToken, settings.AUTH_USER_MODEL, "auth.Group"):
             post_save.connect(tokens_changed, sender=model, dispatch_uid=f"tokens_changed_save_{model}")
             post_delete.connect(tokens_changed, sender=model, dispatch_uid=f"tokens_changed_delete_{model}")

@@ -22,9 +22,9 @@ from urllib.parse import quote, unquote
 from django.db.models import Q
 
 from registry.models import Blob, SkillFile, SkillVersion
+from registry.readmodel.generation import current_generation
 from registry.readmodel.memo import GenerationMemo
 from registry.readmodel.rollouts import canary_names, subject_pins
-from registry.selectors.generation import current_generation
 from registry.selectors.resolve import cache_namespace, registry_snapshot
 from registry.selectors.skills import EffectiveSkill
 

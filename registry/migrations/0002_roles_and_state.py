@@ -11,7 +11,7 @@ def forwards(apps, schema_editor):
     Group = apps.get_model("auth", "Group")
     for name in ROLES:
         Group.objects.get_or_create(name=name)
-    # A random start: see registry/selectors/generation.py.
+    # A random start: see registry/readmodel/generation.py.
     apps.get_model("registry", "RegistryState").objects.get_or_create(pk=1, defaults={"generation": secrets.randbelow(2**40) + 1})
 
 

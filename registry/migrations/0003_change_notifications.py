@@ -1,4 +1,4 @@
-"""PostgreSQL triggers that NOTIFY listeners of registry changes (registry/selectors/generation.py).
+"""PostgreSQL triggers that NOTIFY listeners of registry changes (registry/readmodel/generation.py).
 
 Triggers rather than Python signals so that every writer is covered: services, the admin, the
 CLI, raw SQL and a test flush alike. Other databases get nothing; their readers query instead.

@@ -9,6 +9,7 @@ and moved forward by what each write changed.
 - `snapshot`: the effective skills, their match index and the compiled rules of one generation,
   and how they move forward by the change log;
 - `catalog`: every skill as the API's and the console's lists show them, moving forward too;
+- `generation`: the number every cache is keyed by, and how a process hears it moved (LISTEN);
 - `memo` and `results`: the per-process caches keyed by generation, and the reset of them all.
 
 This module imports nothing, so the runtime can import `registry.readmodel.skill` without Django.

@@ -20,9 +20,9 @@ from django.db.models import F
 from registry.matching.ranking import MatchIndex
 from registry.models import Label, Skill, SkillVersion
 from registry.readmodel.effective import skill_representative, skill_winner, skills_by_name
+from registry.readmodel.generation import current_generation
 from registry.readmodel.memo import GenerationMemo
 from registry.readmodel.snapshot import registry_delta
-from registry.selectors.generation import current_generation
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,5 @@
 """The one per-process LRU for reads keyed by a number that only grows: the registry generation
-(selectors/generation.py), or the token epoch for token grants.
+(readmodel/generation.py), or the token epoch for token grants.
 
 Every key starts with that number; the rest of the key says what was read (a skill name, a label,
 a resolve's inputs, a token's secret hash). A change moves the number on, so an entry is never

@@ -8,8 +8,8 @@ import json
 import uuid
 from typing import Any, Generic, TypeVar
 
+from registry.readmodel.generation import change_listener
 from registry.readmodel.memo import GenerationMemo, memos_clear
-from registry.selectors.generation import change_listener
 
 Value = TypeVar("Value")
 

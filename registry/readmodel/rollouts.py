@@ -21,9 +21,9 @@ from dataclasses import dataclass
 
 from registry.models import Label
 from registry.readmodel.effective import requested_label
+from registry.readmodel.generation import current_generation
 from registry.readmodel.memo import GenerationMemo
 from registry.readmodel.snapshot import registry_snapshot
-from registry.selectors.generation import current_generation
 
 SUBJECT_MAX_CHARS = 200
 

@@ -26,11 +26,11 @@ from dataclasses import dataclass
 from registry.errors import NotFound
 from registry.models import Label, Skill, SkillVersion
 from registry.readmodel.effective import requested_label, skill_representative, skills_by_name
+from registry.readmodel.generation import current_generation
 from registry.readmodel.memo import GenerationMemo
 from registry.readmodel.rollouts import subject_canary, subject_pins
 from registry.readmodel.skill import EffectiveSkill
 from registry.readmodel.snapshot import Pins, registry_snapshot
-from registry.selectors.generation import current_generation
 
 
 def skill_served(

@@ -3,7 +3,7 @@ registry generation) and how it moves to a newer generation by re-reading only w
 a publish does not cost every process a rebuild.
 
 Every registry write records what it changed (`RegistryChange`: a skill name, the rules, or
-anything) in the same transaction that bumps the generation (selectors/generation.py). The bumps
+anything) in the same transaction that bumps the generation (readmodel/generation.py). The bumps
 queue on the generation row's lock, so generations commit in order: once a process reads
 generation G, every change up to G has committed, and the records of the generations between its
 snapshot's and G say everything that separates the two. A gap among them (records pruned, the
@@ -31,9 +31,9 @@ from registry.matching.index import RuleSet, TermIndex
 from registry.matching.patterns import compile_pattern
 from registry.models import ForceIncludeRule, RegistryChange
 from registry.readmodel.effective import effective_skills
+from registry.readmodel.generation import current_generation
 from registry.readmodel.memo import GenerationMemo
 from registry.readmodel.skill import EffectiveSkill
-from registry.selectors.generation import current_generation
 
 
 @dataclass(frozen=True)

@@ -8,8 +8,7 @@
 - `resolve`: what an agent gets for a turn (rules fired, prompt block), and `skill_effective`:
   which version of which skill a request gets — the read model's answer (registry/readmodel/,
   which holds the snapshots, the catalogue, raw SKILL.md and the result cache);
-- `analytics`: usage figures from the rollups;
-- `generation`: the registry generation every cached read is keyed by.
+- `analytics`: usage figures from the rollups.
 
 The names most callers use are re-exported here (`from registry import selectors;
 selectors.skill_get(...)`); `resolve` and `analytics` are imported as modules.

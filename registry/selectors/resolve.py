@@ -16,7 +16,7 @@ registry generation every write bumps in its own transaction (moved forward by w
 changed, or rebuilt), and the finished result keyed by generation and inputs, in this process
 (registry/readmodel/results.py says why not in the shared cache). A publish, label move,
 enable/disable or rule change is therefore visible to the next call, in every process, without
-deleting any key (selectors/generation.py says how a process learns the current generation).
+deleting any key (readmodel/generation.py says how a process learns the current generation).
 
 The answers are those of the straightforward matcher (every skill scored, every rule pattern
 searched, the whole ranking sorted), which lives on in tests/registry/resolve_oracle.py as the
@@ -43,6 +43,7 @@ from registry.matching.index import Ranking, rank_for_block
 from registry.matching.patterns import pattern_search
 from registry.matching.ranking import Match, find_skills
 from registry.models import SkillVersion
+from registry.readmodel.generation import current_generation
 from registry.readmodel.results import ResultCache
 from registry.readmodel.results import cache_namespace as cache_namespace
 from registry.readmodel.results import registry_caches_reset as registry_caches_reset
@@ -51,7 +52,6 @@ from registry.readmodel.served import skill_served, skill_version_of
 from registry.readmodel.skill import EffectiveSkill
 from registry.readmodel.snapshot import Pins, RuleEntry, Snapshot
 from registry.readmodel.snapshot import registry_snapshot as registry_snapshot
-from registry.selectors.generation import current_generation
 
 # seed 003, verbatim: the lazy-loading instruction that precedes the skill list.
 SKILLS_INSTRUCTION = """## Skills (mandatory)

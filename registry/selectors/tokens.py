@@ -17,9 +17,9 @@ from django.utils.dateparse import parse_datetime
 
 from registry.errors import NotFound
 from registry.models import ApiToken, RegistryState
+from registry.readmodel.generation import heard_changes
 from registry.readmodel.memo import GenerationMemo
 from registry.roles import roles_of, scopes_of, token_access
-from registry.selectors.generation import heard_changes
 
 
 @dataclasses.dataclass
@@ -98,7 +98,7 @@ def api_token_grant(*, secret_hash: str) -> tuple[TokenGrant, int] | None:
     it was read; None when no live token has it.
 
     Bearer requests are checked on every call, SKILL.md reads most of all, so this costs no query
-    while the process hears changes (selectors/generation.py): the grant comes from this process's
+    while the process hears changes (readmodel/generation.py): the grant comes from this process's
     cache. Where it cannot listen (SQLite, inside a transaction, REGISTRY_LISTEN off) one query
     reads the token and the generation together."""
     heard = heard_changes()

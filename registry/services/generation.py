@@ -1,5 +1,5 @@
 """The write every registry change makes: bump the generation that cached reads are keyed by
-(registry/selectors/generation.py says how readers hear of it) and log what changed, so resolve
+(registry/readmodel/generation.py says how readers hear of it) and log what changed, so resolve
 snapshots move forward in place rather than rebuild."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from django.db import transaction
 from django.db.models import F, Q
 
 from registry.models import RegistryChange, RegistryState
-from registry.selectors.generation import STATE_ROW, change_listener, registry_generation
+from registry.readmodel.generation import STATE_ROW, change_listener, registry_generation
 
 # The change log covers this many generations back (a process further behind rebuilds anyway).
 _CHANGES_KEPT = 1024

@@ -19,9 +19,9 @@ from django.db import connection, transaction
 from django.test import Client
 
 from registry.models import RegistryState
+from registry.readmodel import generation
+from registry.readmodel.generation import change_listener, heard_changes
 from registry.roles import ANALYST
-from registry.selectors import generation
-from registry.selectors.generation import change_listener, heard_changes
 from registry.services.generation import registry_changed
 from registry.services.tokens import api_token_revoke
 from tests.factories import make_skill_md, publish, user_with_role

@@ -14,10 +14,10 @@ from registry import selectors
 from registry.models import RegistryState, Skill
 from registry.readmodel.catalog import _CATALOG, Catalog, _catalog, _entries, skill_catalog_entries
 from registry.readmodel.effective import effective_skills
+from registry.readmodel.generation import current_generation, registry_generation
 from registry.readmodel.results import registry_caches_reset
 from registry.readmodel.served import skill_served, skill_version_of
 from registry.readmodel.snapshot import registry_snapshot
-from registry.selectors.generation import current_generation, registry_generation
 from registry.selectors.resolve import resolve, skill_effective, skill_version_effective
 from registry.services.rules import rule_create
 from tests.factories import publish

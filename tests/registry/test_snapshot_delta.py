@@ -11,9 +11,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from registry.models import ForceIncludeRule, RegistryChange, Skill
+from registry.readmodel.generation import current_generation
 from registry.readmodel.results import registry_caches_reset
 from registry.readmodel.snapshot import _SNAPSHOTS, Snapshot, _build_snapshot, registry_delta, registry_snapshot
-from registry.selectors.generation import current_generation
 from registry.selectors.resolve import _resolve
 from registry.services.generation import registry_changed
 from registry.services.labels import label_delete, label_move

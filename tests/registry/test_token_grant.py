@@ -13,8 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from registry.models import ApiToken, TokenScope
+from registry.readmodel.generation import current_generation
 from registry.roles import user_has_scope
-from registry.selectors.generation import current_generation
 from registry.selectors.tokens import api_token_grant
 from tests.factories import UserFactory
 

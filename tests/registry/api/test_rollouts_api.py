@@ -15,9 +15,9 @@ from rest_framework.test import APIClient
 
 from agents.turns.store import RegistrySkillStore
 from registry.models import AuditLog, Label, LabelHistory
+from registry.readmodel.generation import current_generation
 from registry.readmodel.rollouts import subject_pins
 from registry.readmodel.served import skill_served
-from registry.selectors.generation import current_generation
 from registry.services.label_policies import label_policy_set
 from registry.services.labels import label_move
 from tests.factories import publish
