@@ -7,8 +7,12 @@ those under `if TYPE_CHECKING`):
 - the agent runtime (agents/runtime/) imports nothing from Django, DRF or Celery, and from the
   registry only modules that import none of them either, however indirectly (read from the
   statements, and checked again by importing every runtime module in a fresh interpreter);
-- at most six modules lie loose at the registry root besides `apps`, `models`, `admin` and `urls`:
-  the rest live in a folder that names their concept;
+- at most six modules lie loose at the registry root besides `apps`, `models`, `admin` and `urls`,
+  and at most four at the agents root besides those, `checks` and `tasks`: the rest live in a
+  folder that names their concept (agents/turns/, agents/evals/, registry/services/, ...);
+- the read model (registry/readmodel/, the generation included) imports none of the layers that
+  read through it: selectors, services, the API, the console, MCP;
+- no module imports its own package when that package's `__init__` runs code;
 - the SKILL.md format (registry/skillformat/) and the matching libraries (registry/matching/) import
   nothing from Django, DRF or Celery, however indirectly, except the rule patterns, which read their
   limits from settings;
@@ -30,6 +34,8 @@ HEAVY = {"litellm", "tiktoken"}
 FRAMEWORKS = ("django", "rest_framework", "celery")
 
 ROOT_FRAMEWORK_MODULES = {"__init__", "apps", "models", "admin", "urls"}
+AGENTS_ROOT_MODULES = ROOT_FRAMEWORK_MODULES | {"checks", "tasks"}
+ABOVE_THE_READ_MODEL = ("registry.selectors", "registry.services", "registry.api", "registry.console", "registry.mcp")
 PURE_PACKAGES = ("registry.skillformat", "registry.matching")
 # RULE_QUERY_MAX_CHARS and the pattern limits are deployment settings; the index reads the query cut.
 READS_SETTINGS = {"registry.matching.patterns", "registry.matching.index"}
@@ -221,6 +227,22 @@ def test_few_modules_lie_loose_at_the_registry_root():
     assert len(loose) <= 6, loose
 
 
+def test_few_modules_lie_loose_at_the_agents_root():
+    loose = sorted(path.stem for path in (ROOT / "agents").glob("*.py") if path.stem not in AGENTS_ROOT_MODULES)
+    assert len(loose) <= 4, loose
+
+
+def test_the_read_model_imports_no_layer_above_it():
+    found = {
+        (module, target)
+        for module in _graph()
+        if module.startswith("registry.readmodel")
+        for target in _project_edges(module)
+        if target.startswith(ABOVE_THE_READ_MODEL)
+    }
+    assert found == set()
+
+
 def test_the_skill_format_and_matching_packages_import_no_framework():
     found = [
         module
@@ -229,3 +251,43 @@ def test_the_skill_format_and_matching_packages_import_no_framework():
     ]
     assert found == []
     assert all(module in _modules() for module in READS_SETTINGS)
+
+
+def _runs_code(package: str) -> bool:
+    """Whether the package's `__init__` holds more than a docstring and `from __future__`."""
+    body = _modules()[package].body
+    return any(
+        not (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant))
+        and not (isinstance(node, ast.ImportFrom) and node.module == "__future__")
+        for node in body
+    )
+
+
+def _own_package_imports() -> list[str]:
+    """Statements that import a module's own package when its `__init__` runs code (`from
+    agents.runtime import llm` inside agents/runtime/, whose `__init__` imports the loop): the
+    `__init__` may be importing this very module, so a sibling is imported by its full name.
+    Where the `__init__` is empty, `from registry.api import serializers` only names a sibling."""
+    found = []
+    for module, tree in _modules().items():
+        if _is_package(module):
+            continue
+        package = module.rpartition(".")[0]
+        if package not in _modules() or not _runs_code(package):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and _from_base(module, node) == package:
+                found.append(f"{module}:{node.lineno}")
+    return found
+
+
+def _from_base(module: str, node: ast.ImportFrom) -> str:
+    if not node.level:
+        return node.module or ""
+    package = module.split(".")[:-1]
+    package = package[: len(package) - (node.level - 1)]
+    return ".".join([*package, node.module] if node.module else package)
+
+
+def test_no_module_imports_its_own_package():
+    assert _own_package_imports() == []

@@ -10,7 +10,7 @@ from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.response import Response
 
-import agents.evals.runner as evals
+from agents.evals import runner as evals
 from registry.api.base import ApiView
 from registry.api.schema import errors
 from registry.api.serializers import LabelField, TextField, WholeNumberField

@@ -23,7 +23,7 @@ from django.urls import path, reverse
 from django.utils.http import urlencode
 from django_htmx.http import reswap, retarget
 
-import agents.evals.runner as eval_runner
+from agents.evals import runner as eval_runner
 from agents.evals.api import RunInputSerializer
 from agents.evals.cases import case_from_turn
 from agents.turns import selectors as turn_selectors

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-import agents.evals.api as eval_api
+from agents.evals import api as eval_api
 
 urlpatterns = [
     path("skills/<str:name>/evals", eval_api.EvalSuiteApi.as_view(), name="api-skill-evals"),

@@ -7,13 +7,13 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from agents.runtime import llm
 from agents.runtime.auto_invoke import AutoInvoker
 from agents.runtime.context import DEFAULT_MAX_INPUT_TOKENS, FittedContext, compact_history, fit_context
 from agents.runtime.dispatch import ToolDispatcher
 from agents.runtime.forcing import ForcedSkill, UnknownForcedSkill, detect_forced_skill
 from agents.runtime.journal import TRACE_CONTENT_CHARS, Checkpoint, TurnJournal
-from agents.runtime.llm import LLMError, LLMResponse, ToolCall, TransientLLMError
+from agents.runtime.llm import CachingTokenCounter, LLMError, LLMResponse, ToolCall, TransientLLMError, max_input_tokens
+from agents.runtime.llm import complete as llm_complete
 from agents.runtime.prompt import SystemPrompt, build_system_prompt, skill_reminder_message
 from agents.runtime.replay import Record, model_record, tool_record
 from agents.runtime.tools import Tool, ToolContext, ToolRegistry
@@ -32,7 +32,7 @@ def run_turn(
     tools: ToolRegistry,
     trace: TraceSink,
     should_cancel: Callable[[], bool] = lambda: False,
-    complete: Complete = llm.complete,
+    complete: Complete = llm_complete,
     checkpoint: Checkpoint | None = None,
     settle: Callable[[], None] = lambda: None,
     resume: Sequence[Record] = (),
@@ -97,7 +97,7 @@ class _Turn:
         self.conversation: list[dict[str, Any]] = []
         self.current_user_index = 0
         self.input_limit = DEFAULT_MAX_INPUT_TOKENS
-        self.count_tokens = llm.CachingTokenCounter(request.model)
+        self.count_tokens = CachingTokenCounter(request.model)
 
     # --- setup ------------------------------------------------------------------------------
 
@@ -159,7 +159,7 @@ class _Turn:
             )
         self._build_prompt()
         self.input_limit = (
-            self.request.max_input_tokens or llm.max_input_tokens(self.request.model) or DEFAULT_MAX_INPUT_TOKENS
+            self.request.max_input_tokens or max_input_tokens(self.request.model) or DEFAULT_MAX_INPUT_TOKENS
         )
 
     def _build_prompt(self) -> None:

@@ -11,9 +11,8 @@ from drf_spectacular.utils import extend_schema, extend_schema_field
 from rest_framework import serializers, status
 from rest_framework.response import Response
 
-import agents.turns.selectors as selectors
-import agents.turns.services as services
 from agents.models import AgentTurn, FailureCause, TurnOrigin, TurnStatus
+from agents.turns import selectors, services
 from agents.turns.selectors import ANALYTICS, EVENT_KINDS, RUN, TurnFilter, TurnReader
 from registry.api.auth import ScopeRequired, has_scope
 from registry.api.base import ApiView

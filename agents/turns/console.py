@@ -21,8 +21,8 @@ from django.urls import path
 from django.utils import timezone
 from django.utils.http import urlencode
 
-import agents.turns.selectors as turn_selectors
 from agents.models import FailureCause, TurnOrigin, TurnStatus
+from agents.turns import selectors as turn_selectors
 from agents.turns.api import TurnFilterSerializer, turn_filter_params
 from agents.turns.playground import event_view
 from agents.turns.selectors import ANALYTICS, RUN, TurnFilter, TurnReader

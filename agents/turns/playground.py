@@ -24,11 +24,11 @@ from django.shortcuts import redirect, render
 from django.urls import path, reverse
 from django.utils.http import urlencode
 
-import agents.turns.selectors as turn_selectors
-import agents.turns.services as turns
 from agents.model_strings import OFFLINE, SCRIPTED
 from agents.models import AgentTurn, TraceEvent, TurnOrigin
 from agents.runtime.forcing import forced_skill_and_query
+from agents.turns import selectors as turn_selectors
+from agents.turns import services as turns
 from agents.turns.selectors import TurnReader
 from registry.console.access import console_view, user_scopes
 from registry.console.errors import flash_back, on_domain_error
