@@ -6,4 +6,6 @@ class AgentsConfig(AppConfig):
     verbose_name = "Agent runtime"
 
     def ready(self) -> None:
-        from agents import checks  # noqa: F401  (registers the run_skill sandbox check)
+        from agents import checks  # registers the run_skill sandbox check
+
+        checks.agent_model_settings_check()

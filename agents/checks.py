@@ -1,5 +1,7 @@
 """System checks (`manage.py check`, run by migrate and runserver): say at start-up when
-run_skill cannot run scripts, or runs them unconfined, rather than at the first turn."""
+run_skill cannot run scripts, or runs them unconfined, rather than at the first turn; and the
+model settings, refused at start-up (every process, from AgentsConfig.ready) when a turn could
+not use them."""
 
 from __future__ import annotations
 
@@ -7,7 +9,9 @@ from typing import Any
 
 from django.conf import settings
 from django.core.checks import Warning, register
+from django.core.exceptions import ImproperlyConfigured
 
+from agents.model_strings import SCRIPTED, model_string_problem
 from agents.runtime.cgroups import cgroup_problem
 from agents.runtime.sandbox import Isolation, sandbox_problem
 
@@ -44,3 +48,21 @@ def run_skill_memory_problem() -> str | None:
     if problem is None:
         return None
     return f"skill script runs get no memory cgroup, so RUN_SKILL_MEMORY_BYTES does not apply: {problem}"
+
+
+def agent_model_settings_check() -> None:
+    """Raise ImproperlyConfigured naming the setting when AGENT_MODEL, AGENT_MODELS or
+    EVAL_JUDGE_MODEL names a model a turn may not use, or the judge is scripted while
+    AGENT_ALLOW_SCRIPTED is off."""
+    judge = [settings.EVAL_JUDGE_MODEL] if settings.EVAL_JUDGE_MODEL else []
+    for name, models in (
+        ("AGENT_MODEL", [settings.AGENT_MODEL]),
+        ("AGENT_MODELS", settings.AGENT_MODELS),
+        ("EVAL_JUDGE_MODEL", judge),
+    ):
+        for model in models:
+            if problem := model_string_problem(model):
+                raise ImproperlyConfigured(f"{name} names {model!r}, which a turn may not use: {problem}.")
+    if settings.EVAL_JUDGE_MODEL.partition("/")[0] == SCRIPTED and not settings.AGENT_ALLOW_SCRIPTED:
+        # A scripted judge grades as the suite's own script says: no evidence where that is refused.
+        raise ImproperlyConfigured("EVAL_JUDGE_MODEL may be scripted only while AGENT_ALLOW_SCRIPTED is on.")

@@ -4,7 +4,7 @@ A model string names a model, never a place: litellm posts to a URL given as the
 oobabooga and huggingface providers call `model` itself when it starts with http:// or
 https://), so a string that embeds a URL is refused even when AGENT_MODELS lists it. Where a
 model is served comes from AGENT_API_BASE or litellm's own provider settings, never from the
-string. No Django here: settings import this module to refuse such a list at start-up, and
+string. No Django here: agents/checks.py refuses such a list at start-up with it, and
 `agents.turns.services.agent_model_check` refuses it again per request.
 """
 

@@ -17,9 +17,6 @@ import environ
 from csp.constants import NONCE, NONE, SELF, UNSAFE_INLINE
 from django.core.exceptions import ImproperlyConfigured
 
-from agents.model_strings import SCRIPTED, model_string_problem
-from config.rate import parse_rate
-
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 env = environ.Env()
@@ -285,8 +282,8 @@ REST_FRAMEWORK = {
 # Requests per token (or console user), shared by all processes through Redis; "off" for none.
 # The default guards against a runaway client (1,000 a second for a whole minute); it is not a
 # quota. Lower it to share a registry fairly between clients.
+# A malformed rate stops the start-up (registry/apps.py), not the first request.
 API_THROTTLE_RATE = env.str("API_THROTTLE_RATE", default="60000/min")
-parse_rate(API_THROTTLE_RATE)  # a malformed rate stops the start-up, not the first request
 # The OpenAPI schema and Swagger UI need a console login or a bearer token unless this is true.
 API_DOCS_PUBLIC = env.bool("API_DOCS_PUBLIC", default=False)
 SPECTACULAR_SETTINGS = {
@@ -401,11 +398,8 @@ if RUN_SKILL_SANDBOX not in ("bwrap", "none"):
 # one (agents/runtime/cgroups.py); the host needs this much per concurrent turn running a script.
 RUN_SKILL_MEMORY_BYTES = env.int("RUN_SKILL_MEMORY_BYTES", default=512 * 1024 * 1024)
 
-_judge = [EVAL_JUDGE_MODEL] if EVAL_JUDGE_MODEL else []
-for _name, _models in (("AGENT_MODEL", [AGENT_MODEL]), ("AGENT_MODELS", AGENT_MODELS), ("EVAL_JUDGE_MODEL", _judge)):
-    for _model in _models:
-        if _problem := model_string_problem(_model):
-            raise ImproperlyConfigured(f"{_name} names {_model!r}, which a turn may not use: {_problem}.")
+# A model a turn could not use (a URL as its name, a scripted judge where scripted is off) stops
+# the start-up too: agents/apps.py checks them with the turns' own rule.
 if AGENT_MODELS and AGENT_MODEL not in AGENT_MODELS:
     raise ImproperlyConfigured(
         f"AGENT_MODEL={AGENT_MODEL!r} is not in AGENT_MODELS ({', '.join(AGENT_MODELS)}): "
@@ -415,9 +409,6 @@ if AGENT_MODELS and AGENT_MODEL not in AGENT_MODELS:
 PRODUCTION = env.bool("PRODUCTION", default=False)
 if AGENT_ALLOW_SCRIPTED and not (DEBUG or TESTING) and PRODUCTION:
     raise ImproperlyConfigured("AGENT_ALLOW_SCRIPTED must be false when PRODUCTION is set.")
-if EVAL_JUDGE_MODEL.partition("/")[0] == SCRIPTED and not AGENT_ALLOW_SCRIPTED:
-    # A scripted judge grades as the suite's own script says: no evidence where that is refused.
-    raise ImproperlyConfigured("EVAL_JUDGE_MODEL may be scripted only while AGENT_ALLOW_SCRIPTED is on.")
 
 # Every limit is validated here, at start-up: zero or less would refuse everything (or nothing)
 # without saying why, at the first request that reaches it.

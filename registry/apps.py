@@ -10,8 +10,11 @@ class RegistryConfig(AppConfig):
 
     def ready(self) -> None:
         from registry import checks  # noqa: F401  (registers the start-up checks)
+        from registry.api.rate import parse_rate
         from registry.models import ApiToken
         from registry.readmodel.generation import tokens_changed
+
+        parse_rate(settings.API_THROTTLE_RATE)  # a malformed rate stops the start-up, not the first request
 
         # Whoever revokes a token or deactivates an account here is refused on their next request
         # at once, without waiting for the change notification (registry/readmodel/generation.py).

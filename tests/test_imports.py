@@ -3,7 +3,8 @@ those under `if TYPE_CHECKING`):
 
 - no import cycle between modules of agents, registry and config;
 - selectors never import services (a read that writes hides a service in a selector);
-- the registry never imports the agents app;
+- the registry never imports the agents app, and config (settings, URLs, Celery) imports nothing
+  from it but the URL modules it mounts, named as strings;
 - the agent runtime (agents/runtime/) imports nothing from Django, DRF or Celery, and from the
   registry only modules that import none of them either, however indirectly (read from the
   statements, and checked again by importing every runtime module in a fresh interpreter);
@@ -174,6 +175,17 @@ def test_registry_imports_nothing_from_agents():
         f"{module} imports {name}"
         for module, names in _graph().items()
         if module.split(".")[0] == "registry"
+        for name in names
+        if name.split(".")[0] == "agents"
+    ]
+    assert found == []
+
+
+def test_config_imports_nothing_from_agents():
+    found = [
+        f"{module} imports {name}"
+        for module, names in _graph().items()
+        if module.split(".")[0] == "config"
         for name in names
         if name.split(".")[0] == "agents"
     ]

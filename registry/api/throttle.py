@@ -24,7 +24,7 @@ import redis
 from django.conf import settings
 from rest_framework.throttling import BaseThrottle
 
-from config.rate import parse_rate
+from registry.api.rate import parse_rate
 from registry.models import ApiToken
 
 log = logging.getLogger(__name__)

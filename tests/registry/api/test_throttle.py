@@ -12,8 +12,8 @@ import pytest
 from django.core.exceptions import ImproperlyConfigured
 from django.test import Client
 
-from config.rate import parse_rate
 from registry.api import throttle
+from registry.api.rate import parse_rate
 from tests.factories import publish
 
 pytestmark = pytest.mark.django_db

@@ -1,6 +1,6 @@
-"""`API_THROTTLE_RATE` parsed: settings call it so a malformed rate stops the start-up, and the
-throttle (registry/api/throttle.py) reads the limit with it. No Django models here: settings
-import this module."""
+"""`API_THROTTLE_RATE` parsed: the registry app calls it when it starts (registry/apps.py), so a
+malformed rate stops the start-up, and the throttle (registry/api/throttle.py) reads the limit
+with it."""
 
 from __future__ import annotations
 
