@@ -38,8 +38,9 @@ ROOT_FRAMEWORK_MODULES = {"__init__", "apps", "models", "admin", "urls"}
 AGENTS_ROOT_MODULES = ROOT_FRAMEWORK_MODULES | {"checks", "tasks"}
 ABOVE_THE_READ_MODEL = ("registry.selectors", "registry.services", "registry.api", "registry.console", "registry.mcp")
 PURE_PACKAGES = ("registry.skillformat", "registry.matching")
-# RULE_QUERY_MAX_CHARS and the pattern limits are deployment settings; the index reads the query cut.
-READS_SETTINGS = {"registry.matching.patterns", "registry.matching.index"}
+# RULE_QUERY_MAX_CHARS and the pattern limits are deployment settings; the index reads the query cut,
+# and the trigger lookup ranks with the index.
+READS_SETTINGS = {"registry.matching.patterns", "registry.matching.index", "registry.matching.triggers"}
 
 
 def _sources(*packages: str):

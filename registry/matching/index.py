@@ -1,12 +1,13 @@
-"""What makes resolve for a new query cheap: an inverted index over the snapshot's skills, RE2
+"""The one ranker, and what makes resolve for a new query cheap: an inverted index over the
+skills (the resolve snapshot's, and the catalogue the console and `GET /skills` search), RE2
 sets over the rule patterns, and a ranking that only orders what a prompt block can list.
 
 An agent resolves once per turn with the user's message, almost never a query it sent before, so
 the result cache rarely helps; the work per query has to be small. The answers are exactly those
-of the straightforward matcher (`MatchIndex.score` over every skill, every rule pattern searched
-in turn, the whole ranking sorted), which tests/registry/resolve_oracle.py keeps as the oracle
-that tests/registry/test_matching_index.py compares with on random registries and queries; only
-the work differs:
+of the straightforward matcher (every skill scored in turn, every rule pattern searched in turn,
+the whole ranking sorted), which tests/registry/ranking_oracle.py and resolve_oracle.py keep as
+the oracle that tests/registry/test_matching_index.py compares with on random registries and
+queries; only the work differs:
 
 - `TermIndex` scores only the skills that share a term with the query, from per-term
   contributions computed once per snapshot, and builds reasons only for the skills it returns;
@@ -25,7 +26,8 @@ import math
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from operator import attrgetter
+from typing import Any, Protocol, runtime_checkable
 
 import re2
 
@@ -45,7 +47,7 @@ from registry.matching.ranking import (
 )
 
 _FIELD_NAMES = tuple(f for f, _, _ in BM25_FIELDS)
-# (position in BM25_FIELDS, reason prefix), in the order MatchIndex gives reasons.
+# (position in BM25_FIELDS, reason prefix), in the order reasons are given.
 _REASONS = tuple(
     (_FIELD_NAMES.index(field_name), label)
     for field_name, label in (
@@ -54,6 +56,8 @@ _REASONS = tuple(
         ("description", "description matches: "),
     )
 )
+
+_BY_NAME = attrgetter("name")
 
 
 @dataclass(frozen=True)
@@ -99,25 +103,27 @@ class _Query:
 
 
 class TermIndex:
-    """`MatchIndex`'s BM25F scoring over an inverted index (term -> names of the skills that have
-    it). Skills are keyed by name, so names must be unique (they are among effective skills).
+    """BM25F scoring over an inverted index (term -> keys of the skills that have it). Skills are
+    keyed by name unless `key` says otherwise (the catalogue, where a name can have a skill per
+    source, keys by id); keys must be unique.
 
     BM25's corpus statistics (document frequencies, average field lengths) change with every
     skill added or removed, so what depends on them — each term's contribution to each skill's
     score — is computed the first time a query needs that term and kept for this index's life.
     """
 
-    def __init__(self, skills: Iterable[SkillLike] = ()) -> None:
-        self._docs: dict[str, _Doc] = {}
-        self._postings: dict[str, frozenset[str]] = {}
-        self._first_name_terms: dict[str, frozenset[str]] = {}  # for the name-phrase bonus
+    def __init__(self, skills: Iterable[SkillLike] = (), *, key: Callable[[Any], Any] = _BY_NAME) -> None:
+        self._key = key
+        self._docs: dict[Any, _Doc] = {}
+        self._postings: dict[str, frozenset[Any]] = {}
+        self._first_name_terms: dict[str, frozenset[Any]] = {}  # for the name-phrase bonus
         self._totals = [0] * len(BM25_FIELDS)
-        self._contributions: dict[str, dict[str, float]] = {}
+        self._contributions: dict[str, dict[Any, float]] = {}
         docs = [_Doc.of(skill) for skill in skills]
-        postings: dict[str, set[str]] = {}
-        first: dict[str, set[str]] = {}
+        postings: dict[str, set[Any]] = {}
+        first: dict[str, set[Any]] = {}
         for doc in docs:
-            name = doc.skill.name
+            name = key(doc.skill)
             self._docs[name] = doc
             for term in doc.terms:
                 postings.setdefault(term, set()).add(name)
@@ -138,28 +144,39 @@ class TermIndex:
     def __contains__(self, name: object) -> bool:
         return name in self._docs
 
-    def with_changes(self, *, removed: Iterable[str] = (), added: Iterable[SkillLike] = ()) -> TermIndex:
-        """A new index without the skills named in `removed` and with `added` (a skill added under
-        a name already here replaces it). Only the postings of the terms involved are copied."""
+    def with_changes(self, *, removed: Iterable[Any] = (), added: Iterable[SkillLike] = ()) -> TermIndex:
+        """A new index without the skills keyed by `removed` and with `added` (a skill added under
+        a key already here replaces it). Only the postings of the terms involved are copied."""
         new = TermIndex.__new__(TermIndex)
+        new._key = self._key
         new._docs = dict(self._docs)
         new._postings = dict(self._postings)
         new._first_name_terms = dict(self._first_name_terms)
         new._totals = list(self._totals)
         new._contributions = {}
         added_docs = [_Doc.of(skill) for skill in added]
-        for name in {*removed, *(doc.skill.name for doc in added_docs)}:
+        for name in {*removed, *(self._key(doc.skill) for doc in added_docs)}:
             old = new._docs.pop(name, None)
             if old is not None:
                 new._unlink(old)
         for doc in added_docs:
-            new._docs[doc.skill.name] = doc
+            new._docs[self._key(doc.skill)] = doc
             new._link(doc)
         new._average = new._averages()
         return new
 
+    def moved_to(self, skills: Iterable[SkillLike]) -> TermIndex:
+        """An index of exactly `skills` that keeps the documents of those this one holds (the very
+        same objects): moving a catalogue forward tokenises the skills a write changed, not all."""
+        skills = list(skills)
+        kept = {self._key(s) for s in skills if (doc := self._docs.get(self._key(s))) is not None and doc.skill is s}
+        return self.with_changes(
+            removed=[name for name in self._docs if name not in kept],
+            added=[s for s in skills if self._key(s) not in kept],
+        )
+
     def _link(self, doc: _Doc) -> None:
-        name = doc.skill.name
+        name = self._key(doc.skill)
         for term in doc.terms:
             self._postings[term] = self._postings.get(term, frozenset()) | {name}
         if doc.name_terms:
@@ -168,7 +185,7 @@ class TermIndex:
         self._totals = [total + n for total, n in zip(self._totals, doc.lengths, strict=True)]
 
     def _unlink(self, doc: _Doc) -> None:
-        name = doc.skill.name
+        name = self._key(doc.skill)
         for term in doc.terms:
             if remaining := self._postings[term] - {name}:
                 self._postings[term] = remaining
@@ -192,8 +209,9 @@ class TermIndex:
             tuple(self._totals),
         )
 
-    # --- scoring: the arithmetic of MatchIndex.score, operation for operation, so that the
-    # floats (and so the order of equal-looking scores) come out identical.
+    # --- scoring: the arithmetic of the straightforward ranker (tests/registry/ranking_oracle.py)
+    # operation for operation, so that the floats (and so the order of equal-looking scores) come
+    # out identical.
 
     def _contribution(self, term: str) -> dict[str, float]:
         """What `term` adds to the raw score of each skill that has it."""
@@ -217,8 +235,8 @@ class TermIndex:
         return out
 
     def _scores(self, query: _Query) -> tuple[dict[str, float], set[str]]:
-        """Rounded scores of every skill sharing a term with the query (zero ones included, as
-        `MatchIndex.score` returns them), and the names that got the name-phrase bonus."""
+        """Rounded scores of every skill sharing a term with the query (zero ones included), and
+        the keys of those that got the name-phrase bonus."""
         raw: dict[str, float] = {}
         for term in query.terms:
             if not raw:
@@ -251,7 +269,7 @@ class TermIndex:
         return Match(doc.skill, score, reasons)
 
     def score(self, query: str) -> list[Match]:
-        """As `MatchIndex.score`: every skill sharing a term with the query, best first."""
+        """Every skill sharing a term with the query, best first (ties by key: the name)."""
         parsed = _Query.parse(query)
         scores, bonus = self._scores(parsed)
         ordered = sorted(scores.items(), key=lambda item: (-item[1], item[0]))
@@ -312,6 +330,27 @@ def rank_for_block(
             if skill.model_invocable and skill.name not in forced_names and skill.name not in matched:
                 ordered.append(skill)
     return Ranking(ordered=ordered, matches={m.skill.name: m for m in [*forced_matches, *top]}, total=total)
+
+
+@runtime_checkable
+class Ranker(Protocol):
+    """A prebuilt index: a `TermIndex`, or in the tests the straightforward ranker it is checked
+    against."""
+
+    def score(self, query: str) -> list[Match]: ...
+
+
+def match(
+    query: str, skills: Iterable[SkillLike] | Ranker, threshold: float = 0.0, limit: int | None = None
+) -> list[Match]:
+    """Skills relevant to `query`, best first, each with a 0..1 score and the reasons for it.
+
+    Pass a prebuilt index (`TermIndex`) to rank many queries against one set of skills cheaply.
+    Only skills scoring above `threshold` are returned; ties break by name.
+    """
+    index = skills if isinstance(skills, Ranker) else TermIndex(skills)
+    found = [m for m in index.score(query) if m.score > threshold]
+    return found[:limit] if limit is not None else found
 
 
 # --- rules -------------------------------------------------------------------------------

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from django.db.models import F
 
-from registry.matching.ranking import MatchIndex
+from registry.matching.index import TermIndex
 from registry.models import Label, Skill, SkillVersion
 from registry.readmodel.effective import skill_representative, skill_winner, skills_by_name
 from registry.readmodel.generation import current_generation
@@ -52,13 +52,18 @@ class CatalogDoc:
         self.tags = version.tags or ()
 
 
+def search_key(doc: CatalogDoc) -> int:
+    return doc.skill_id
+
+
 class _SearchIndex:
-    """A MatchIndex over the entries' newest versions, built on first use and shared by every
-    catalogue whose entries are the same (a change of rules only). Built after a move forward, it
-    reuses what the previous catalogue's index tokenised for the entries both hold."""
+    """The ranker resolve uses (`TermIndex`) over the entries' newest versions, keyed by skill id
+    (a name can have a skill per source), built on first use and shared by every catalogue whose
+    entries are the same (a change of rules only). Built after a move forward, it reuses what the
+    previous catalogue's index tokenised for the entries both hold."""
 
     _previous: _SearchIndex | None
-    _index: MatchIndex | None
+    _index: TermIndex | None
 
     def __init__(self, entries: tuple[CatalogEntry, ...], previous: _SearchIndex | None = None) -> None:
         self._entries = entries
@@ -70,11 +75,12 @@ class _SearchIndex:
         self._index = None
         self._lock = threading.Lock()
 
-    def get(self) -> MatchIndex:
+    def get(self) -> TermIndex:
         with self._lock:
             if self._index is None:
+                docs = (entry.doc for entry in self._entries)
                 held = self._previous._index if self._previous is not None else None
-                self._index = MatchIndex((entry.doc for entry in self._entries), previous=held)
+                self._index = TermIndex(docs, key=search_key) if held is None else held.moved_to(docs)
                 self._previous = None  # nothing more to reuse: let the old catalogue go
             return self._index
 
@@ -88,7 +94,7 @@ class Catalog:
     search: _SearchIndex
 
     @property
-    def index(self) -> MatchIndex:
+    def index(self) -> TermIndex:
         return self.search.get()
 
 

@@ -41,7 +41,8 @@ from django.conf import settings
 from registry.matching.fired_rule import FiredRule
 from registry.matching.index import Ranking, rank_for_block
 from registry.matching.patterns import pattern_search
-from registry.matching.ranking import Match, find_skills
+from registry.matching.ranking import Match
+from registry.matching.triggers import find_skills
 from registry.models import SkillVersion
 from registry.readmodel.generation import current_generation
 from registry.readmodel.results import ResultCache

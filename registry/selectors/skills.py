@@ -11,9 +11,10 @@ from dataclasses import dataclass
 
 from django.db.models import F
 
-from registry.matching.ranking import match, words
+from registry.matching.index import TermIndex, match
+from registry.matching.ranking import words
 from registry.models import Skill, SkillVersion
-from registry.readmodel.catalog import CatalogDoc, skill_catalog_entries
+from registry.readmodel.catalog import CatalogDoc, search_key, skill_catalog_entries
 from registry.readmodel.effective import effective_skills as effective_skills
 from registry.readmodel.effective import skill_representative, skills_by_name
 from registry.readmodel.effective import skill_winner as skill_winner
@@ -133,7 +134,7 @@ def skill_catalog(
         # skill matches by relevance (stems, stop words); relevance orders the result.
         typed = words(q)
         if label:  # rows show the label's version: rank what is shown
-            found = match(q, [CatalogDoc(r.skill.pk, r.version) for r in rows])
+            found = match(q, TermIndex((CatalogDoc(r.skill.pk, r.version) for r in rows), key=search_key))
         else:
             found = match(q, base.index)
         ranked = {m.skill.skill_id: m.score for m in found}

@@ -8,8 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from registry.matching.index import Ranking, RuleSet, TermIndex
-from registry.matching.ranking import MatchIndex, match
+from registry.matching.index import Ranking, RuleSet, TermIndex, match
 from registry.selectors.resolve import (
     ResolveResult,
     RuleEntry,
@@ -21,6 +20,7 @@ from registry.selectors.resolve import (
     rules_fire,
 )
 from registry.selectors.skills import EffectiveSkill
+from tests.registry.ranking_oracle import MatchIndex
 
 
 def snapshot_of(entries: Iterable[EffectiveSkill], rules: tuple[tuple[RuleEntry, Any], ...] = ()) -> Snapshot:

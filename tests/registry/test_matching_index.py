@@ -12,11 +12,11 @@ import pickle
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from registry.matching.index import RuleSet, TermIndex
+from registry.matching.index import RuleSet, TermIndex, match
 from registry.matching.patterns import compile_pattern, pattern_search
-from registry.matching.ranking import MatchIndex, match
 from registry.selectors.resolve import RuleEntry, _resolve, rules_fire
 from registry.selectors.skills import EffectiveSkill
+from tests.registry.ranking_oracle import MatchIndex
 from tests.registry.resolve_oracle import reference_resolve, rules_fire_all, snapshot_of
 
 # Words that exercise the matcher: stems shared by several forms, stop words, camelCase and

@@ -1,5 +1,6 @@
-"""registry.matching.ranking: better than seed 002's baseline on realistic queries, with reasons; and
-seed 001's findSkills. Pure functions: no database."""
+"""The ranker (registry/matching/index.py): better than seed 002's baseline (kept in
+tests/registry/ranking_oracle.py) on realistic queries, with reasons; and seed 001's findSkills
+(registry/matching/triggers.py). Pure functions: no database."""
 
 from __future__ import annotations
 
@@ -7,7 +8,10 @@ from dataclasses import dataclass
 
 import pytest
 
-from registry.matching.ranking import MatchIndex, find_skills, match, seed002_match, seed002_score, stem
+from registry.matching.index import TermIndex, match
+from registry.matching.ranking import stem
+from registry.matching.triggers import find_skills
+from tests.registry.ranking_oracle import seed002_match, seed002_score
 
 
 @dataclass(frozen=True)
@@ -120,7 +124,7 @@ def test_rare_words_outweigh_common_ones():
 
 
 def test_an_index_can_be_reused_and_threshold_and_limit_apply():
-    index = MatchIndex(CATALOGUE)
+    index = TermIndex(CATALOGUE)
     assert [m.skill.name for m in match("sql query", index, limit=1)] == ["sql-query"]
     assert all(m.score > 0.5 for m in match("sql query", index, threshold=0.5))
     assert match("", index) == []

@@ -118,8 +118,8 @@ def test_the_search_index_after_a_publish_tokenises_only_what_changed():
 
     after = skill_catalog_entries()
 
-    held = {id(doc) for doc in before.docs}  # `before` keeps them alive, so ids stay theirs
-    assert [doc.skill.name for doc in after.index.docs if id(doc) in held] == ["beta"]
+    held = {id(doc) for doc in before._docs.values()}  # `before` keeps them alive, so ids stay theirs
+    assert [doc.skill.name for doc in after.index._docs.values() if id(doc) in held] == ["beta"]
     fresh = _catalog(after.generation, _entries(names=None))
     assert search_state(after, "aloud csv") == search_state(fresh, "aloud csv")
 
