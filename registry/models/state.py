@@ -7,7 +7,7 @@ from django.db import models
 
 
 class RegistryState(models.Model):
-    """One row whose `generation` grows with every registry write (see selectors/generation.py)."""
+    """One row whose `generation` grows with every registry write (see readmodel/generation.py)."""
 
     generation = models.PositiveBigIntegerField(default=0)
 
