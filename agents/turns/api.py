@@ -117,7 +117,8 @@ def turn_filter_from(params) -> TurnFilter:
 
 
 class TurnSkillSerializer(serializers.Serializer):
-    name = serializers.CharField(source="skill_name")
+    # Serializes a LoadedSkill (agents/turns/selectors.py); no docstring: it would enter the schema.
+    name = serializers.CharField()
     version = serializers.IntegerField(allow_null=True)
     trigger = serializers.CharField()
 
@@ -146,7 +147,7 @@ class TurnRowSerializer(serializers.ModelSerializer):
 
     @extend_schema_field(TurnSkillSerializer(many=True))
     def get_skills(self, turn) -> list[dict]:
-        return TurnSkillSerializer(turn.loaded_events, many=True).data
+        return TurnSkillSerializer(selectors.turn_row_skills(turn), many=True).data
 
     def get_tokens(self, turn) -> int:
         return turn.prompt_tokens + turn.completion_tokens

@@ -147,15 +147,6 @@ def turn_list(request):
     return render(request, template, context, status=400 if problems else 200)
 
 
-@dataclass(frozen=True)
-class Activation:
-    """A skill version the turn loaded, as its trace records it (a running turn's too)."""
-
-    name: str
-    version: Any
-    trigger: str
-
-
 @console_view()
 def turn_detail(request, turn_id: str):
     reader = _reader(request)
@@ -170,13 +161,7 @@ def turn_detail(request, turn_id: str):
         {
             "turn": turn,
             "events": [event_view(event) for event in trace],
-            "skills": [
-                Activation(
-                    str(event.data.get("skill", "")), event.data.get("version"), str(event.data.get("trigger", ""))
-                )
-                for event in trace
-                if event.type == "skill_activated" and isinstance(event.data, dict)
-            ],
+            "skills": turn_selectors.trace_skills_loaded(trace),
             "rules": [event.data for event in trace if event.type == "rule_fired" and isinstance(event.data, dict)],
             "totals": turn_selectors.turn_totals(turn=turn),
             "elapsed_ms": turn.duration_ms,

@@ -5,6 +5,7 @@ conversations. Who may read which turns is `turn_reader`, for lists and single t
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -340,20 +341,52 @@ def turn_totals(*, turn: AgentTurn) -> TurnTotals:
 
 
 @dataclass(frozen=True)
-class SkillRun:
+class LoadedSkill:
+    """A skill a turn loaded, at the version it ran, with the trigger that loaded it: read from
+    the trace while the turn runs (`skill_activated` events) and from the usage events once it
+    ended; the turn page, the playground and the feedback service all take this shape."""
+
     name: str
-    version: Any
+    version: Any  # None where the trace or the event has none
     trigger: str
+    source: str = ""  # known from the usage events, not the trace
 
 
-def turn_skills_run(*, turn: AgentTurn) -> list[SkillRun]:
+def turn_skills_run(*, turn: AgentTurn) -> list[LoadedSkill]:
     """Each skill the turn has loaded so far, at the version it ran (its `skill_activated`
     events; the usage events carry the same once the turn ends), first load first."""
     rows = turn.trace_events.filter(type="skill_activated").order_by("seq")
-    found: dict[str, SkillRun] = {}
+    found: dict[str, LoadedSkill] = {}
     for skill, version, trigger in rows.values_list("data__skill", "data__version", "data__trigger"):
-        found.setdefault(str(skill), SkillRun(str(skill), version, str(trigger or "")))
+        found.setdefault(str(skill), LoadedSkill(str(skill), version, str(trigger or "")))
     return list(found.values())
+
+
+def turn_row_skills(turn: Any) -> list[LoadedSkill]:
+    """The loads `turns_filtered` fetched with a listed turn (its `loaded_events`), in order."""
+    return [LoadedSkill(event.skill_name, event.version, event.trigger) for event in turn.loaded_events]
+
+
+def trace_skills_loaded(events: Iterable[TraceEvent]) -> list[LoadedSkill]:
+    """Every load among a turn's trace events (a skill loaded twice shows twice), in order."""
+    return [
+        LoadedSkill(str(event.data.get("skill", "")), event.data.get("version"), str(event.data.get("trigger", "")))
+        for event in events
+        if event.type == "skill_activated" and isinstance(event.data, dict)
+    ]
+
+
+def turn_skills_loaded(*, turn: AgentTurn) -> list[LoadedSkill]:
+    """Each skill the ended turn loaded, with its source; the trigger is the one its outcome
+    event carries (its first load's), else one of its loads' (a cancelled turn has no outcome)."""
+    rows = turn.usage_events.filter(kind__in=(UsageKind.LOADED, UsageKind.SUCCEEDED, UsageKind.FAILED))
+    found: dict[str, LoadedSkill] = {}
+    for _kind, _, name, source, version, trigger in sorted(
+        rows.values_list("kind", "event_id", "skill_name", "skill_source", "version", "trigger"),
+        key=lambda row: (row[0] == UsageKind.LOADED, row[1]),
+    ):
+        found.setdefault(name, LoadedSkill(name, version, trigger, source))
+    return sorted(found.values(), key=lambda skill: skill.name)
 
 
 def conversation_turns(*, reader: TurnReader, conversation_id: Any, before: AgentTurn | None = None) -> list[AgentTurn]:

@@ -44,6 +44,7 @@ from agents.runtime.loop import run_turn
 from agents.runtime.types import TurnRequest, TurnResult
 from agents.turns.causes import failure_cause
 from agents.turns.lease import LeaseKeeper, TurnLost
+from agents.turns.selectors import turn_skills_loaded
 from agents.turns.store import RegistrySkillStore, resolution_for_turn
 from agents.turns.tools import tool_registry
 from agents.turns.trace import DatabaseTraceSink, trace_event_append
@@ -335,15 +336,15 @@ def agent_turn_feedback(*, turn: AgentTurn, rating: str, comment: str = "") -> A
         # One feedback event per skill loaded in the turn, with the trigger and model of its
         # load (as its outcome event has them); the id makes re-sending idempotent, and the
         # latest rating wins (in the rollups too).
-        for name, source, version, trigger in _loaded_skills(turn):
+        for skill in turn_skills_loaded(turn=turn):
             usage_feedback_set(
                 event=UsageEventInput(
-                    event_id=f"{turn.pk}:feedback:{name}"[:100],
+                    event_id=f"{turn.pk}:feedback:{skill.name}"[:100],
                     kind=UsageKind.FEEDBACK,
-                    skill=name,
-                    skill_source=source,
-                    version=version,
-                    trigger=trigger,
+                    skill=skill.name,
+                    skill_source=skill.source,
+                    version=skill.version,
+                    trigger=skill.trigger,
                     label=turn.label,
                     model=turn.model,
                     rating=value,
@@ -351,20 +352,6 @@ def agent_turn_feedback(*, turn: AgentTurn, rating: str, comment: str = "") -> A
                 )
             )
     return turn
-
-
-def _loaded_skills(turn: AgentTurn) -> list[tuple[str, str, int | None, str]]:
-    """(name, source, version, trigger) of each skill the turn loaded; the trigger is the one
-    its outcome event carries (its first load's, see `_usage_events`), else one of its loads'
-    (a cancelled turn has no outcome)."""
-    rows = turn.usage_events.filter(kind__in=(UsageKind.LOADED, UsageKind.SUCCEEDED, UsageKind.FAILED))
-    found: dict[str, tuple[str, str, int | None, str]] = {}
-    for _kind, _, name, source, version, trigger in sorted(
-        rows.values_list("kind", "event_id", "skill_name", "skill_source", "version", "trigger"),
-        key=lambda row: (row[0] == UsageKind.LOADED, row[1]),
-    ):
-        found.setdefault(name, (name, source, version, trigger))
-    return sorted(found.values())
 
 
 # --- worker side --------------------------------------------------------------------------
