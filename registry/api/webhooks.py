@@ -36,7 +36,8 @@ class WebhookInputSerializer(serializers.Serializer):
         max_length=SECRET_MAX,
         trim_whitespace=False,
         help_text="Signs every delivery (HMAC-SHA256), at least 24 characters; a `whsec_` secret is a Standard "
-        "Webhooks key in base64. Omitted: one is generated (32 random bytes, `whsec_`) and returned in this answer only.",
+        "Webhooks key in base64. Omitted: one is generated (32 random bytes, `whsec_`) and returned in this "
+        "answer only.",
     )
 
 
