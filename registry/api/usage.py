@@ -278,6 +278,7 @@ class AnalyticsSkillsApi(AnalyticsApi):
         stats = analytics.skill_analytics(
             filters=self.filters(params), by_version=params.get("by_version", False), by=params.get("by")
         )
+        self.csv_columns = analytics.csv_columns(by=params.get("by"))  # the CSV keeps the rows' grouping
         return Response(
             {
                 "from": params.get("from"),

@@ -16,7 +16,7 @@ from registry.api.schema import errors
 from registry.api.serializers import TextField
 from registry.models import Webhook, WebhookDelivery, WebhookEvent
 from registry.selectors.webhooks import webhook_deliveries, webhook_get, webhook_list
-from registry.services.webhooks import SECRET_MAX, URL_MAX, webhook_create, webhook_delete
+from registry.services.webhooks import SECRET_MAX, SECRET_MIN, URL_MAX, webhook_create, webhook_delete
 
 WRITE = "webhooks:write"
 
@@ -32,9 +32,12 @@ class WebhookInputSerializer(serializers.Serializer):
     )
     secret = TextField(
         required=False,
+        min_length=SECRET_MIN,
         max_length=SECRET_MAX,
         trim_whitespace=False,
-        help_text="Signs every delivery (HMAC-SHA256). Omitted: one is generated and returned in this answer only.",
+        help_text="Signs every delivery (HMAC-SHA256), at least 24 characters; a `whsec_` secret is a Standard "
+        "Webhooks key in base64. Omitted: one is generated (32 random bytes, `whsec_`) and returned in this "
+        "answer only.",
     )
 
 
@@ -49,7 +52,10 @@ class WebhookSerializer(serializers.Serializer):
 
 
 class WebhookCreatedSerializer(WebhookSerializer):
-    secret = TextField(help_text="Shown this once: keep it to verify X-Skill-Registry-Signature.")
+    secret = TextField(
+        help_text="Shown this once: keep it to verify `webhook-signature` (Standard Webhooks) or "
+        "X-Skill-Registry-Signature."
+    )
 
 
 class WebhookDeliverySerializer(serializers.Serializer):

@@ -46,7 +46,7 @@ from registry.mcp.catalog import (
     mcp_skill_file,
     parse_uri,
 )
-from registry.readmodel.rollouts import subject_of
+from registry.readmodel.rollouts import SUBJECT_MAX_CHARS, subject_of
 from registry.selectors.resolve import resolve
 from registry.skillformat.media_types import file_content_type, path_content_type
 
@@ -99,12 +99,21 @@ def _page(entries: Sequence[SkillEntry], cursor: str | None) -> tuple[Sequence[S
 
 
 def _subject(ctx: ServerRequestContext[Any, Any]) -> str | None:
-    """The request's own subject (`_meta`), else the endpoint's."""
+    """The request's own subject (`_meta`), else the endpoint's. Held to `?subject=`'s rule (1 to
+    SUBJECT_MAX_CHARS characters): a longer one is refused, not cut, since two subjects that
+    share their first characters would otherwise read one side of a rollout."""
     given = (ctx.meta or {}).get(SUBJECT_META)
     if given is None:
         return _SUBJECT.get()
+    rule = f"a string of 1 to {SUBJECT_MAX_CHARS} characters, as ?subject= is"
     if not isinstance(given, str) or not given:
-        raise _invalid(f"_meta[{SUBJECT_META!r}] must be a non-empty string.")
+        raise MCPError(INVALID_PARAMS, f"_meta[{SUBJECT_META!r}] must be {rule}.", data={"key": SUBJECT_META})
+    if len(given) > SUBJECT_MAX_CHARS:
+        raise MCPError(
+            INVALID_PARAMS,
+            f"_meta[{SUBJECT_META!r}] is {len(given)} characters; it must be {rule}.",
+            data={"key": SUBJECT_META, "max_length": SUBJECT_MAX_CHARS},
+        )
     return subject_of(given=given)
 
 

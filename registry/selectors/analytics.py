@@ -632,3 +632,10 @@ CSV_COLUMNS = (
     "avg_duration_ms",
     "avg_cost",
 )
+
+
+def csv_columns(*, by: str | None = None) -> tuple[str, ...]:
+    """The CSV columns of `skill_analytics(by=...)`: every key of its JSON rows, the grouping
+    column (trigger, model or label, as `skill_analytics` checked it) after the skill, source and
+    version it splits."""
+    return CSV_COLUMNS if by is None else (*CSV_COLUMNS[:3], by, *CSV_COLUMNS[3:])

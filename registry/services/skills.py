@@ -34,6 +34,7 @@ from registry.skillformat.bundle import (
     Limits,
     bundle_from_parts,
     find_skill_folders,
+    portable_name_problem,
     read_folder,
     read_zip,
 )
@@ -158,6 +159,11 @@ def skill_md_check(
                     "or '.', starting with a letter or digit (the spec asks for lowercase letters, digits and '-').",
                     "name",
                 )
+            )
+        elif problem := portable_name_problem(reading.name):
+            # The name is the folder an export or a client installs the skill into.
+            issues.append(
+                Issue("error", name_line, f"The name '{reading.name}' {problem}; choose another name.", "name")
             )
         if expected_name is not None and reading.name != expected_name:
             issues.append(

@@ -10,10 +10,12 @@ never sent again once acknowledged, however often its task message arrives.
 
 from __future__ import annotations
 
+import base64
 import datetime as dt
 import json
 import logging
 import secrets
+import time
 import uuid
 from functools import partial
 from typing import Any
@@ -30,12 +32,13 @@ from registry.errors import ApplicationError
 from registry.models import DeliveryStatus, Webhook, WebhookDelivery, WebhookEvent
 from registry.services.audit import SYSTEM, Actor, audit_record
 from registry.webhooks.transport import (
-    SIGNATURE_HEADER,
+    STANDARD_SECRET_PREFIX,
     Answer,
     UnresolvableHost,
     UnusableUrl,
     post,
-    signature,
+    signature_headers,
+    standard_key,
     target_check,
 )
 
@@ -44,6 +47,8 @@ logger = logging.getLogger(__name__)
 # Named rather than imported: registry/tasks.py calls into this module, and the dependency stays one way.
 DELIVERY_TASK = "registry.tasks.webhook_delivery_send_task"
 SECRET_MAX = Webhook._meta.get_field("secret").max_length or 256
+SECRET_MIN = 24  # characters given; bytes of a given whsec_ key (Standard Webhooks asks 24 to 64)
+GENERATED_SECRET_BYTES = 32
 URL_MAX = Webhook._meta.get_field("url").max_length or 2000
 
 
@@ -62,12 +67,23 @@ def _clean_events(events: Any) -> list[str]:
 
 
 def _clean_secret(secret: str | None) -> str:
+    """The secret given, or a generated one: 32 random bytes as a Standard Webhooks `whsec_`
+    secret, which its libraries take as is. A given one is long enough not to be guessed; a
+    given `whsec_` one must carry a key of that size."""
     if secret is None or secret == "":
-        return secrets.token_urlsafe(32)
-    if not isinstance(secret, str) or len(secret) > SECRET_MAX:
+        return STANDARD_SECRET_PREFIX + base64.b64encode(secrets.token_bytes(GENERATED_SECRET_BYTES)).decode("ascii")
+    if not isinstance(secret, str) or not SECRET_MIN <= len(secret) <= SECRET_MAX:
         raise ApplicationError(
-            f"A secret is 1-{SECRET_MAX} characters.", fields={"secret": f"1-{SECRET_MAX} characters"}
+            f"A secret is {SECRET_MIN}-{SECRET_MAX} characters; leave it out to have one generated.",
+            fields={"secret": f"{SECRET_MIN}-{SECRET_MAX} characters"},
         )
+    if secret.startswith(STANDARD_SECRET_PREFIX):
+        key = standard_key(secret)
+        if key is None or len(key) < SECRET_MIN:
+            raise ApplicationError(
+                f"A secret starting with {STANDARD_SECRET_PREFIX} is a key of at least {SECRET_MIN} bytes in base64.",
+                fields={"secret": f"{STANDARD_SECRET_PREFIX} and at least {SECRET_MIN} bytes in base64"},
+            )
     return secret
 
 
@@ -271,7 +287,9 @@ def webhook_delivery_attempt(*, delivery_id: int) -> float | None:
             retry=isinstance(error, UnresolvableHost),
         )
     headers = {
-        SIGNATURE_HEADER: signature(secret=delivery.webhook.secret, body=body),
+        **signature_headers(
+            secret=delivery.webhook.secret, message_id=str(delivery.event_id), timestamp=int(time.time()), body=body
+        ),
         "User-Agent": "skill-registry-webhooks",
         "X-Skill-Registry-Event": delivery.event,
         "X-Skill-Registry-Delivery": str(delivery.event_id),

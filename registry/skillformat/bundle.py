@@ -8,7 +8,9 @@ Rules shared by every reader:
 - Paths are relative POSIX paths: no `..` or `.` parts, no absolute paths, drive letters,
   backslashes, NUL or other control characters, no empty parts, valid UTF-8 (zip entry names
   too, flagged as UTF-8 or not). No two paths, nor folders implied by them, that differ only
-  by case or Unicode normalisation: macOS and Windows would make them one.
+  by case or Unicode normalisation: macOS and Windows would make them one. No file or folder
+  name that Windows or a terminal shows as something else (`portable_name_problem`): a trailing
+  dot or space, a reserved device name (`con`, `nul.md`, `COM1`), a bidirectional control.
 - Regular files, and relative symbolic links that stay inside the skill (`CLAUDE.md ->
   AGENTS.md`, as real skill repositories have). A link is kept as a link: its target text is
   stored, written back as a link and zipped with the link mode; readers of the bundle see the
@@ -71,6 +73,15 @@ _END_RECORD_DIRECTORY_BYTES = 5
 
 _DRIVE = re.compile(r"^[A-Za-z]:")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+# Bidirectional embeddings, overrides and isolates (U+202A-U+202E, U+2066-U+2069) reorder how
+# the characters after them are shown: `invoice\u202egpj.sh` reads as `invoicehs.jpg`.
+_BIDI_CONTROL = re.compile("[\u202a-\u202e\u2066-\u2069]")
+# Names Windows opens as devices in every folder, in any case and with any extension (`nul.md`
+# and `Com1.tar.gz` are devices too), after dropping the spaces before the first dot.
+WINDOWS_DEVICE_NAMES = frozenset(
+    {"CON", "PRN", "AUX", "NUL", "CONIN$", "CONOUT$"}
+    | {f"{port}{digit}" for port in ("COM", "LPT") for digit in "0123456789\u00b9\u00b2\u00b3"}
+)
 
 
 @dataclass(frozen=True)
@@ -143,6 +154,26 @@ class Bundle:
 # --- paths -------------------------------------------------------------------------------
 
 
+def portable_name_problem(name: str) -> str | None:
+    """The rule a file, folder or skill name breaks when Windows or a terminal would show or
+    store it as another name, or None. Every path part and every skill name is held to it."""
+    if bidi := _BIDI_CONTROL.search(name):
+        return (
+            f"contains the bidirectional control U+{ord(bidi.group()):04X}, which makes a terminal or file list "
+            "show the characters after it in another order"
+        )
+    if name.endswith((".", " ")):
+        end = "a dot" if name.endswith(".") else "a space"
+        return f"ends with {end}, which Windows drops (so {name!r} and {name.rstrip('. ')!r} would be one name)"
+    device = name.partition(".")[0].rstrip(" ")
+    if device.upper() in WINDOWS_DEVICE_NAMES:
+        return (
+            f"uses the reserved device name {device!r}: Windows opens CON, PRN, AUX, NUL, COM0-9 and LPT0-9 "
+            "as devices in every folder, in any case and with any extension"
+        )
+    return None
+
+
 def check_path(path: str) -> str:
     """Return `path` if it is a safe relative POSIX path inside a skill folder, else raise."""
     shown = repr(path)
@@ -182,6 +213,9 @@ def check_path(path: str) -> str:
             raise InvalidBundle(
                 f"The path {shown} has a name longer than {MAX_NAME_BYTES} bytes.", fields={"path": path}
             )
+        if problem := portable_name_problem(part):
+            where = "" if part == path else f" ({part!r})"
+            raise InvalidBundle(f"The path {shown}{where} {problem}. Rename it.", fields={"path": path})
     return path
 
 
@@ -200,6 +234,8 @@ def check_link_target(path: str, target: str) -> str:
         problem = "an empty target"
     elif _CONTROL.search(target):
         problem = "a control character in its target"
+    elif _BIDI_CONTROL.search(target):
+        problem = f"a bidirectional control in its target ({target!r}), which a terminal shows reordered"
     elif "\\" in target:
         problem = "a backslash in its target; use '/' between folders"
     elif target.startswith("/") or _DRIVE.match(target):

@@ -9,6 +9,8 @@ Redirects are never followed: a 3xx is an answer like any other non-2xx.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
 import hmac
 import http.client
@@ -19,6 +21,8 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 SIGNATURE_HEADER = "X-Skill-Registry-Signature"
+# A Standard Webhooks secret (https://www.standardwebhooks.com): `whsec_` and the key in base64.
+STANDARD_SECRET_PREFIX = "whsec_"
 # How much of a receiver's answer is kept on the delivery, for whoever reads why it failed.
 ANSWER_MAX_CHARS = 2000
 
@@ -69,16 +73,65 @@ class Answer:
 
 
 def signature(*, secret: str, body: bytes) -> str:
-    """The signature header's value: `sha256=` and the hex HMAC-SHA256 of the raw body."""
+    """The signature header's value: `sha256=` and the hex HMAC-SHA256 of the raw body, keyed
+    with the secret's UTF-8 bytes (whatever the secret looks like)."""
     return "sha256=" + hmac.new(secret.encode("utf-8"), body, hashlib.sha256).hexdigest()
 
 
-def address_problem(address: str) -> str | None:
-    """Why a receiver may not have this address, or None for a public one."""
-    ip = ipaddress.ip_address(address.split("%", 1)[0])  # drop an IPv6 zone (fe80::1%eth0)
-    mapped = getattr(ip, "ipv4_mapped", None)
-    if mapped is not None:  # ::ffff:127.0.0.1 is 127.0.0.1
-        ip = mapped
+def standard_key(secret: str) -> bytes | None:
+    """The key a `whsec_` secret carries in base64, or None when the secret is not one."""
+    if not secret.startswith(STANDARD_SECRET_PREFIX):
+        return None
+    try:
+        return base64.b64decode(secret.removeprefix(STANDARD_SECRET_PREFIX), validate=True)
+    except binascii.Error:
+        return None
+
+
+def standard_signature(*, secret: str, message_id: str, timestamp: int, body: bytes) -> str:
+    """The Standard Webhooks `webhook-signature` value: `v1,` and the base64 HMAC-SHA256 of
+    `id.timestamp.body`. The key is what a `whsec_` secret encodes (so the Standard Webhooks
+    libraries verify it as given), any other secret's own UTF-8 bytes."""
+    key = standard_key(secret) or secret.encode("utf-8")
+    signed = f"{message_id}.{timestamp}.".encode() + body
+    return "v1," + base64.b64encode(hmac.new(key, signed, hashlib.sha256).digest()).decode("ascii")
+
+
+def signature_headers(*, secret: str, message_id: str, timestamp: int, body: bytes) -> dict[str, str]:
+    """Both signatures of one attempt: ours over the body, and Standard Webhooks' over the id,
+    the attempt's time and the body (a receiver refuses an old timestamp and a seen id)."""
+    return {
+        SIGNATURE_HEADER: signature(secret=secret, body=body),
+        "webhook-id": message_id,
+        "webhook-timestamp": str(timestamp),
+        "webhook-signature": standard_signature(secret=secret, message_id=message_id, timestamp=timestamp, body=body),
+    }
+
+
+# NAT64's well-known prefix (RFC 6052): the last 32 bits are the IPv4 address a gateway reaches.
+_NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
+
+
+def _embedded_ipv4(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> list[tuple[str, ipaddress.IPv4Address]]:
+    """The IPv4 addresses an IPv6 address is routed by, each with how it carries it: a packet to
+    2002:7f00:1:: (6to4) or to a Teredo address goes to the IPv4 address inside it, so that
+    address is what must be public."""
+    if not isinstance(ip, ipaddress.IPv6Address):
+        return []
+    if ip.ipv4_mapped is not None:
+        return [("an IPv4-mapped address", ip.ipv4_mapped)]
+    if ip.sixtofour is not None:
+        return [("a 6to4 address", ip.sixtofour)]
+    if ip.teredo is not None:
+        server, client = ip.teredo
+        return [("a Teredo address (server)", server), ("a Teredo address (client)", client)]
+    if ip in _NAT64:
+        return [("a NAT64 address", ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF))]
+    return []
+
+
+def _category(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str | None:
+    """Which kind of address that is not public `ip` is (`loopback`, `private`, ...), or None."""
     for flag, what in (
         ("is_unspecified", "unspecified"),
         ("is_loopback", "loopback"),
@@ -92,6 +145,23 @@ def address_problem(address: str) -> str | None:
     if not ip.is_global:
         return "not public"
     return None
+
+
+def address_problem(address: str) -> str | None:
+    """Why a receiver may not have this address ("a loopback address", "a 6to4 address for
+    127.0.0.1, which is loopback"), or None for a public one. An IPv6 address that embeds an
+    IPv4 address (IPv4-mapped, 6to4, Teredo, NAT64) is judged by what it embeds, as the plain
+    IPv4 address would be."""
+    ip = ipaddress.ip_address(address.split("%", 1)[0])  # drop an IPv6 zone (fe80::1%eth0)
+    embedded = _embedded_ipv4(ip)
+    for how, ipv4 in embedded:
+        what = _category(ipv4)
+        if what is not None:
+            return f"{how} for {ipv4}, which is {what}"
+    if embedded:
+        return None
+    what = _category(ip)
+    return None if what is None else f"an address that is {what}"
 
 
 def target_parse(url: str) -> tuple[str, str, int, str]:
@@ -130,7 +200,7 @@ def target_check(url: str, *, allow_private: bool) -> Target:
             problem = address_problem(address)
             if problem is not None:
                 raise UnusableUrl(
-                    f"The host {host!r} resolves to {address}, a {problem} address; webhooks go to public "
+                    f"The host {host!r} resolves to {address}, {problem}; webhooks go to public "
                     "addresses only (WEBHOOK_ALLOW_PRIVATE_ADDRESSES=true allows others)."
                 )
     return Target(scheme=scheme, host=host, port=port, path=path, addresses=addresses)

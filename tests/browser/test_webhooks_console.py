@@ -1,8 +1,11 @@
 """The webhooks page in a real headless Chromium, as an admin: a refused URL explained beside its
-field, a hook created with its secret shown once, its latest deliveries listed, and deleted after
+field, a hook created with its generated secret shown once, its latest deliveries listed, and deleted after
 a confirmation; an author gets neither the page nor its link."""
 
 from __future__ import annotations
+
+import base64
+import re
 
 import pytest
 from playwright.sync_api import expect
@@ -28,17 +31,19 @@ def test_an_admin_creates_watches_and_deletes_a_webhook(browser, live_server):
 
     page.get_by_label("URL").fill("http://93.184.215.14/hooks/skills")
     page.get_by_label("rule.changed").uncheck()
-    page.get_by_label("Secret").fill("console-secret-7q2w")
-    page.get_by_role("button", name="Create webhook").click()
-    expect(page.locator("#new-secret")).to_have_text("console-secret-7q2w")
+    page.get_by_role("button", name="Create webhook").click()  # no secret: one is generated
+    expect(page.locator("#new-secret")).to_have_text(re.compile(r"^whsec_[A-Za-z0-9+/]{43}=$"))
     webhook = Webhook.objects.get()
+    generated = page.locator("#new-secret").inner_text()
+    assert webhook.secret == generated and len(base64.b64decode(generated.removeprefix("whsec_"))) == 32
     assert "rule.changed" not in webhook.events and webhook.created_by.username == "root"
     assert AuditLog.objects.filter(action="webhook.create", via="console").exists()
+    screenshot(page, "webhooks-secret-shown-once")
 
     publish("watched")
     page.goto(f"{live_server.url}/webhooks/")
     expect(page.locator("#new-secret")).to_have_count(0)
-    assert "console-secret-7q2w" not in page.content()
+    assert generated not in page.content() and generated[-4:] in page.content()  # only its hint
     row = page.locator(f"#webhook-{webhook.pk} table.deliveries tbody tr")
     expect(row).to_have_count(1)
     expect(row).to_contain_text("skill.published")

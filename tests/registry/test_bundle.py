@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import io
 import os
+import re
 import stat
 import struct
 import warnings
@@ -138,6 +139,18 @@ def test_default_limits_match_the_spec():
         ("x" * 256, "longer than 255 bytes"),
         ("a/" * 600 + "b", "longer than 1024"),
         ("bad-\udc80", "UTF-8"),
+        ("x.md ", "ends with a space"),
+        ("y.md.", "ends with a dot"),
+        ("d./x.md", "('d.') ends with a dot"),
+        ("docs /x.md", "('docs ') ends with a space"),
+        ("con", "reserved device name 'con'"),
+        ("NUL.md", "reserved device name 'NUL'"),
+        ("a/Com1.tar.gz", "reserved device name 'Com1'"),
+        ("lpt1/notes.md", "reserved device name 'lpt1'"),
+        ("aux .txt", "reserved device name 'aux'"),
+        ("COM\u00b9", "reserved device name"),
+        ("invoice\u202egpj.sh", "bidirectional control U+202E"),
+        ("a\u2066b/c.md", "bidirectional control U+2066"),
     ],
 )
 def test_unsafe_paths_are_refused_with_a_message_naming_them(path, reason):
@@ -150,7 +163,7 @@ def test_unsafe_paths_are_refused_with_a_message_naming_them(path, reason):
 
 
 def test_safe_paths_pass():
-    for path in ["a", "a/b/c.md", ".meta/x", "Größe/🦞.txt", "a b/c", "weird:name"]:
+    for path in ["a", "a/b/c.md", ".meta/x", "Größe/🦞.txt", "a b/c", "weird:name", "console.md", "com10", "x.md.bak"]:
         assert check_path(path) == path
 
 
@@ -574,6 +587,10 @@ safe_names = st.text(alphabet=st.characters(blacklist_categories=("Cs", "Cc")), 
         and "\\" not in s
         and s not in {".", "..", "SKILL.md", *SKIPPED_NAMES}
         and not (len(s) >= 2 and s[1] == ":")
+        and not s.endswith((".", " "))
+        and not any("\u202a" <= char <= "\u202e" or "\u2066" <= char <= "\u2069" for char in s)
+        and s.split(".")[0].rstrip(" ").upper() not in {"CON", "PRN", "AUX", "NUL"}
+        and not re.fullmatch(r"(COM|LPT)[0-9\u00b9\u00b2\u00b3]", s.split(".")[0].rstrip(" ").upper())
     )
 )
 

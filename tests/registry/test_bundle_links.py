@@ -187,3 +187,8 @@ def test_links_count_toward_the_file_limit(tmp_path):
             links=[("a.md", "AGENTS.md"), ("b.md", "AGENTS.md")],
             limits=Limits(bundle_files=3),
         )
+
+
+def test_a_link_whose_target_holds_a_bidirectional_control_is_refused():
+    with pytest.raises(InvalidBundle, match="x.md is a symbolic link with a bidirectional control"):
+        bundle_from_parts(SKILL_MD, [("AGENTS.md", AGENTS, False)], links=[("x.md", "AGENTS\u202e.md")])

@@ -4,6 +4,7 @@ worker runs with WEBHOOK_ALLOW_PRIVATE_ADDRESSES on, since its receiver is on 12
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import hmac
 import json
@@ -23,12 +24,13 @@ from tests.worker import WorkerProcess, wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
-SECRET = "whsec-test-2f9c1d"
+SECRET = "whsec-test-2f9c1d-5be07a3c"  # given, so its own UTF-8 bytes are the key
 
 
 class Receiver:
-    """Records every POST whose signature verifies; `/flaky` answers 500 to the first attempt at
-    each event, 200 after; anything unsigned or badly signed gets 401 and is counted apart."""
+    """Records every POST whose signatures (ours and Standard Webhooks') verify; `/flaky` answers
+    500 to the first attempt at each event, 200 after; anything unsigned or badly signed gets 401
+    and is counted apart."""
 
     def __init__(self) -> None:
         self.verified: list[tuple[str, dict]] = []
@@ -41,8 +43,11 @@ class Receiver:
                 body = self.rfile.read(int(self.headers["Content-Length"]))
                 expected = "sha256=" + hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest()
                 given = self.headers.get("X-Skill-Registry-Signature", "")
+                # Standard Webhooks: base64 HMAC of "id.timestamp.body", here keyed with the given secret's bytes.
+                signed = f"{self.headers['webhook-id']}.{self.headers['webhook-timestamp']}.".encode() + body
+                standard = "v1," + base64.b64encode(hmac.new(SECRET.encode(), signed, hashlib.sha256).digest()).decode()
                 with receiver.lock:
-                    if not hmac.compare_digest(given, expected):
+                    if not hmac.compare_digest(given, expected) or self.headers["webhook-signature"] != standard:
                         receiver.refused += 1
                         status = 401
                     else:

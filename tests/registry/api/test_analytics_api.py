@@ -234,3 +234,26 @@ def test_every_answer_counts_the_offers_a_finished_turn_left_queued(api, path):
     assert api.get(path).status_code == 200
     assert not QueuedOffer.objects.exists()  # the view rolled the queue up before it read
     assert api.get("/api/v1/analytics/funnel").json()["offered"] == 2
+
+
+@pytest.mark.parametrize("by_version", [False, True])
+@pytest.mark.parametrize("by", [None, "trigger", "model", "label"])
+def test_the_skills_csv_carries_every_column_its_json_rows_have_and_the_same_rows(api, by, by_version):
+    """`by=` splits each row by trigger, model or label: the CSV has that column, after version,
+    and row for row the values the JSON has (the JSON's keys, in its order)."""
+    record(api, "pdf", 1, 2, 1, trigger="read_skill", model="gpt-4o", label="production")
+    record(api, "pdf", 2, 0, 1, when="2026-03-11T08:00:00Z", trigger="forced", model="claude", label="staging")
+    record(api, "git", 1, 3, 0, trigger="read_skill", model="claude", label="production")
+    params = {"by_version": "true" if by_version else "false", **({"by": by} if by else {})}
+
+    rows = api.get("/api/v1/analytics/skills", params).json()["skills"]
+    answer = api.get("/api/v1/analytics/skills", {**params, "format": "csv"})
+
+    assert answer.status_code == 200 and answer["Content-Type"].startswith("text/csv")
+    header, *cells = list(csv.reader(io.StringIO(answer.content.decode())))
+    assert header == list(rows[0])  # the JSON row's keys, in order: nothing dropped or added
+    assert header[:4] == ["skill", "source", "version", by or "offered"]
+    as_text = [["" if value is None else str(value) for value in row.values()] for row in rows]
+    assert cells == as_text
+    if by:
+        assert len({row[by] for row in rows}) > 1  # the grouping is what tells the rows apart

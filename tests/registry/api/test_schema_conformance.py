@@ -88,8 +88,9 @@ UNSTATED_RULES: dict[str, set[str]] = {
     # `version` and `source` go with `skill`, `detail` with `cause`; `from` must not be after `to`.
     "GET /api/v1/agent/turns": {"version", "source", "detail", "from", "to"},
     "GET /api/v1/agent/turns/causes": {"version", "source", "detail", "from", "to"},
-    # A webhook URL must be http(s) and resolve, to public addresses only.
-    "POST /api/v1/webhooks": {"url"},
+    # A webhook URL must be http(s) and resolve, to public addresses only; a `whsec_` secret is
+    # base64 of at least 24 bytes.
+    "POST /api/v1/webhooks": {"url", "secret"},
     # An eval suite's cases follow the case format (README "Evals"); a run takes a version or a
     # label, one of AGENT_MODELS, and a version a turn can be pinned to.
     "PUT /api/v1/skills/{name}/evals": {"invalid_suite"},

@@ -412,3 +412,60 @@ def test_a_subject_that_is_not_a_string_is_invalid_params(live_server, make_toke
     assert run_host(_url(live_server), token, MODERN, steps) == -32602
     bad = httpx2.post(_url(live_server, subject="x" * 1000), headers={"Authorization": f"Bearer {token}"}, json={})
     assert bad.status_code == 400 and "subject" in bad.text
+
+
+@pytest.mark.parametrize("revision", [HANDSHAKE, MODERN])
+def test_a_subject_in_meta_is_capped_at_200_characters_like_the_query_on_both_revisions(
+    live_server, make_token, catalog, revision
+):
+    """201 characters is refused (INVALID_PARAMS naming the key) by every method that reads by
+    subject, not cut to 200; 200 is read."""
+    label_rollout_set(skill=catalog, label="production", version_number=2, weight=50)
+    token = make_token(["skills:read"])
+    uri = "skill://pdf-tools/SKILL.md"
+
+    async def steps(host: Host, _):
+        too_long, longest = {SUBJECT_META: "s" * 201}, {SUBJECT_META: "s" * 200}
+        calls = {
+            "skills/list": lambda meta: host.session.send_request(
+                SkillsListRequest(params=types.PaginatedRequestParams(_meta=meta)), _ANY
+            ),
+            "skills/get": lambda meta: host.session.send_request(
+                SkillsGetRequest(params=SkillsGetParams(uri=uri, _meta=meta)), _ANY
+            ),
+            "resources/directory/read": lambda meta: host.session.send_request(
+                DirectoryReadRequest(params=DirectoryReadParams(uri="skill://pdf-tools", _meta=meta)), _ANY
+            ),
+            "resources/read": lambda meta: host.session.read_resource(uri, meta=meta),
+            "resources/list": lambda meta: host.session.list_resources(params=types.PaginatedRequestParams(_meta=meta)),
+        }
+        refused, served = {}, {}
+        for method, call in calls.items():
+            with pytest.raises(MCPError) as raised:
+                await call(too_long)
+            refused[method] = raised.value.error
+            served[method] = await call(longest)
+        return refused, served
+
+    refused, served = run_host(_url(live_server), token, revision, steps)
+
+    assert (
+        set(refused)
+        == set(served)
+        == {
+            "skills/list",
+            "skills/get",
+            "resources/directory/read",
+            "resources/read",
+            "resources/list",
+        }
+    )
+    for method, error in refused.items():
+        assert error.code == -32602, method
+        assert f"_meta['{SUBJECT_META}'] is 201 characters" in error.message and "1 to 200" in error.message
+        assert error.data == {"key": SUBJECT_META, "max_length": 200}
+    rest = httpx2.get(
+        f"{live_server.url}/api/v1/skills/pdf-tools/SKILL.md?subject={'s' * 200}",
+        headers={"Authorization": f"Bearer {token}"},
+    )
+    assert served["skills/get"]["skill"]["_meta"]["version"] == int(rest.headers["X-Skill-Version"])
