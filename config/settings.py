@@ -389,6 +389,10 @@ AGENT_WORKSPACE_ROOT = Path(env.str("AGENT_WORKSPACE_ROOT", default=str(VAR_DIR 
 # Evals (README "Evals"): how many of one run's turns are queued or running at once, and the
 # model that grades `judge` checks through litellm (unset: a judge check is an error, not a pass).
 EVAL_CONCURRENCY = env.int("EVAL_CONCURRENCY", default=4)
+# What starting runs may queue: runs queued or running per user, and eval turns not yet graded
+# across every run; past either, a new run is refused with 429 until earlier ones end.
+EVAL_MAX_ACTIVE_RUNS_PER_USER = env.int("EVAL_MAX_ACTIVE_RUNS_PER_USER", default=3)
+EVAL_MAX_QUEUED_TURNS = env.int("EVAL_MAX_QUEUED_TURNS", default=5000)
 EVAL_JUDGE_MODEL = env.str("EVAL_JUDGE_MODEL", default="").strip()
 # How run_skill and code skills confine a skill's script (agents/runtime/sandbox.py, README
 # "Skill scripts"): `bwrap`, or `none` to run scripts unconfined as the worker's user. There is
@@ -444,6 +448,8 @@ for _name in (
     "ROLLOUT_GUARD_SECONDS",
     "AGENT_MAX_MESSAGE_CHARS",
     "EVAL_CONCURRENCY",
+    "EVAL_MAX_ACTIVE_RUNS_PER_USER",
+    "EVAL_MAX_QUEUED_TURNS",
     "RUN_SKILL_MEMORY_BYTES",
     "WEBHOOK_TIMEOUT_SECONDS",
     "WEBHOOK_MAX_ATTEMPTS",
