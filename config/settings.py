@@ -350,6 +350,12 @@ WEBHOOK_TIMEOUT_SECONDS = env.float("WEBHOOK_TIMEOUT_SECONDS", default=5.0)
 WEBHOOK_MAX_ATTEMPTS = env.int("WEBHOOK_MAX_ATTEMPTS", default=6)
 WEBHOOK_RETRY_BASE_SECONDS = env.float("WEBHOOK_RETRY_BASE_SECONDS", default=10.0)
 WEBHOOK_RETRY_MAX_SECONDS = env.float("WEBHOOK_RETRY_MAX_SECONDS", default=600.0)
+# Deliveries go to a Celery queue of their own, served by the Procfile's `webhooks` worker, which
+# runs at most WEBHOOK_CONCURRENCY at once (the Procfile passes it as --concurrency): a receiver
+# that answers slowly holds a delivery process, never one a turn needs.
+WEBHOOK_QUEUE = "webhooks"
+WEBHOOK_CONCURRENCY = env.int("WEBHOOK_CONCURRENCY", default=4)
+CELERY_TASK_ROUTES = {"registry.tasks.webhook_delivery_send_task": {"queue": WEBHOOK_QUEUE}}
 
 # --- Agent runtime ----------------------------------------------------------------------
 AGENT_MODEL = env.str("AGENT_MODEL", default="offline").strip()
@@ -455,6 +461,7 @@ for _name in (
     "WEBHOOK_MAX_ATTEMPTS",
     "WEBHOOK_RETRY_BASE_SECONDS",
     "WEBHOOK_RETRY_MAX_SECONDS",
+    "WEBHOOK_CONCURRENCY",
 ):
     if globals()[_name] <= 0:
         raise ImproperlyConfigured(f"{_name}={globals()[_name]!r}: it must be greater than 0.")
