@@ -347,6 +347,12 @@ WEBHOOK_TIMEOUT_SECONDS = env.float("WEBHOOK_TIMEOUT_SECONDS", default=5.0)
 WEBHOOK_MAX_ATTEMPTS = env.int("WEBHOOK_MAX_ATTEMPTS", default=6)
 WEBHOOK_RETRY_BASE_SECONDS = env.float("WEBHOOK_RETRY_BASE_SECONDS", default=10.0)
 WEBHOOK_RETRY_MAX_SECONDS = env.float("WEBHOOK_RETRY_MAX_SECONDS", default=600.0)
+# Deliveries go to a Celery queue of their own, served by the Procfile's `webhooks` worker, which
+# runs at most WEBHOOK_CONCURRENCY at once (the Procfile passes it as --concurrency): a receiver
+# that answers slowly holds a delivery process, never one a turn needs.
+WEBHOOK_QUEUE = "webhooks"
+WEBHOOK_CONCURRENCY = env.int("WEBHOOK_CONCURRENCY", default=4)
+CELERY_TASK_ROUTES = {"registry.tasks.webhook_delivery_send_task": {"queue": WEBHOOK_QUEUE}}
 
 # --- Agent runtime ----------------------------------------------------------------------
 AGENT_MODEL = env.str("AGENT_MODEL", default="offline").strip()
@@ -386,6 +392,10 @@ AGENT_WORKSPACE_ROOT = Path(env.str("AGENT_WORKSPACE_ROOT", default=str(VAR_DIR 
 # Evals (README "Evals"): how many of one run's turns are queued or running at once, and the
 # model that grades `judge` checks through litellm (unset: a judge check is an error, not a pass).
 EVAL_CONCURRENCY = env.int("EVAL_CONCURRENCY", default=4)
+# What starting runs may queue: runs queued or running per user, and eval turns not yet graded
+# across every run; past either, a new run is refused with 429 until earlier ones end.
+EVAL_MAX_ACTIVE_RUNS_PER_USER = env.int("EVAL_MAX_ACTIVE_RUNS_PER_USER", default=3)
+EVAL_MAX_QUEUED_TURNS = env.int("EVAL_MAX_QUEUED_TURNS", default=5000)
 EVAL_JUDGE_MODEL = env.str("EVAL_JUDGE_MODEL", default="").strip()
 # How run_skill and code skills confine a skill's script (agents/runtime/sandbox.py, README
 # "Skill scripts"): `bwrap`, or `none` to run scripts unconfined as the worker's user. There is
@@ -435,11 +445,14 @@ for _name in (
     "ROLLOUT_GUARD_SECONDS",
     "AGENT_MAX_MESSAGE_CHARS",
     "EVAL_CONCURRENCY",
+    "EVAL_MAX_ACTIVE_RUNS_PER_USER",
+    "EVAL_MAX_QUEUED_TURNS",
     "RUN_SKILL_MEMORY_BYTES",
     "WEBHOOK_TIMEOUT_SECONDS",
     "WEBHOOK_MAX_ATTEMPTS",
     "WEBHOOK_RETRY_BASE_SECONDS",
     "WEBHOOK_RETRY_MAX_SECONDS",
+    "WEBHOOK_CONCURRENCY",
 ):
     if globals()[_name] <= 0:
         raise ImproperlyConfigured(f"{_name}={globals()[_name]!r}: it must be greater than 0.")

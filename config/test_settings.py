@@ -7,7 +7,7 @@ import os
 os.environ["TESTING"] = "1"
 
 from config.settings import *  # noqa: E402,F403
-from config.settings import DATABASES, VAR_DIR  # noqa: E402
+from config.settings import CELERY_TASK_ROUTES, DATABASES, VAR_DIR  # noqa: E402
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # fast logins in tests
 
@@ -18,3 +18,5 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 
 # Keep test tasks apart from a development worker that may share the same Redis.
 CELERY_TASK_DEFAULT_QUEUE = "skill-registry-tests"
+WEBHOOK_QUEUE = "skill-registry-tests-webhooks"
+CELERY_TASK_ROUTES = {task: {"queue": WEBHOOK_QUEUE} for task in CELERY_TASK_ROUTES}

@@ -36,6 +36,10 @@ class ApplicationError(Exception):
         body.update(self.extra)
         return body
 
+    def headers(self) -> dict[str, str]:
+        """HTTP headers the response carries beside the body (none by default)."""
+        return {}
+
 
 class InvalidSkill(ApplicationError):
     """A SKILL.md that cannot be accepted (unreadable, missing name/description, too big)."""
@@ -84,3 +88,18 @@ class InvalidPattern(ApplicationError):
 class PermissionDenied(ApplicationError):
     status = 403
     code = "forbidden"
+
+
+class LimitReached(ApplicationError):
+    """A configured limit is reached for now: 429 naming the setting, and how many seconds to wait
+    before trying again (the Retry-After header)."""
+
+    status = 429
+    code = "limit_reached"
+
+    def __init__(self, detail: str, *, setting: str, retry_after: int, fields: dict[str, Any] | None = None) -> None:
+        super().__init__(detail, fields=fields, extra={"setting": setting, "retry_after": retry_after})
+        self.retry_after = retry_after
+
+    def headers(self) -> dict[str, str]:
+        return {"Retry-After": str(self.retry_after)}

@@ -47,6 +47,9 @@ def test_a_public_host_with_a_secret_key_starts(tmp_path):
         ("RUN_SKILL_MEMORY_BYTES", "0"),
         ("DISCOVERY_LABEL", "Production!"),
         ("WEBHOOK_TIMEOUT_SECONDS", "0"),
+        ("EVAL_MAX_ACTIVE_RUNS_PER_USER", "0"),
+        ("EVAL_MAX_QUEUED_TURNS", "-5"),
+        ("WEBHOOK_CONCURRENCY", "0"),
     ],
 )
 def test_an_invalid_setting_stops_the_start_up_naming_it(tmp_path, variable, value):

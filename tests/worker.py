@@ -36,8 +36,12 @@ def _database_url_for_tests() -> str:
 
 
 class WorkerProcess:
-    def __init__(self, *, concurrency: int = 1, extra_env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, *, concurrency: int = 1, extra_env: dict[str, str] | None = None, queues: list[str] | None = None
+    ) -> None:
         self.concurrency = concurrency
+        # Unless told: the turns' queue and the deliveries', as `make run`'s two workers serve them.
+        self.queues = queues or [settings.CELERY_TASK_DEFAULT_QUEUE, settings.WEBHOOK_QUEUE]
         self.extra_env = extra_env or {}
         self.process: subprocess.Popen | None = None
         self.lines: deque[str] = deque(maxlen=2000)
@@ -71,7 +75,9 @@ class WorkerProcess:
                 "--loglevel",
                 "INFO",
                 "--queues",
-                settings.CELERY_TASK_DEFAULT_QUEUE,
+                ",".join(self.queues),
+                "--hostname",
+                f"test-{os.getpid()}-{id(self):x}@%h",  # two workers of one test are two nodes
                 "--without-gossip",
                 "--without-mingle",
                 *pool,

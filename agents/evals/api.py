@@ -86,6 +86,8 @@ class RunSerializer(serializers.Serializer):
     repeat = serializers.IntegerField()
     baseline = serializers.BooleanField()
     suite_revision = serializers.IntegerField(source="suite_revision.number")
+    TURNS_HELP = "The agent turns the run costs: cases x repeat (x 2 with a baseline)."
+    turns = serializers.IntegerField(help_text=TURNS_HELP)
     status = serializers.CharField(help_text=" | ".join(EvalRunStatus.values))
     error = serializers.CharField()
     created_at = serializers.DateTimeField()
@@ -225,18 +227,22 @@ class EvalRunListCreateApi(ApiView):
     class RunQueuedSerializer(serializers.Serializer):
         id = serializers.UUIDField()
         status = serializers.CharField()
+        turns = serializers.IntegerField(help_text=RunSerializer.TURNS_HELP)
 
     @extend_schema(
         operation_id="skills_evals_runs_create",
         request=RunInputSerializer,
         responses={202: RunQueuedSerializer, **errors(400, 401, 403, 404, 409, 413, 415)},
         summary="Run a skill's eval suite against a version; each case x repeat is an agent turn",
+        description="Refused with 429 and Retry-After (`setting` names the limit) past "
+        "EVAL_MAX_ACTIVE_RUNS_PER_USER runs queued or running for the caller, or EVAL_MAX_QUEUED_TURNS "
+        "eval turns not yet graded across everyone.",
     )
     def post(self, request, name: str):
         body = RunInputSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         run = evals.eval_run_queue(skill_name=name, actor=self.actor(), **body.queue_arguments())
-        return Response({"id": str(run.pk), "status": run.status}, status=status.HTTP_202_ACCEPTED)
+        return Response({"id": str(run.pk), "status": run.status, "turns": run.turns}, status=status.HTTP_202_ACCEPTED)
 
     @extend_schema(
         operation_id="skills_evals_runs_list",

@@ -33,7 +33,7 @@ from registry.console.access import console_view, user_scopes
 from registry.console.errors import flash_back, on_domain_error
 from registry.console.inputs import json_from_bytes, json_from_text, text_problem, uuid_or_none, whole_number
 from registry.errors import ApplicationError
-from registry.models import EvalRun, Skill
+from registry.models import EvalRun, Skill, eval_run_turns
 from registry.selectors import evals as eval_selectors
 from registry.selectors.versions import label_names_in_use, skill_version_numbers
 from registry.services import evals as eval_services
@@ -195,6 +195,9 @@ def _suite_context(
     scopes = user_scopes(request.user)
     cases, revision = _suite_cases(skill)
     may_run = RUN in scopes
+    run_form = run_form or RunInput(model=settings.AGENT_MODEL, repeat="1")
+    # The cost shown beside the form, for the repeats it was sent with (1 when they are not a number).
+    repeat = whole_number(run_form.repeat) or 1
     return {
         "skill": skill,
         "cases": cases,
@@ -206,7 +209,11 @@ def _suite_context(
         "may_run": may_run,
         "import_error": import_error,
         "runs": eval_selectors.eval_runs_of_skill(skill=skill, limit=RUNS_SHOWN),
-        "run_form": run_form or RunInput(model=settings.AGENT_MODEL, repeat="1"),
+        "run_form": run_form,
+        "run_repeat": repeat,
+        "run_turns": eval_run_turns(cases=len(cases), repeat=repeat, baseline=run_form.baseline),
+        "max_active_runs": settings.EVAL_MAX_ACTIVE_RUNS_PER_USER,
+        "max_queued_turns": f"{settings.EVAL_MAX_QUEUED_TURNS:,}",
         "run_errors": run_errors or {},
         "run_fields": RUN_FIELDS,
         "models": model_choices() if may_run else [],

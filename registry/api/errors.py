@@ -68,7 +68,7 @@ def exception_handler(exc, context):
 
 def _exception_response(exc, context):
     if isinstance(exc, ApplicationError):
-        return Response(exc.as_dict(), status=exc.status)
+        return Response(exc.as_dict(), status=exc.status, headers=exc.headers())
     extra: dict = {}
     if isinstance(exc, RequestDataTooBig):
         # Django raises this past DATA_UPLOAD_MAX_MEMORY_SIZE; it is a size problem, not a 400.

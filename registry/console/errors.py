@@ -35,10 +35,14 @@ def on_domain_error(request: HttpRequest, respond: ErrorResponder) -> None:
 def domain_error_response(request: HttpRequest, error: ApplicationError) -> HttpResponse:
     respond: ErrorResponder | None = getattr(request, _RESPONDER, None)
     if respond is not None:  # the view said how, around the service call that failed
-        return respond(error)
-    if isinstance(error, NotFound):
+        response = respond(error)
+    elif isinstance(error, NotFound):
         raise Http404(error.detail)
-    return flash_back(request, error.detail, default=request.path)
+    else:
+        response = flash_back(request, error.detail, default=request.path)
+    for name, value in error.headers().items():  # e.g. a limit's Retry-After, as the API sends it
+        response[name] = value
+    return response
 
 
 def flash_back(request: HttpRequest, message: str, *, default: str) -> HttpResponse:

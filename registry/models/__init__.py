@@ -11,8 +11,10 @@ from registry.models.evals import (
     EvalRunStatus,
     EvalSuite,
     EvalSuiteRevision,
+    eval_run_turns,
 )
 from registry.models.labels import Label, LabelChange, LabelHistory, LabelPolicy
+from registry.models.logins import LoginCounter
 from registry.models.rules import ForceIncludeRule
 from registry.models.skills import SOURCE_PRIORITY, Blob, Skill, SkillFile, SkillSource, SkillVersion
 from registry.models.state import RegistryChange, RegistryState
@@ -48,6 +50,7 @@ __all__ = [
     "LabelChange",
     "LabelHistory",
     "LabelPolicy",
+    "LoginCounter",
     "QueuedOffer",
     "ROLLUP_COUNT_COLUMNS",
     "RegistryChange",
@@ -66,4 +69,5 @@ __all__ = [
     "WebhookDelivery",
     "WebhookEvent",
     "WeeklyRollup",
+    "eval_run_turns",
 ]

@@ -87,6 +87,17 @@ class EvalRun(models.Model):
     def is_finished(self) -> bool:
         return self.status in EVAL_RUN_FINISHED
 
+    @property
+    def turns(self) -> int:
+        """The agent turns the run costs: each case of its suite revision once per repeat, twice
+        with a baseline."""
+        return eval_run_turns(cases=len(self.suite_revision.cases), repeat=self.repeat, baseline=self.baseline)
+
+
+def eval_run_turns(*, cases: int, repeat: int, baseline: bool) -> int:
+    """What a run of `cases` cases costs in agent turns, before it starts."""
+    return cases * repeat * (2 if baseline else 1)
+
 
 class EvalCaseResult(models.Model):
     """One case x repeat of a run: its turn, once dispatched, and its grade once the turn ended.

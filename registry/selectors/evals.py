@@ -49,6 +49,16 @@ def eval_runs_unfinished() -> QuerySet[EvalRun]:
     return EvalRun.objects.exclude(status__in=EVAL_RUN_FINISHED)
 
 
+def eval_runs_active_count(*, user: Any) -> int:
+    """The user's runs that are queued or running."""
+    return eval_runs_unfinished().filter(created_by=user).count()
+
+
+def eval_turns_queued() -> int:
+    """Eval turns not yet graded (waiting, queued or running) across every unfinished run."""
+    return EvalCaseResult.objects.filter(graded_at__isnull=True).exclude(run__status__in=EVAL_RUN_FINISHED).count()
+
+
 def eval_run_results(*, run: EvalRun) -> list[EvalCaseResult]:
     return list(run.results.order_by("position"))
 

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db import transaction
+from django.conf import settings
+from django.db import connection, transaction
 from django.utils import timezone
 
-from registry.errors import ApplicationError, Conflict, NotFound
+from registry.errors import ApplicationError, Conflict, LimitReached, NotFound
 from registry.models import (
     EVAL_RUN_FINISHED,
     EvalCaseResult,
@@ -19,13 +20,25 @@ from registry.models import (
     EvalSuiteRevision,
     Skill,
     SkillVersion,
+    eval_run_turns,
 )
-from registry.selectors.evals import eval_run_summary, eval_suite_cases, eval_suite_revision
+from registry.selectors.evals import (
+    eval_run_summary,
+    eval_runs_active_count,
+    eval_suite_cases,
+    eval_suite_revision,
+    eval_turns_queued,
+)
 from registry.services.audit import SYSTEM, Actor, audit_record
 from registry.skillformat.evals import suite_cases_read
 
 MAX_REPEAT = 20
 MAX_RESULTS = 5000  # cases x repeats (x 2 with a baseline) of one run
+# Starting runs one at a time (PostgreSQL; SQLite has one writer at a time), so two started at
+# once cannot both fit under a limit that only one fits. Any constant no other advisory lock uses.
+_ADMISSION_LOCK = 0x5EED_E7A1
+# A refused run's Retry-After: runs take minutes, and which ends first is not known in advance.
+LIMIT_RETRY_AFTER_SECONDS = 60
 
 
 def eval_suite_replace(*, skill: Skill, document: Any, actor: Actor = SYSTEM) -> EvalSuiteRevision:
@@ -96,12 +109,16 @@ def eval_run_create(
             fields={"suite": "empty"},
         )
     sides = (False, True) if baseline else (False,)
-    total = len(revision.cases) * repeat * len(sides)
-    if total > MAX_RESULTS:
+    total = eval_run_turns(cases=len(revision.cases), repeat=repeat, baseline=baseline)
+    most = min(MAX_RESULTS, settings.EVAL_MAX_QUEUED_TURNS)
+    if total > most:
         raise ApplicationError(
-            f"The run would be {total} turns; at most {MAX_RESULTS}.", fields={"repeat": "fewer repeats"}
+            f"The run would be {total:,} turns; at most {most:,}"
+            + (" (EVAL_MAX_QUEUED_TURNS)." if most < MAX_RESULTS else "."),
+            fields={"repeat": "fewer repeats"},
         )
     with transaction.atomic():
+        _eval_run_admit(user=actor.user_or_none, turns=total)
         run = EvalRun.objects.create(
             skill=skill,
             version=version,
@@ -130,6 +147,31 @@ def eval_run_create(
             after={"model": model, "repeat": repeat, "baseline": baseline, "suite_revision": revision.number},
         )
     return run
+
+
+def _eval_run_admit(*, user: Any, turns: int) -> None:
+    """Refuse (429) a run past EVAL_MAX_ACTIVE_RUNS_PER_USER or EVAL_MAX_QUEUED_TURNS; inside the
+    transaction that creates it, holding the admission lock until it commits."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_ADMISSION_LOCK])
+    if user is not None:
+        active, most = eval_runs_active_count(user=user), settings.EVAL_MAX_ACTIVE_RUNS_PER_USER
+        if active >= most:
+            raise LimitReached(
+                f"You have {active} eval run{'s' if active != 1 else ''} queued or running, the most "
+                f"EVAL_MAX_ACTIVE_RUNS_PER_USER allows ({most}): wait for one to end, or cancel one.",
+                setting="EVAL_MAX_ACTIVE_RUNS_PER_USER",
+                retry_after=LIMIT_RETRY_AFTER_SECONDS,
+            )
+    queued, most = eval_turns_queued(), settings.EVAL_MAX_QUEUED_TURNS
+    if queued + turns > most:
+        raise LimitReached(
+            f"This run's {turns:,} turns would make {queued + turns:,} eval turns queued across everyone, "
+            f"over EVAL_MAX_QUEUED_TURNS ({most:,}): try again when earlier runs have ended, or run fewer repeats.",
+            setting="EVAL_MAX_QUEUED_TURNS",
+            retry_after=LIMIT_RETRY_AFTER_SECONDS,
+        )
 
 
 def eval_run_lock(*, run_id: Any) -> EvalRun | None:

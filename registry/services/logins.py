@@ -1,5 +1,4 @@
-"""Login throttling: failed logins are counted in the cache (Redis when REDIS_URL is set, so every
-web process shares the counts) for two keys:
+"""Login throttling: failed logins are counted for two keys:
 
 - the (username, IP) pair: LOGIN_FAILURE_LIMIT failures lock that username from that address;
 - the IP alone, across usernames: LOGIN_IP_FAILURE_LIMIT (higher) failures lock the address.
@@ -14,32 +13,74 @@ used to reset the count of an address spraying guesses at others. Failures and l
 audited; attempts refused while locked are not (they are the attack's volume, and the lockout row
 already says it happened).
 
-If the shared cache cannot be reached, counting falls back to this process's memory: the console
-stays usable while Redis is down, and an attacker still meets a limit (per web process).
+Counts live where every web process sees them: in Redis when REDIS_URL is set, else in the
+database (`LoginCounter` rows): a cache in one process's memory would let each web process allow
+its own LOGIN_FAILURE_LIMIT. While Redis cannot be reached, counting falls back to the database
+too, so the console stays usable and the limit still holds across processes.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import logging
 import math
 import time
 import uuid
 from dataclasses import dataclass
+from typing import Any
 
 import redis
 from django.conf import settings
-from django.core.cache import cache
+from django.core.cache import caches
 from django.core.cache.backends.locmem import LocMemCache
+from django.db.models import F
+from django.utils import timezone
 
+from registry.models import LoginCounter
 from registry.services.audit import Actor, audit_record
 
 log = logging.getLogger(__name__)
 
 _CACHE_DOWN = (redis.RedisError, OSError)
-# Counts recorded while the shared cache is down. The shared cache reads as empty then
-# (config/cache.py), so a lock is whichever of the two says so.
-_local = LocMemCache("login-throttle", {"OPTIONS": {"MAX_ENTRIES": 100_000}})
+
+
+class _DatabaseCounts:
+    """The few cache calls the throttle makes, on `LoginCounter` rows."""
+
+    def add(self, key: str, value: float, timeout: int) -> None:
+        now = timezone.now()
+        LoginCounter.objects.filter(expires_at__lte=now).delete()  # this key's lapsed count among them
+        LoginCounter.objects.get_or_create(
+            key=key, defaults={"value": value, "expires_at": now + dt.timedelta(seconds=timeout)}
+        )
+
+    def incr(self, key: str) -> int:
+        # One statement adds the failure, so two processes counting at once both count.
+        LoginCounter.objects.filter(key=key).update(value=F("value") + 1)
+        return int(LoginCounter.objects.get(key=key).value)
+
+    def set(self, key: str, value: float, timeout: int) -> None:
+        expires_at = timezone.now() + dt.timedelta(seconds=timeout)
+        LoginCounter.objects.update_or_create(key=key, defaults={"value": value, "expires_at": expires_at})
+
+    def delete(self, key: str) -> None:
+        LoginCounter.objects.filter(key=key).delete()
+
+    def get_many(self, keys: list[str]) -> dict[str, float]:
+        rows = LoginCounter.objects.filter(key__in=keys, expires_at__gt=timezone.now())
+        return dict(rows.values_list("key", "value"))
+
+
+_database = _DatabaseCounts()
+
+
+def _shared_cache() -> Any | None:
+    """The cache, when every web process shares it (Redis); None when it is this process's memory."""
+    backend = caches["default"]
+    return None if isinstance(backend, LocMemCache) else backend
+
+
 # Part of every key; `login_throttle_reset` moves to a fresh one (tests: counts must not leak from
 # one test's failed logins into the next through the shared Redis).
 _NAMESPACE = {"token": "0"}
@@ -75,12 +116,14 @@ def _lock_key(what: str, part: str) -> str:
 def login_retry_after(*, attempt: LoginAttempt) -> int | None:
     """Seconds until this account may be tried from this IP again, or None when nothing is locked."""
     keys = [_lock_key(what, part) for what, part, _ in attempt.keys()]
-    try:
-        shared = cache.get_many(keys)
-    except _CACHE_DOWN:
-        log.warning("Login throttle: the cache is unavailable; using this process's counts", exc_info=True)
-        shared = {}
-    until = max([*shared.values(), *_local.get_many(keys).values()], default=0.0)
+    shared: dict[str, Any] = {}
+    if (store := _shared_cache()) is not None:
+        try:
+            shared = store.get_many(keys)
+        except _CACHE_DOWN:
+            log.warning("Login throttle: the cache is unavailable; using the database's counts", exc_info=True)
+    # Locks recorded in the database while the cache was down count too: a lock is whichever says so.
+    until = max([*shared.values(), *_database.get_many(keys).values()], default=0.0)
     remaining = until - time.time()
     return math.ceil(remaining) if remaining > 0 else None
 
@@ -102,12 +145,14 @@ def login_failure_record(*, attempt: LoginAttempt) -> int | None:
     window = settings.LOGIN_FAILURE_WINDOW_SECONDS
     locked: list[str] = []
     counts: dict[str, int] = {}
+    shared = _shared_cache()
     for what, part, limit in attempt.keys():
         try:
-            counts[what], lock = _count_failure(cache, what=what, part=part, limit=limit, window=window)
+            store = shared if shared is not None else _database
+            counts[what], lock = _count_failure(store, what=what, part=part, limit=limit, window=window)
         except _CACHE_DOWN:
-            log.warning("Login throttle: the cache is unavailable; counting in this process", exc_info=True)
-            counts[what], lock = _count_failure(_local, what=what, part=part, limit=limit, window=window)
+            log.warning("Login throttle: the cache is unavailable; counting in the database", exc_info=True)
+            counts[what], lock = _count_failure(_database, what=what, part=part, limit=limit, window=window)
         if lock:
             locked.append(what)
     actor = Actor(via=f"login from {attempt.ip or 'unknown address'}")
@@ -133,14 +178,14 @@ def login_failure_record(*, attempt: LoginAttempt) -> int | None:
 def login_success_record(*, attempt: LoginAttempt) -> None:
     what, part, _ = attempt.keys()[0]
     key = _count_key(what, part)
-    _local.delete(key)
-    try:
-        cache.delete(key)
-    except _CACHE_DOWN:
-        log.warning("Login throttle: the cache is unavailable", exc_info=True)
+    _database.delete(key)
+    if (shared := _shared_cache()) is not None:
+        try:
+            shared.delete(key)
+        except _CACHE_DOWN:
+            log.warning("Login throttle: the cache is unavailable", exc_info=True)
 
 
 def login_throttle_reset() -> None:
-    """Forget every count and lock this process knows of (tests)."""
+    """Forget every count and lock made so far, by moving every key to a fresh namespace (tests)."""
     _NAMESPACE["token"] = uuid.uuid4().hex[:12]
-    _local.clear()

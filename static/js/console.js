@@ -77,6 +77,26 @@
     });
   });
 
+  // The eval run form's cost in agent turns (cases × repeats, twice with a baseline) follows
+  // its fields; the server renders the same figure for the values it was sent with.
+  function showRunCost(form) {
+    var cost = form.querySelector("[data-run-cost]");
+    if (!cost) { return; }
+    var cases = parseInt(cost.getAttribute("data-run-cost"), 10);
+    var repeat = parseInt(form.querySelector("input[name=repeat]").value, 10) || 1;
+    var baseline = form.querySelector("input[name=baseline]").checked;
+    var turns = cases * repeat * (baseline ? 2 : 1);
+    cost.querySelector("[data-run-turns]").textContent = turns.toLocaleString("en") + " agent turn" + (turns === 1 ? "" : "s");
+    cost.querySelector("[data-run-sum]").textContent = cases + " case" + (cases === 1 ? "" : "s") + " × " + repeat +
+      " repeat" + (repeat === 1 ? "" : "s") + (baseline ? " × 2 with the baseline" : "");
+  }
+  ["input", "change"].forEach(function (type) {
+    document.addEventListener(type, function (event) {
+      var form = event.target.closest && event.target.closest("form");
+      if (form && form.querySelector("[data-run-cost]")) { showRunCost(form); }
+    });
+  });
+
   // htmx 2 leaves 4xx answers unswapped. A view answers an htmx request's bad input with the
   // fragment it asked for, the message beside the field (the rule tester's bad label, the
   // playground's refused message), so it goes in place, as the page shows it without JavaScript.
