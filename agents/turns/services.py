@@ -51,6 +51,7 @@ from agents.turns.trace import DatabaseTraceSink, trace_event_append
 from registry.errors import ApplicationError, Conflict, NotFound
 from registry.models import Skill, UsageKind, UsageSource
 from registry.readmodel.rollouts import subject_of, subject_pins
+from registry.readmodel.served import skill_lacks_label
 from registry.selectors import resolve as registry_resolve
 from registry.selectors.versions import skill_version_numbers
 from registry.services.labels import LABEL_NAME
@@ -129,8 +130,8 @@ def agent_turn_create(
 ) -> AgentTurn:
     """Queue a turn; the worker is told only after the row is committed.
 
-    Every skill of the turn is resolved at `label` (as resolve does: skills without it at
-    production, else latest) and the skills in `skill_versions` at exactly those versions: what
+    Every skill of the turn is resolved at `label` (as resolve does: only the skills that carry
+    it; without one, production, else latest) and the skills in `skill_versions` at exactly those versions: what
     it offers, what `read_skill` and a forced skill load, what its usage events report. The
     skills in `hidden_skills` are pinned to version 0, which no skill has, so resolve leaves them
     out of the turn altogether (an eval's baseline: the same case without the skill)."""
@@ -182,8 +183,8 @@ def _enqueue(turn_id: str) -> None:
 
 def agent_turn_label_check(*, label: str | None) -> str | None:
     """The label a turn resolves at, or None for the default (production, else latest). Any
-    well-formed name is accepted, `latest` included: a label no skill carries falls back for
-    every skill, as resolve's does."""
+    well-formed name is accepted, `latest` included: a label no skill carries gives the turn no
+    skills, as it gives resolve's."""
     if label is None or label == "":
         return None
     if not isinstance(label, str) or not LABEL_NAME.fullmatch(label):
@@ -206,7 +207,9 @@ def agent_turn_pins_check(*, skill_versions: Any, label: str | None) -> dict[str
             'skill_versions must be an object of skill name to version number, e.g. {"code-review": 3}.',
             fields={"skill_versions": "an object of name: version number"},
         )
-    in_effect = registry_resolve.registry_snapshot(label=label).by_name
+    # A pin passes over the turn's label (it names a version, not a label), so whether its skill
+    # is in service is asked of the skills a request naming no label gets.
+    in_effect = registry_resolve.registry_snapshot().by_name
     for name, number in skill_versions.items():
         where = f"skill_versions.{str(name)[:128]}"
         if not isinstance(number, int) or isinstance(number, bool) or number < 1:
@@ -263,6 +266,13 @@ def _check_forced_skill(
         return
     if registry_resolve.skill_effective(name=name, label=label, pins=pins) is not None:
         return
+    if skill_lacks_label(name=name, label=label):
+        field = "forced_skill" if forced_skill else "message"
+        raise ApplicationError(
+            f"The skill '{name}' has no label '{label}': a turn at a label reads only the skills that carry it. "
+            "Move the label to a version of it, pin a version in skill_versions, or ask without a label.",
+            fields={field: f"'{name}' has no label '{label}'"},
+        )
     names = list(registry_resolve.registry_snapshot(label=label, pins=pins).by_name)
     closest = difflib.get_close_matches(name, names, n=3, cutoff=0.5)
     hint = f" Did you mean {', '.join(closest)}?" if closest else ""

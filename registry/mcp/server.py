@@ -68,6 +68,13 @@ def _invalid(message: str) -> MCPError:
     return MCPError(code=INVALID_PARAMS, message=message)
 
 
+def _at_label() -> str:
+    """Where a request reads, for its errors: with `?label=`, only the skills carrying the label
+    are served."""
+    label = _LABEL.get()
+    return f" at label '{label}'" if label else ""
+
+
 def _cacheable(result: dict[str, Any]) -> dict[str, Any]:
     return {"resultType": "complete", **result, "ttlMs": TTL_MS, "cacheScope": CACHE_SCOPE}
 
@@ -154,7 +161,7 @@ async def skills_list(ctx: ServerRequestContext[Any, Any], params: types.Paginat
 async def skills_get(ctx: ServerRequestContext[Any, Any], params: GetSkillParams) -> dict[str, Any]:
     found = await _entry(ctx, params.uri)
     if found is None or found[2] != SKILL_MD:
-        raise _invalid(f"No skill is served at {params.uri}")
+        raise _invalid(f"No skill is served at {params.uri}{_at_label()}")
     catalog, entry, _ = found
     if (why := entry.over_limits) is not None:
         raise _invalid(f"{params.uri} is not served as a skill: {why}. Its files can still be read one by one.")
@@ -165,7 +172,7 @@ async def directory_read(ctx: ServerRequestContext[Any, Any], params: ReadDirect
     found = await _entry(ctx, params.uri)
     children = None if found is None else mcp_skill_directory(entry=found[1], path=found[2])
     if found is None or children is None:
-        raise _invalid(f"{params.uri} is not a directory resource this server serves")
+        raise _invalid(f"{params.uri} is not a directory resource this server serves{_at_label()}")
     name = found[1].name
     return {
         "resultType": "complete",
@@ -229,7 +236,7 @@ async def resource_read(
     if found is not None and found[2]:
         content = await sync_to_async(mcp_skill_file)(entry=found[1], path=found[2])
     if found is None or content is None:
-        raise _invalid(f"No resource is served at {params.uri}")
+        raise _invalid(f"No resource is served at {params.uri}{_at_label()}")
     catalog, entry, path = found
     mime_type = "text/markdown" if path == SKILL_MD else file_content_type(path, content).split(";")[0]
     # Which version of the skill these bytes are, as skills/list says of its entry.

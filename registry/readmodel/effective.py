@@ -41,21 +41,45 @@ def _is_true(value: object) -> bool:
     return value is True or (isinstance(value, str) and value.strip().lower() in ("true", "yes", "1"))
 
 
+PRODUCTION = "production"
+LATEST = "latest"  # implicit on every skill: its newest version
+
+
 def requested_label(label: str | None) -> str:
     """The label a request reads at: `production` when it names none (as `GET /skills/{name}`
     does); `latest` means the newest version everywhere."""
-    return "production" if label is None else label
+    return PRODUCTION if label is None else label
+
+
+def label_applied(*, label: str | None, carried: Collection[str]) -> str | None:
+    """The one rule for a label a skill may not have, on every read path: which label a request
+    at `label` reads a skill at, given the labels the skill carries (`carried`; a collection
+    holding only the one that matters will do).
+
+    - a named label: that label when the skill carries it, else None: the skill is absent from
+      the request (a read naming it is a 404, resolve, MCP and discovery leave it out, a forced
+      skill is refused naming the label);
+    - `latest`: carried by every skill (its newest version);
+    - no label: `production` when the skill carries it, else `latest`.
+
+    A pin (an explicit version) is not a label and passes over this rule; a label's rollout
+    decides which version of the label applied (registry/readmodel/rollouts.py).
+    """
+    if label is None:
+        return PRODUCTION if PRODUCTION in carried else LATEST
+    if label == LATEST or label in carried:
+        return label
+    return None
 
 
 def effective_skills(
     *, label: str | None = None, names: Collection[str] | None = None, pins: Mapping[str, int] | None = None
 ) -> list[EffectiveSkill]:
-    """Every effective enabled skill (precedence applied) by name, at `label` where it has it.
-
-    Like `skill_version_for`: no label means `production` where it exists, else latest; a named
-    label falls back to latest for skills that do not carry it (so a new skill is visible before
-    anyone labels it); `latest` means the newest version everywhere. `pins` ({name: number})
-    reads those skills at that exact version instead, whatever the label says (a turn trying a
+    """Every effective enabled skill (precedence applied) by name, at the label `label_applied`
+    gives each: with no label, `production` where the skill has it, else latest; with a named
+    label, only the skills that carry it; `latest` is the newest version everywhere (the rule of
+    `skill_version_for` too). `pins` ({name: number}) reads those skills at that exact version
+    instead, whatever the label says and whether or not the skill carries it (a turn trying a
     version before it is promoted); a pin chooses a version, never a source, so it applies to the
     skill that wins the name, and a pinned number it does not have leaves the skill out. A skill
     whose SKILL.md says `enabled: false` is left out. Three queries (four with pins), whatever
@@ -87,14 +111,22 @@ def _version_rows(
         # A pinned skill is read at its pin or not at all: never at the label's version instead.
         winners = {key: skill for key, skill in winners.items() if skill.name not in pins or key in pinned}
     label_name = requested_label(label)
+    labelled: dict[int, dict] = {}
+    if label_name != LATEST:
+        labelled = {row["skill_id"]: row for row in versions.filter(labels__name=label_name).values(*_EFFECTIVE_FIELDS)}
     chosen: dict[int, dict] = dict(pinned)
-    if label_name != "latest":
-        for row in versions.filter(labels__name=label_name).values(*_EFFECTIVE_FIELDS):
-            if row["skill_id"] in winners and row["skill_id"] not in pinned:
-                chosen[row["skill_id"]] = row
-    if len(chosen) < len(winners):
+    at_latest: set[int] = set()
+    for skill_id in winners:
+        if skill_id in pinned:
+            continue
+        applied = label_applied(label=label, carried=(label_name,) if skill_id in labelled else ())
+        if applied == LATEST:
+            at_latest.add(skill_id)
+        elif applied is not None:
+            chosen[skill_id] = labelled[skill_id]
+    if at_latest:
         for row in versions.filter(number=F("skill__latest_version")).values(*_EFFECTIVE_FIELDS):
-            if row["skill_id"] in winners and row["skill_id"] not in chosen:
+            if row["skill_id"] in at_latest:
                 chosen[row["skill_id"]] = row
     # A winner without a row is a skill whose first publish has not committed.
     return chosen

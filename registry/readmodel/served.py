@@ -1,16 +1,18 @@
 """Which version of which skill a request gets: the one place that answers it.
 
-Two kinds of request ask, with the rules SPEC §4 gives each:
+Which label a request reads a skill at is one rule for every path, `label_applied`
+(registry/readmodel/effective.py): a request naming a label gets only the skills that carry it;
+one naming none gets `production` where the skill has it, else latest. Two kinds of request ask:
 
 - a request *for the registry's skills* (resolve, matching, the runtime's skill list and its
   `read_skill`, MCP and discovery readers): `skill_served` — the snapshot's entry at the request's
-  label and pins (registry/readmodel/effective.py has the rules: precedence, the label where the
-  skill carries it else latest, a pin over the label, `enabled: false` in the SKILL.md leaves it
-  out). A skill resolve offers always loads and one it hides never does.
+  label and pins (registry/readmodel/effective.py has the rules: precedence, the label rule, a
+  pin over the label, `enabled: false` in the SKILL.md leaves it out). A skill resolve offers
+  always loads and one it hides never does.
 - a request *naming one skill* (the REST reads, SKILL.md by URL): `skill_get` picks the skill
   (the winner, or the top-priority one when all are disabled, so it can be inspected) and
-  `skill_version_for` the version (a number, a label that must exist, else production, else
-  latest); `skill_md_raw` is the bytes of it, kept per generation.
+  `skill_version_for` the version (a number, else the label rule's: a 404 for a label the skill
+  does not carry); `skill_md_raw` is the bytes of it, kept per generation.
 
 A label's rollout (registry/readmodel/rollouts.py) sends a share of subjects to its canary: for
 the registry's skills as pins (`subject_pins`, so the snapshot and every cache are keyed by the
@@ -25,7 +27,14 @@ from dataclasses import dataclass
 
 from registry.errors import NotFound
 from registry.models import Label, Skill, SkillVersion
-from registry.readmodel.effective import requested_label, skill_representative, skills_by_name
+from registry.readmodel.effective import (
+    LATEST,
+    label_applied,
+    requested_label,
+    skill_representative,
+    skill_winner,
+    skills_by_name,
+)
 from registry.readmodel.generation import current_generation
 from registry.readmodel.memo import GenerationMemo
 from registry.readmodel.rollouts import subject_canary, subject_pins
@@ -56,9 +65,10 @@ def skill_version_for(
     *, skill: Skill, label: str | None = None, number: int | None = None, canary: int | None = None
 ) -> SkillVersion:
     """The version a request that names this skill gets (the REST reads, `read_skill` by
-    source): an explicit number, a label (NotFound when the skill does not carry it), else
-    `production` if set, else latest. `canary` is the version the label's rollout gives the
-    request's subject (`subject_canary`), read in place of the label's stable one."""
+    source): an explicit number, else the label `label_applied` gives it (NotFound when the
+    request names a label the skill does not carry; no label: `production` if set, else latest).
+    `canary` is the version the label's rollout gives the request's subject (`subject_canary`),
+    read in place of the label's stable one."""
     if number is None and canary is not None:
         number = canary
     if number is not None:
@@ -66,19 +76,32 @@ def skill_version_for(
         if version is None:
             raise NotFound(f"'{skill.name}' has no version {number}.")
         return version
-    if label and label != "latest":
-        found = Label.objects.select_related("version").filter(skill=skill, name=label).first()
-        if found is None:
-            raise NotFound(f"'{skill.name}' has no label '{label}'.")
+    wanted = requested_label(label)
+    labels = Label.objects.select_related("version")
+    found = None if wanted == LATEST else labels.filter(skill=skill, name=wanted).first()
+    applied = label_applied(label=label, carried=(wanted,) if found is not None else ())
+    if applied is None:
+        raise NotFound(label_missing_detail(name=skill.name, label=wanted))
+    if found is not None and applied == found.name:
         return found.version
-    if label is None:
-        production = Label.objects.select_related("version").filter(skill=skill, name=requested_label(label)).first()
-        if production is not None:
-            return production.version
     version = skill.versions.filter(number=skill.latest_version).first()
     if version is None:
         raise NotFound(f"'{skill.name}' has no versions.")
     return version
+
+
+def label_missing_detail(*, name: str, label: str) -> str:
+    """What a request naming `label` is told of a skill left out because it does not carry it."""
+    return f"'{name}' has no label '{label}'."
+
+
+def skill_lacks_label(*, name: str, label: str | None) -> bool:
+    """Whether the skill that wins `name` is left out of a request at `label` because it does not
+    carry that label (rather than being unknown or off): what a refused forced skill names."""
+    if label is None or label == LATEST:
+        return False
+    winner = skill_winner(skills_named(name=name))
+    return winner is not None and not Label.objects.filter(skill=winner, name=label).exists()
 
 
 def skill_not_found(name: str, source: str | None) -> NotFound:

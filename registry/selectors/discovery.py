@@ -1,11 +1,10 @@
 """What the Agent Skills discovery index (`/.well-known/agent-skills/`, RFC v0.2.0) publishes.
 
-One label, the operator's `DISCOVERY_LABEL`, is published: the skills that carry it, at the
-version it points to, when that is the version in effect there (`skill_effective`: the winning
-source, enabled, its SKILL.md not `enabled: false`). A skill the label does not point to is not
-published, even though a labelled read would fall back to its latest version: the index is read
-without a token, so it shows only what someone promoted. `latest` publishes every effective skill
-at its newest version.
+One label, the operator's `DISCOVERY_LABEL`, is published: the skills in effect at it
+(`skill_effective`: the winning source, enabled, its SKILL.md not `enabled: false`), which by the
+label rule every read path shares (registry/readmodel/effective.py, `label_applied`) are the
+skills that carry it, at the version it points to. The index is read without a token, so it shows
+only what someone promoted. `latest` publishes every effective skill at its newest version.
 
 Each skill is one artifact whose digest is the sha256 of exactly the bytes served: its SKILL.md
 (`type: skill-md`) when that is the whole skill, else a zip with SKILL.md at the root (`type:
@@ -23,7 +22,7 @@ from functools import cached_property
 from django.core.cache import cache
 from django.db.models import Count, F, Q, QuerySet
 
-from registry.models import Label, SkillVersion
+from registry.models import SkillVersion
 from registry.readmodel.rollouts import subject_pins
 from registry.readmodel.snapshot import Pins
 from registry.selectors.resolve import cache_namespace, registry_snapshot, skill_effective, skill_version_effective
@@ -84,32 +83,15 @@ def artifact_url(*, name: str, type: str) -> str:
 
 
 def _published(label: str, names: list[str] | None = None, *, pins: Pins | None = None) -> list[EffectiveSkill]:
-    """The effective skills at `label` that the label points to (every one for `latest`), or
-    that its rollout gives the reader (`pins`, from `subject_pins`), with publishable names, by
-    name; with `names`, only those."""
+    """The effective skills at `label` (those that carry it; every one for `latest`), at the
+    version it points to or that its rollout gives the reader (`pins`, from `subject_pins`), with
+    publishable names, by name; with `names`, only those."""
     if names is None:
         # One snapshot for the whole listing: every entry as of one generation, read once.
         effective: list[EffectiveSkill] = list(registry_snapshot(label=label, pins=pins).skills)
     else:
         effective = [skill for name in names if (skill := skill_effective(name=name, label=label, pins=pins))]
-    pointed = None
-    if label != LATEST:
-        pointers = Label.objects.filter(name=label)
-        if names is not None:
-            pointers = pointers.filter(skill__name__in=names)
-        pointed = set()
-        for skill_id, stable, canary in pointers.values_list("skill_id", "version__number", "canary_version__number"):
-            pointed.add((skill_id, stable))
-            if canary is not None:
-                pointed.add((skill_id, canary))
-    return sorted(
-        (
-            skill
-            for skill in effective
-            if publishable(skill.name) and (pointed is None or (skill.skill_id, skill.version) in pointed)
-        ),
-        key=lambda skill: skill.name,
-    )
+    return sorted((skill for skill in effective if publishable(skill.name)), key=lambda skill: skill.name)
 
 
 def _artifact_type(file_count: int) -> str:

@@ -1,9 +1,9 @@
 """resolve(): what an agent needs for one turn, in one cached call (SPEC §4, seeds 002/003/004).
 
-- the effective, enabled skills (precedence applied) at a label: with `label`, skills that carry
-  it are read at that version and the others at their latest (so a skill nobody has labelled yet
-  is still offered); without a label, `production` where it exists, else latest — the same rule as
-  `GET /skills/{name}`;
+- the effective, enabled skills (precedence applied) at a label: with `label`, only the skills
+  that carry it, at that version (a forced skill without it is left out with a warning naming
+  the label); without a label, `production` where it exists, else latest — the one rule of every
+  read path (registry/readmodel/effective.py, `label_applied`);
 - force-include rules applied: every enabled rule whose pattern matches the query (RE2,
   case-insensitive) fires, in priority order; its skills are listed first and kept even over
   budget, and its instruction is returned for the end of the system prompt;
@@ -49,7 +49,7 @@ from registry.readmodel.results import ResultCache
 from registry.readmodel.results import cache_namespace as cache_namespace
 from registry.readmodel.results import registry_caches_reset as registry_caches_reset
 from registry.readmodel.rollouts import canary_names, subject_of, subject_pins
-from registry.readmodel.served import skill_served, skill_version_of
+from registry.readmodel.served import skill_lacks_label, skill_served, skill_version_of
 from registry.readmodel.skill import EffectiveSkill
 from registry.readmodel.snapshot import Pins, RuleEntry, Snapshot
 from registry.readmodel.snapshot import registry_snapshot as registry_snapshot
@@ -462,15 +462,24 @@ def forced_skills(snapshot: Snapshot, *, forced_skill: str | None, fired: Sequen
         if forced_skill in snapshot.by_name:
             by.setdefault(forced_skill, []).append("forced_skill")
         else:
-            warnings.append(f"The forced skill '{forced_skill}' is not an enabled skill.")
+            warnings.append(f"The forced skill '{forced_skill}' {_left_out(forced_skill, snapshot.label)}.")
             forced_skill = None
     for rule in fired:
         for name in rule.skills:
             if name in snapshot.by_name:
                 by.setdefault(name, []).append(rule.name)
             else:
-                warnings.append(f"Rule '{rule.name}' names the skill '{name}', which is not an enabled skill.")
+                warnings.append(
+                    f"Rule '{rule.name}' names the skill '{name}', which {_left_out(name, snapshot.label)}."
+                )
     return ForcedSkills(by=by, forced_skill=forced_skill, warnings=tuple(warnings))
+
+
+def _left_out(name: str, label: str | None) -> str:
+    """Why a skill that a request forces is not in it: the label it lacks, when that is why."""
+    if skill_lacks_label(name=name, label=label):
+        return f"does not carry the label '{label}'"
+    return "is not an enabled skill"
 
 
 def _unchecked_warning(unchecked: Sequence[str]) -> list[str]:

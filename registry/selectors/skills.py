@@ -16,7 +16,7 @@ from registry.matching.ranking import words
 from registry.models import Skill, SkillVersion
 from registry.readmodel.catalog import CatalogDoc, search_key, skill_catalog_entries
 from registry.readmodel.effective import effective_skills as effective_skills
-from registry.readmodel.effective import skill_representative, skills_by_name
+from registry.readmodel.effective import label_applied, skill_representative, skills_by_name
 from registry.readmodel.effective import skill_winner as skill_winner
 from registry.readmodel.served import RawSkillMd as RawSkillMd
 from registry.readmodel.served import skill_get as skill_get
@@ -90,7 +90,8 @@ class CatalogRow:
     def served(self) -> int:
         """The version number `skill_version_for` gives a reader who names no label or version:
         production where it is set, else the newest (property-tested against it)."""
-        return self.labels.get("production", self.skill.latest_version)
+        applied = label_applied(label=None, carried=self.labels)
+        return self.labels[applied] if applied in self.labels else self.skill.latest_version
 
 
 def skill_catalog(
@@ -119,10 +120,11 @@ def skill_catalog(
         if enabled is not None and skill.enabled != enabled:
             continue
         version = entry.newest
-        if label and label != "latest":
-            if label not in entry.label_versions:
+        if label:
+            applied = label_applied(label=label, carried=entry.label_versions)
+            if applied is None:
                 continue
-            version = entry.label_versions[label]
+            version = entry.label_versions.get(applied, version)
         if tag and tag not in {str(t).lower() for t in version.tags or ()}:
             continue
         if trigger and trigger not in {str(t).lower() for t in version.triggers or ()}:

@@ -126,7 +126,7 @@ def test_fired_rules_force_include_their_skills_first_with_instructions_and_why(
     assert any("ghost" in w for w in result.warnings)
 
 
-def test_resolve_at_a_label_falls_back_to_latest_for_unlabelled_skills():
+def test_resolve_at_a_label_offers_only_the_skills_that_carry_it():
     first = publish("pdf", description="PDF v1.").skill
     publish("pdf", description="PDF v2.")
     publish("csv", description="CSV v1.")
@@ -137,7 +137,7 @@ def test_resolve_at_a_label_falls_back_to_latest_for_unlabelled_skills():
     label_move(skill=first, label="production", version_number=1)
     production = {s.skill.name: s.skill.version for s in resolve().skills}
 
-    assert at_staging == {"pdf": 1, "csv": 1}
+    assert at_staging == {"pdf": 1}  # csv carries no staging: left out, not read at its latest
     assert default == {"pdf": 2, "csv": 1}
     assert production == {"pdf": 1, "csv": 1}  # no label given: production where it exists
 
@@ -152,6 +152,17 @@ def test_an_unknown_forced_skill_is_a_warning_not_an_error():
     publish("real")
     result = resolve(forced_skill="imaginary")
     assert result.forced_skill is None and any("imaginary" in w for w in result.warnings)
+
+
+def test_a_forced_skill_without_the_label_is_left_out_with_a_warning_naming_the_label():
+    publish("unlabelled", description="Never promoted.")
+    rule_create(name="always", pattern="go", skills=["unlabelled"])
+
+    result = resolve(query="go", label="staging", forced_skill="unlabelled")
+
+    assert result.skills == () and result.forced_skill is None
+    assert "The forced skill 'unlabelled' does not carry the label 'staging'." in result.warnings
+    assert "Rule 'always' names the skill 'unlabelled', which does not carry the label 'staging'." in result.warnings
 
 
 # --- caching ------------------------------------------------------------------------------------

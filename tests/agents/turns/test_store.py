@@ -168,14 +168,13 @@ def test_read_skill_of_a_skill_whose_skill_md_says_enabled_false_is_a_tool_error
     assert "skill_activated" not in [kind for kind, _ in trace.events]
 
 
-def test_at_a_label_a_skill_that_does_not_carry_it_is_offered_and_loads_at_its_latest():
+def test_at_a_label_a_skill_that_does_not_carry_it_is_neither_offered_nor_loaded():
     publish("fresh", description="New, not labelled yet.")
     publish("fresh", description="New, not labelled yet, second draft.")
 
-    offered = resolve(query="", label="staging").skills
-
-    assert [(s.skill.name, s.skill.version) for s in offered] == [("fresh", 2)]
-    assert store.RegistrySkillStore(label="staging").load("fresh").version == 2
+    assert resolve(query="", label="staging").skills == ()
+    assert store.RegistrySkillStore(label="staging").load("fresh") is None
+    assert store.RegistrySkillStore().load("fresh").version == 2  # no label: its latest
 
 
 def test_loading_a_skill_reads_only_its_version_once_the_snapshot_is_built(django_assert_max_num_queries):
@@ -224,8 +223,9 @@ def expected(
 ) -> tuple[str, int] | None:
     """The rule written out plainly: the enabled source of highest precedence wins the name; it is
     read at its pinned version when pinned (and not at all when it has no such version), else at
-    the label (`production` when none is asked for), else at its latest; and its SKILL.md there
-    may turn it off."""
+    a named label when it carries it (and not at all when it does not), else at `production` when
+    no label is asked for and it has one, else at its latest; and its SKILL.md there may turn it
+    off."""
     enabled = [(source, spec) for (n, source), spec in registry.items() if n == name and spec["enabled"]]
     if not enabled:
         return None
@@ -237,7 +237,10 @@ def expected(
         number = pins[name]
     else:
         pointed = None if label == "latest" else spec["production" if label is None else label]
-        number = pointed if pointed is not None and pointed <= latest else latest
+        carried = pointed is not None and pointed <= latest  # `build` sets no label past the latest
+        if label not in (None, "latest") and not carried:
+            return None  # a named label the skill does not carry leaves it out
+        number = pointed if carried else latest
     return None if spec["versions"][number - 1] is False else (source, number)
 
 
