@@ -30,6 +30,15 @@ def _username(user) -> str | None:
     return user.get_username() if user is not None else None
 
 
+def skill_name_holder(*, name: str, source: str) -> SkillVersion | None:
+    """The newest version of the skill `name` in `source` (with its skill and author), or None
+    when that source has no skill of that name: who a new skill of that name would collide with."""
+    skill = Skill.objects.filter(name=name, source=source).first()
+    if skill is None:
+        return None
+    return skill.versions.select_related("skill", "author").filter(number=skill.latest_version).first()
+
+
 def skill_labels(skill: Skill) -> dict[str, int]:
     """Label name -> version number."""
     return dict(skill.labels.values_list("name", "version__number"))

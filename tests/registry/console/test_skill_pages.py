@@ -11,7 +11,10 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 
 from registry.models import AuditLog, Label, Skill, SkillVersion
 from registry.selectors import skill_get
+from registry.services.audit import Actor
 from registry.services.labels import label_move
+from registry.services.skills import skill_version_publish
+from registry.skillformat.bundle import bundle_from_parts
 from tests.factories import UserFactory, make_skill_md, publish
 
 pytestmark = pytest.mark.django_db
@@ -205,27 +208,48 @@ def test_a_stale_publish_is_a_409_conflict_that_keeps_the_users_text(author_clie
     assert SkillVersion.objects.get(number=3).skill_md == mine
 
 
-def test_creating_a_name_that_exists_is_a_conflict_not_a_silent_new_version(author_client):
-    publish("demo-skill")
-
-    response = author_client.post("/skills/new/", _publish_form(make_skill_md(body="# Other\n"), 0))
-
-    assert response.status_code == 409
-    assert SkillVersion.objects.count() == 1
-
-
-def test_the_new_pages_conflict_shows_theirs_and_publishing_on_top_revises_their_skill(author_client):
+def test_creating_a_name_that_exists_is_refused_as_taken_and_nothing_offers_to_overwrite(author_client):
     publish("demo-skill", description="Their words.")
     mine = make_skill_md(body="# Other\n")
 
-    response = author_client.post("/skills/new/", _publish_form(mine, 0))
-    html = response.content.decode()
-    again = author_client.post("/skills/new/", _publish_form(mine, 1))
+    for base_version in (0, 1):  # a hand-made form naming their version changes nothing
+        response = author_client.post("/skills/new/", _publish_form(mine, base_version))
+        html = response.content.decode()
+        assert response.status_code == 409
+        assert "demo-skill</strong> exists (v1 by system)" in html
+        assert 'href="/skills/demo-skill/?source=user">open it</a> or choose another name' in html
+        assert "Edit conflict" not in html and "on top of" not in html and "based on version" not in html
+        assert _textarea(html) == mine  # the text is kept, to rename
+    assert SkillVersion.objects.filter(skill__name="demo-skill").count() == 1
 
-    assert response.status_code == 409
-    assert 'name="base_version" value="1"' in html and "Their words." in html
-    assert again.status_code == 302
-    assert SkillVersion.objects.get(skill__name="demo-skill", number=2).skill_md == mine
+
+def test_the_new_pages_live_check_says_a_name_is_taken_and_by_whom(author_client):
+    ann = UserFactory(username="ann")
+    for n in (1, 2, 3):
+        skill_version_publish(
+            bundle=bundle_from_parts(make_skill_md("csv-cleaner", body=f"# v{n}\n").encode(), ()),
+            actor=Actor(user=ann),
+        )
+
+    def problems(text: str) -> str:
+        response = author_client.post(
+            "/skills/new/", {"skill_md": text, "base_version": "0", "check": "problems"}, HTTP_HX_REQUEST="true"
+        )
+        assert response.status_code == 200
+        return response.content.decode()
+
+    taken = problems(make_skill_md("csv-cleaner"))
+    assert "csv-cleaner</strong> exists (v3 by ann)" in taken and '<span class="badge badge-bad">1 error' in taken
+    assert 'href="/skills/csv-cleaner/?source=user">open it</a>' in taken
+    free = problems(make_skill_md("csv-tidier"))
+    assert "exists" not in free and "No problems" in free
+    # Editing the skill itself is no clash: the name is its own.
+    edit = author_client.post(
+        "/skills/csv-cleaner/edit/",
+        {"skill_md": make_skill_md("csv-cleaner"), "base_version": "3", "check": "problems"},
+        HTTP_HX_REQUEST="true",
+    )
+    assert "exists" not in edit.content.decode()
 
 
 def test_publishing_identical_content_creates_nothing_and_says_so(author_client):
