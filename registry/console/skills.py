@@ -688,8 +688,9 @@ def skill_diff(request, name: str):
 
 @console_view(scope=WRITE)
 def skill_labels(request, name: str):
-    """Move or remove a label. Anything that moves `production` shows a confirmation page first
-    (what changes, the diff), and only its Confirm button writes."""
+    """Move or remove a label. Anything that moves `production` (a rollout's Promote too) shows a
+    confirmation page first (what each audience is served before and after, with the diffs), and
+    only its Confirm button writes."""
     if request.method != "POST":
         return redirect(reverse("skill-versions", args=[name]))
     skill = _skill(request, name)
@@ -711,15 +712,18 @@ def skill_labels(request, name: str):
         # A move its policy refuses is refused here, before the confirmation asks about it.
         label_name_check(label)
         label_policy_enforce(skill=skill, label=label, version=target, actor=_actor(request), role=role)
-        old = _version(skill, current) if current else None
         context = {
             **_page_context(skill),
             "label": label,
             "target": target,
             "current": current,
-            "diff": selectors.skill_version_diff(old=old, new=target),
+            "audiences": selectors.label_move_audiences(skill=skill, label=label, target=target),
         }
         return render(request, "registry/skills/label_confirm.html", context)
+    promoting = any(
+        rollout.name == label and rollout.rollout_active and rollout.canary_version.number == target.number
+        for rollout in skill_rollouts(skill)
+    )
     label_move(
         skill=skill,
         label=label,
@@ -728,7 +732,9 @@ def skill_labels(request, name: str):
         role=role,
         override_reason=override_reason,
     )
-    if current == target.number:
+    if promoting:
+        messages.success(request, f"Promoted v{target.number} to {label}: the rollout is over.")
+    elif current == target.number:
         messages.info(request, f"{label} already points to v{target.number}.")
     else:
         moved = f"from v{current} " if current else ""
@@ -738,8 +744,9 @@ def skill_labels(request, name: str):
 
 @console_view(scope=WRITE)
 def skill_rollout(request, name: str):
-    """Start, raise or lower (`set`), promote or abort a label's rollout, through the services
-    the API calls; a policy refusal comes back as a message on the versions page."""
+    """Start, raise or lower (`set`) or abort a label's rollout, through the services the API
+    calls; a policy refusal comes back as a message on the versions page. Promoting is a move of
+    the label (`skill_labels`), so `production` gets the same confirmation as any move."""
     if request.method != "POST":
         return redirect(reverse("skill-versions", args=[name]))
     skill = _skill(request, name)
@@ -754,12 +761,6 @@ def skill_rollout(request, name: str):
     if action == "abort":
         label_rollout_abort(skill=skill, label=label, actor=actor)
         messages.success(request, f"Aborted the rollout of {label}: every subject reads the stable version.")
-    elif action == "promote":
-        target = _version(skill, request.POST.get("version"))
-        label_move(
-            skill=skill, label=label, version_number=target.number, actor=actor, role=role, override_reason=reason
-        )
-        messages.success(request, f"Promoted v{target.number} to {label}: the rollout is over.")
     else:
         target = _version(skill, request.POST.get("version"))
         weight = request.POST.get("weight", "")

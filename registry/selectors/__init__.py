@@ -49,6 +49,7 @@ from registry.selectors.skills import (
 from registry.selectors.tokens import TokenRow, api_token_get_for_user, api_token_list, api_tokens_for_user
 from registry.selectors.versions import (
     DIFF_TEXT_MAX,
+    Audience,
     BundleZip,
     FileChange,
     LabelPointer,
@@ -58,6 +59,7 @@ from registry.selectors.versions import (
     VersionRow,
     bundle_zip,
     bundle_zip_etag,
+    label_move_audiences,
     label_pointer,
     skill_label_history,
     skill_label_state,
@@ -77,6 +79,7 @@ from registry.selectors.versions import (
 
 __all__ = [
     "AccountRow",
+    "Audience",
     "AuditEntry",
     "AuditFilter",
     "RuleRow",
@@ -109,6 +112,7 @@ __all__ = [
     "bundle_zip_etag",
     "dashboard_stats",
     "effective_skills",
+    "label_move_audiences",
     "label_pointer",
     "skill_label_state",
     "skill_version_detail",

@@ -13,6 +13,7 @@ from registry.models import AuditLog, Label, Skill, SkillVersion
 from registry.selectors import skill_get
 from registry.services.audit import Actor
 from registry.services.labels import label_move
+from registry.services.rollouts import label_rollout_set
 from registry.services.skills import skill_version_publish
 from registry.skillformat.bundle import bundle_from_parts
 from tests.factories import UserFactory, make_skill_md, publish
@@ -343,6 +344,71 @@ def test_rollback_asks_for_confirmation_then_moves_production(author_client, aut
     author_client.post("/skills/demo-skill/labels/", {"label": "production", "version": "1", "confirm": "1"})
     assert Label.objects.get(name="production").version.number == 1
     assert AuditLog.objects.filter(action="label.move", actor=author, via="console").exists()
+
+
+def _audiences(html: str) -> dict[str, str]:
+    """Each audience line of a confirmation page: who -> what they are served before → after."""
+    found = re.findall(r'<li data-audience="([^"]+)">.*?<span class="audience-change">(.*?)</span>', html, re.S)
+    return {who: " ".join(re.sub(r"<[^>]+>", "", change).split()) for who, change in found}
+
+
+def test_the_first_production_label_states_the_real_change_for_each_audience(author_client):
+    publish("demo-skill", body="# One\n\nFirst words.\n")
+    publish("demo-skill", body="# Two\n\nSecond words.\n")
+
+    asked = author_client.post("/skills/demo-skill/labels/", {"label": "production", "version": "1"})
+
+    html = asked.content.decode()
+    assert asked.status_code == 200 and not Label.objects.exists()
+    assert _audiences(html) == {
+        "naming production": "nothing (the skill has no production label) → v1",
+        "naming no label": "v2 (the latest: no version is labelled production) → v1",
+    }
+    # Unlabelled readers' diff is v2 -> v1 (lines removed and added), not the whole file added.
+    unlabelled = html.split('data-audience-diff="naming no label"')[1]
+    assert re.search(r'<tr class="del">(?:(?!</tr>).)*Second words\.', unlabelled)
+    assert re.search(r'<tr class="add">(?:(?!</tr>).)*First words\.', unlabelled)
+    labelled = html.split('data-audience-diff="naming production"')[1].split("data-audience-diff")[0]
+    assert '<tr class="add">' in labelled and '<tr class="del">' not in labelled  # for them it is all new
+
+
+def test_a_production_move_is_one_audience_and_a_running_rollout_is_named(author_client):
+    for n in (1, 2, 3):
+        publish("demo-skill", description=f"Version {n}.")
+    skill = skill_get(name="demo-skill")
+    label_move(skill=skill, label="production", version_number=1)
+    label_rollout_set(skill=skill, label="production", version_number=2, weight=10)
+
+    asked = author_client.post("/skills/demo-skill/labels/", {"label": "production", "version": "3"})
+
+    assert _audiences(asked.content.decode()) == {
+        "naming production, naming no label": "v1, and v2 for 10% of subjects (the rollout) → v3"
+    }
+
+
+def test_a_rollouts_promote_goes_through_the_confirmation_page(author_client):
+    publish("demo-skill")
+    publish("demo-skill", description="Version two.")
+    skill = skill_get(name="demo-skill")
+    label_move(skill=skill, label="production", version_number=1)
+    label_rollout_set(skill=skill, label="production", version_number=2, weight=25)
+    versions = author_client.get("/skills/demo-skill/versions/").content.decode()
+    promote = re.search(
+        r'<form method="post" action="([^"]+)"[^>]*>(?:(?!</form>).)*Promote v2</button>', versions, re.S
+    )
+    assert promote and promote.group(1) == "/skills/demo-skill/labels/"
+    assert "onclick" not in versions
+
+    asked = author_client.post("/skills/demo-skill/labels/", {"label": "production", "version": "2"})
+    assert ">Confirm<" in asked.content.decode()
+    assert Label.objects.get(name="production").weight == 25  # asking moved nothing
+
+    done = author_client.post(
+        "/skills/demo-skill/labels/", {"label": "production", "version": "2", "confirm": "1"}, follow=True
+    )
+    assert "Promoted v2 to production: the rollout is over." in done.content.decode()
+    label = Label.objects.get(name="production")
+    assert label.version.number == 2 and label.canary_version is None
 
 
 def test_other_labels_move_and_are_removed_without_a_confirmation_page(author_client):
