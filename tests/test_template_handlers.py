@@ -30,9 +30,7 @@ def _offences(text: str) -> list[str]:
 
 
 def test_the_scan_finds_each_form_it_forbids_and_nothing_else():
-    assert _offences('<button type="submit" onclick="return confirm(\'Sure?\')">Go</button>') == [
-        "line 1: onclick"
-    ]
+    assert _offences('<button type="submit" onclick="return confirm(\'Sure?\')">Go</button>') == ["line 1: onclick"]
     assert _offences('<form\n  method="post"\n  onSubmit = "x()">') == ["line 3: onSubmit"]
     assert _offences('<a href="JavaScript :void(0)">x</a>') == ["line 1: JavaScript :"]
     assert _offences('<div hx-on:click="go()">') == ["line 1: hx-on"]
