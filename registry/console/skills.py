@@ -278,7 +278,7 @@ class LiveCheck:
 
     @property
     def warnings(self) -> int:
-        return len(self.issues) - self.errors
+        return sum(1 for issue in self.issues if issue.level != "error")
 
     @cached_property
     def body_html(self) -> str:
