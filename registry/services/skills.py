@@ -200,17 +200,7 @@ def skill_version_publish(
         skill_md=bundle.skill_md, expected_name=expected_name, folder_name=folder_name, accept_lenient=accept_lenient
     ).publishable()
     with transaction.atomic():
-        skill = Skill.objects.filter(name=parsed.name, source=source).first()
-        if skill is None:
-            _refuse_name_clash(name=parsed.name)
-            try:
-                skill, _ = Skill.objects.get_or_create(
-                    name=parsed.name, source=source, defaults={"created_by": actor.user_or_none}
-                )
-            except IntegrityError:
-                _refuse_name_clash(name=parsed.name)  # a twin spelled otherwise was created meanwhile
-                raise
-        skill = Skill.objects.select_for_update().get(pk=skill.pk)
+        skill = _locked_skill(name=parsed.name, source=source, actor=actor)
         if create and skill.latest_version:
             raise _name_taken(skill)
         if base_version is not None and base_version != skill.latest_version:
@@ -245,6 +235,21 @@ def skill_version_publish(
             from_version=newest.number if newest else None,
         )
     return PublishResult(version=version, created=True, warnings=parsed.warnings)
+
+
+def _locked_skill(*, name: str, source: str, actor: Actor) -> Skill:
+    """The skill a publish writes to, created when new, locked until the transaction ends."""
+    skill = Skill.objects.filter(name=name, source=source).first()
+    if skill is None:
+        _refuse_name_clash(name=name)
+        try:
+            skill, _ = Skill.objects.get_or_create(
+                name=name, source=source, defaults={"created_by": actor.user_or_none}
+            )
+        except IntegrityError:
+            _refuse_name_clash(name=name)  # a twin spelled otherwise was created meanwhile
+            raise
+    return Skill.objects.select_for_update().get(pk=skill.pk)
 
 
 def _name_taken(skill: Skill) -> NameTaken:
