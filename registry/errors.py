@@ -81,6 +81,13 @@ class VersionConflict(Conflict):
     code = "version_conflict"
 
 
+class NameTaken(Conflict):
+    """Creating a skill whose name its source already has: a new version of that skill is
+    published on top of the version its author read, never by creating it again."""
+
+    code = "name_taken"
+
+
 class InvalidPattern(ApplicationError):
     code = "invalid_pattern"
 

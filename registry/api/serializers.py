@@ -154,12 +154,14 @@ class PolicyCheckSerializer(serializers.Serializer):
 
 
 class ErrorSerializer(serializers.Serializer):
-    error = _text(help_text="Machine-readable code, e.g. invalid_skill, version_conflict, forbidden.")
+    error = _text(help_text="Machine-readable code, e.g. invalid_skill, version_conflict, name_taken, forbidden.")
     detail = _text(help_text="What went wrong, for a person.")
     line = serializers.IntegerField(required=False, help_text="SKILL.md line of the first error.")
     fields = serializers.DictField(required=False, help_text="Field name -> problem.")
     scope = _text(required=False, help_text="The scope a 403 is missing.")
     latest_version = serializers.IntegerField(required=False, help_text="409: the newest version now.")
+    name = _text(required=False, help_text="409 `name_taken`: the skill that has the name.")
+    source = _text(required=False, help_text="409 `name_taken`: that skill's source.")
     issues = serializers.ListField(
         child=serializers.DictField(),
         required=False,

@@ -104,7 +104,7 @@ def _read_upload(request) -> tuple[Bundle, dict]:
     return _bundle_from_json(options), options
 
 
-def _publish(view: ApiView, *, expected_name: str | None, default_source: str) -> Response:
+def _publish(view: ApiView, *, expected_name: str | None, default_source: str, create: bool = False) -> Response:
     bundle, options = _read_upload(view.request)
     result = skill_version_publish(
         bundle=bundle,
@@ -113,6 +113,7 @@ def _publish(view: ApiView, *, expected_name: str | None, default_source: str) -
         base_version=options.get("base_version"),
         expected_name=expected_name,
         accept_lenient=options.get("accept_lenient", False),
+        create=create,
         actor=view.actor(),
     )
     return Response(
@@ -165,11 +166,19 @@ class SkillListCreateApi(ApiView):
         operation_id="skills_create",
         parameters=PUBLISH_PARAMETERS,
         request=PUBLISH_REQUEST,
-        responses=PUBLISH_RESPONSES,
-        summary="Create a skill (or publish its next version) from SKILL.md text or a zip.",
+        responses={
+            201: OpenApiResponse(s.PublishResultSerializer, description="The skill was created: its version 1."),
+            (409, "application/json"): OpenApiResponse(
+                s.ErrorSerializer,
+                description="`name_taken`: the source has a skill of that name (the body names it and its "
+                "`latest_version`); publish a new version with `POST /skills/{name}/versions` and `base_version`.",
+            ),
+            **errors(400, 401, 403, 413, 415),
+        },
+        summary="Create a skill from SKILL.md text or a zip (never a new version of an existing one).",
     )
     def post(self, request):
-        return _publish(self, expected_name=None, default_source=SkillSource.USER)
+        return _publish(self, expected_name=None, default_source=SkillSource.USER, create=True)
 
 
 VERSION_PARAMETERS = [s.SkillVersionQuerySerializer]

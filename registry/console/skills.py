@@ -28,7 +28,7 @@ from registry import selectors
 from registry.api.serializers import PUBLISH_SOURCES, PublishSourceField
 from registry.console.access import console_view
 from registry.console.errors import flash_back, on_domain_error
-from registry.errors import ApplicationError, LenientReadingRefused, VersionConflict
+from registry.errors import ApplicationError, LenientReadingRefused, NameTaken, VersionConflict
 from registry.models import EvalRun, Skill, SkillSource, SkillVersion
 from registry.roles import acting_role, user_roles
 from registry.selectors.analytics import AnalyticsFilter, SkillStats, skill_analytics
@@ -49,7 +49,6 @@ from registry.services.skills import (
     skill_files_add,
     skill_md_check,
     skill_md_publish,
-    skill_md_target,
     skill_set_enabled,
     skill_version_publish,
 )
@@ -268,17 +267,18 @@ class LiveCheck:
     """What the editor shows beside the text: problems by line (computed at once), and the
     preview (computed when a template asks for it: the problems fragment never pays for it)."""
 
-    def __init__(self, check: SkillMdCheck) -> None:
+    def __init__(self, check: SkillMdCheck, *, taken: SkillVersion | None = None) -> None:
         self.issues = sorted(check.issues, key=lambda issue: (issue.line, issue.level != "error"))
         self.parsed = check.parsed
+        self.taken = taken  # creating: the newest version of the skill that has the name already
 
     @property
     def errors(self) -> int:
-        return sum(1 for issue in self.issues if issue.level == "error")
+        return sum(1 for issue in self.issues if issue.level == "error") + (self.taken is not None)
 
     @property
     def warnings(self) -> int:
-        return len(self.issues) - self.errors
+        return sum(1 for issue in self.issues if issue.level != "error")
 
     @cached_property
     def body_html(self) -> str:
@@ -300,10 +300,13 @@ class LiveCheck:
         return render_prompt_block([entry], max_skills=1, max_chars=10**9).text
 
 
-def live_check(text: str, *, expected_name: str | None = None) -> LiveCheck:
+def live_check(text: str, *, expected_name: str | None = None, creating: bool = False) -> LiveCheck:
     """The checks a publish of `text` makes (`skill_md_check`, the one function both call): what
-    this calls an error is refused by Publish, what it calls a warning is published."""
-    return LiveCheck(skill_md_check(skill_md=text, expected_name=expected_name))
+    this calls an error is refused by Publish, what it calls a warning is published. Creating,
+    a name a user skill has already is one too (the publish would be refused as taken)."""
+    check = skill_md_check(skill_md=text, expected_name=expected_name)
+    name = check.reading.name if creating and check.reading else None
+    return LiveCheck(check, taken=selectors.skill_name_holder(name=name, source=SkillSource.USER) if name else None)
 
 
 @dataclass(frozen=True)
@@ -385,10 +388,12 @@ def _editor(request, *, skill: Skill | None, initial_text: str, base_version: in
     expected_name = skill.name if skill else None
     editor_url = request.path + (f"?{urlencode({'source': skill.source})}" if skill else "")
     context: dict = {"skill": skill, "kinds": KINDS, "kind": kind, "message": "", "editor_url": editor_url}
+
+    def check_of(text: str) -> LiveCheck:
+        return live_check(text, expected_name=expected_name, creating=skill is None)
+
     if request.method != "POST":
-        context.update(
-            text=initial_text, base_version=base_version, check=live_check(initial_text, expected_name=expected_name)
-        )
+        context.update(text=initial_text, base_version=base_version, check=check_of(initial_text))
         page = "registry/skills/edit.html" if skill else "registry/skills/new.html"  # new.html adds the upload
         return render(request, page, context)
 
@@ -396,18 +401,18 @@ def _editor(request, *, skill: Skill | None, initial_text: str, base_version: in
     text = _from_textarea(request.POST.get("skill_md", ""), like=initial_text)
     fragment = request.POST.get("check")
     if request.htmx and fragment in ("problems", "preview"):
-        check = live_check(text, expected_name=expected_name)
+        check = check_of(text)
         return render(request, f"registry/skills/edit.html#{fragment}", {"check": check, "editor_url": editor_url})
 
     context.update(text=text, message=request.POST.get("message", "")[:500], base_version=base_version)
     if not form.is_valid():
-        context["check"] = live_check(text, expected_name=expected_name)
+        context["check"] = check_of(text)
         context["form_errors"] = form.errors
         return render(request, "registry/skills/edit.html", context, status=400)
     context["base_version"] = form.cleaned_data["base_version"]
     # "Publish as read" accepts the reading of the text it showed: an edit made since is shown first.
     accept_lenient = form.cleaned_data["accept_lenient"] and form.cleaned_data["read_sha256"] == _text_sha256(text)
-    on_domain_error(request, lambda error: _refused(request, context, error, text=text, expected_name=expected_name))
+    on_domain_error(request, lambda error: _refused(request, context, error, text=text, check=check_of(text)))
     result = skill_md_publish(
         skill=skill,
         skill_md=text,
@@ -421,36 +426,30 @@ def _editor(request, *, skill: Skill | None, initial_text: str, base_version: in
     return redirect(_skill_url(result.skill))
 
 
-def _refused(request, context: dict, error: ApplicationError, *, text: str, expected_name: str | None) -> HttpResponse:
+def _refused(request, context: dict, error: ApplicationError, *, text: str, check: LiveCheck) -> HttpResponse:
     """The editor again, the text kept: a conflict with the diff from theirs, any other problem
-    beside its line."""
-    if isinstance(error, VersionConflict):
-        return _conflict(request, context, error, text=text, expected_name=expected_name)
-    context["check"] = live_check(text, expected_name=expected_name)
+    (a name taken, beside the link to that skill) beside its line."""
+    context["check"] = check
+    if isinstance(error, VersionConflict) and context["skill"] is not None:
+        return _conflict(request, context, error, text=text)
     context["publish_errors"] = _error_issues(error)
     if isinstance(error, LenientReadingRefused):
-        context["as_read"] = _as_read(text, expected_name=expected_name)
+        context["as_read"] = _as_read(text, expected_name=context["skill"].name if context["skill"] else None)
     return render(request, "registry/skills/edit.html", context, status=error.status)
 
 
-def _conflict(request, context: dict, exc: VersionConflict, *, text: str, expected_name: str | None) -> HttpResponse:
-    """HTTP 409: their newest version, the diff from it to the user's text (kept in the editor),
-    and a Publish button whose base is their version, for once the user has looked."""
-    skill = context["skill"] or skill_md_target(skill_md=text)
-    theirs = selectors.skill_version_for(skill=skill, label="latest") if skill else None
+def _conflict(request, context: dict, exc: VersionConflict, *, text: str) -> HttpResponse:
+    """HTTP 409 on an edit of a skill someone published meanwhile: their newest version, the diff
+    from it to the user's text (kept in the editor), and a Publish button whose base is their
+    version, for once the user has looked."""
+    theirs = selectors.skill_version_for(skill=context["skill"], label="latest")
     context.update(
-        check=live_check(text, expected_name=expected_name),
         conflict=SimpleNamespace(
             detail=exc.detail,
             theirs=theirs,
-            diff=selectors.unified_diff(
-                theirs.skill_md if theirs else "",
-                text,
-                from_name=f"theirs (v{theirs.number})" if theirs else "theirs",
-                to_name="yours",
-            ),
+            diff=selectors.unified_diff(theirs.skill_md, text, from_name=f"theirs (v{theirs.number})", to_name="yours"),
         ),
-        base_version=theirs.number if theirs else context["base_version"],
+        base_version=theirs.number,
     )
     return render(request, "registry/skills/edit.html", context, status=409)
 
@@ -595,9 +594,10 @@ def skill_upload(request, name: str | None = None):
         bundle=bundle,
         source=skill.source if skill else form.cleaned_data["source"] or SkillSource.USER,
         message=form.cleaned_data["message"] or f"Upload {what}"[:500],
-        # Creating: a skill of that name in that source is a conflict, never a silent new version.
-        base_version=form.cleaned_data["base_version"] if skill else 0,
+        base_version=form.cleaned_data["base_version"] if skill else None,
         expected_name=skill.name if skill else None,
+        # Creating: a skill of that name in that source is refused as taken, never a new version of it.
+        create=skill is None,
         accept_lenient=bool(form.cleaned_data["accept_lenient"])
         and form.cleaned_data["read_sha256"] == _text_sha256(_skill_md_text(bundle)),
         actor=_actor(request),
@@ -613,6 +613,9 @@ def _upload_refused(request, context: dict, error: ApplicationError, *, bundle: 
     context["publish_errors"] = _error_issues(error)
     if isinstance(error, VersionConflict):
         context["conflict"] = error.detail
+    if isinstance(error, NameTaken):
+        name, source = error.extra["name"], error.extra["source"]
+        context["taken"] = SimpleNamespace(name=name, url=reverse("skill-detail", args=[name]) + f"?source={source}")
     if isinstance(error, LenientReadingRefused) and bundle is not None:
         context["as_read"] = _as_read(_skill_md_text(bundle), expected_name=skill.name if skill else None)
     page = "registry/skills/_upload_form.html#upload-result" if request.htmx else "registry/skills/upload.html"
@@ -685,8 +688,9 @@ def skill_diff(request, name: str):
 
 @console_view(scope=WRITE)
 def skill_labels(request, name: str):
-    """Move or remove a label. Anything that moves `production` shows a confirmation page first
-    (what changes, the diff), and only its Confirm button writes."""
+    """Move or remove a label. Anything that moves `production` (a rollout's Promote too) shows a
+    confirmation page first (what each audience is served before and after, with the diffs), and
+    only its Confirm button writes."""
     if request.method != "POST":
         return redirect(reverse("skill-versions", args=[name]))
     skill = _skill(request, name)
@@ -708,15 +712,18 @@ def skill_labels(request, name: str):
         # A move its policy refuses is refused here, before the confirmation asks about it.
         label_name_check(label)
         label_policy_enforce(skill=skill, label=label, version=target, actor=_actor(request), role=role)
-        old = _version(skill, current) if current else None
         context = {
             **_page_context(skill),
             "label": label,
             "target": target,
             "current": current,
-            "diff": selectors.skill_version_diff(old=old, new=target),
+            "audiences": selectors.label_move_audiences(skill=skill, label=label, target=target),
         }
         return render(request, "registry/skills/label_confirm.html", context)
+    promoting = any(
+        rollout.name == label and rollout.rollout_active and rollout.canary_version.number == target.number
+        for rollout in skill_rollouts(skill)
+    )
     label_move(
         skill=skill,
         label=label,
@@ -725,7 +732,9 @@ def skill_labels(request, name: str):
         role=role,
         override_reason=override_reason,
     )
-    if current == target.number:
+    if promoting:
+        messages.success(request, f"Promoted v{target.number} to {label}: the rollout is over.")
+    elif current == target.number:
         messages.info(request, f"{label} already points to v{target.number}.")
     else:
         moved = f"from v{current} " if current else ""
@@ -735,8 +744,9 @@ def skill_labels(request, name: str):
 
 @console_view(scope=WRITE)
 def skill_rollout(request, name: str):
-    """Start, raise or lower (`set`), promote or abort a label's rollout, through the services
-    the API calls; a policy refusal comes back as a message on the versions page."""
+    """Start, raise or lower (`set`) or abort a label's rollout, through the services the API
+    calls; a policy refusal comes back as a message on the versions page. Promoting is a move of
+    the label (`skill_labels`), so `production` gets the same confirmation as any move."""
     if request.method != "POST":
         return redirect(reverse("skill-versions", args=[name]))
     skill = _skill(request, name)
@@ -751,12 +761,6 @@ def skill_rollout(request, name: str):
     if action == "abort":
         label_rollout_abort(skill=skill, label=label, actor=actor)
         messages.success(request, f"Aborted the rollout of {label}: every subject reads the stable version.")
-    elif action == "promote":
-        target = _version(skill, request.POST.get("version"))
-        label_move(
-            skill=skill, label=label, version_number=target.number, actor=actor, role=role, override_reason=reason
-        )
-        messages.success(request, f"Promoted v{target.number} to {label}: the rollout is over.")
     else:
         target = _version(skill, request.POST.get("version"))
         weight = request.POST.get("weight", "")

@@ -48,6 +48,7 @@ from registry.selectors.skills import (
 from registry.selectors.tokens import TokenRow, api_token_get_for_user, api_token_list, api_tokens_for_user
 from registry.selectors.versions import (
     DIFF_TEXT_MAX,
+    Audience,
     BundleZip,
     FileChange,
     LabelPointer,
@@ -57,10 +58,12 @@ from registry.selectors.versions import (
     VersionRow,
     bundle_zip,
     bundle_zip_etag,
+    label_move_audiences,
     label_pointer,
     skill_label_history,
     skill_label_state,
     skill_labels,
+    skill_name_holder,
     skill_version_detail,
     skill_version_diff,
     skill_version_rows,
@@ -75,6 +78,7 @@ from registry.selectors.versions import (
 
 __all__ = [
     "AccountRow",
+    "Audience",
     "AuditEntry",
     "AuditFilter",
     "RuleRow",
@@ -107,6 +111,7 @@ __all__ = [
     "bundle_zip_etag",
     "dashboard_stats",
     "effective_skills",
+    "label_move_audiences",
     "label_pointer",
     "skill_label_state",
     "skill_version_detail",
@@ -117,6 +122,7 @@ __all__ = [
     "skills_named",
     "skill_label_history",
     "skill_labels",
+    "skill_name_holder",
     "skill_list",
     "skill_md_raw",
     "skill_others",

@@ -11,6 +11,7 @@ from django.core.cache import cache
 
 from registry.errors import NotFound
 from registry.models import Label, LabelHistory, Skill, SkillFile, SkillVersion
+from registry.readmodel.effective import requested_label
 from registry.readmodel.results import cache_namespace
 from registry.selectors.skills import skill_others, skill_winner
 from registry.skillformat.bundle import Bundle, BundleFile, write_zip
@@ -28,6 +29,15 @@ def version_bundle(version: SkillVersion) -> Bundle:
 
 def _username(user) -> str | None:
     return user.get_username() if user is not None else None
+
+
+def skill_name_holder(*, name: str, source: str) -> SkillVersion | None:
+    """The newest version of the skill `name` in `source` (with its skill and author), or None
+    when that source has no skill of that name: who a new skill of that name would collide with."""
+    skill = Skill.objects.filter(name=name, source=source).first()
+    if skill is None:
+        return None
+    return skill.versions.select_related("skill", "author").filter(number=skill.latest_version).first()
 
 
 def skill_labels(skill: Skill) -> dict[str, int]:
@@ -305,3 +315,48 @@ def skill_version_diff(*, old: SkillVersion | None, new: SkillVersion) -> Versio
             )
         )
     return VersionDiff(old=old, new=new, skill_md_diff=skill_md_diff, files=changes, unchanged_files=unchanged)
+
+
+@dataclass(frozen=True)
+class Audience:
+    """Readers of a skill who get the same answer, and what a label move changes for them."""
+
+    who: list[str]  # e.g. ["naming production", "naming no label"]
+    before: SkillVersion | None  # what they get now; None: nothing (the skill lacks the label)
+    before_is_latest: bool  # they get the newest version as no label answers for them
+    canary: SkillVersion | None  # a running rollout's version, read by `weight`% of them
+    weight: int
+    after: SkillVersion
+    diff: VersionDiff | None  # `before` -> `after`; None when they keep what they have
+
+    @property
+    def changed(self) -> bool:
+        return self.diff is not None or self.canary is not None
+
+
+def label_move_audiences(*, skill: Skill, label: str, target: SkillVersion) -> list[Audience]:
+    """For a move of `label` to `target`: what each audience is served before and after it.
+    Readers naming the label get `target`; when the label is the one a read naming none gets
+    (`production`), so do those readers, who before it get the label's version if the skill
+    has the label, else the latest. Audiences served alike are one entry."""
+    found = skill.labels.select_related("version", "canary_version").filter(name=label).first()
+    canary = found.canary_version if found is not None and found.rollout_active else None
+    weight = found.weight if canary is not None else 0
+    befores = [([f"naming {label}"], found.version if found else None, False)]
+    if label == requested_label(None):
+        if found is not None:
+            befores[0][0].append("naming no label")
+        else:
+            befores.append((["naming no label"], skill.versions.get(number=skill.latest_version), True))
+    return [
+        Audience(
+            who=who,
+            before=before,
+            before_is_latest=is_latest,
+            canary=canary,
+            weight=weight,
+            after=target,
+            diff=None if before == target else skill_version_diff(old=before, new=target),
+        )
+        for who, before, is_latest in befores
+    ]

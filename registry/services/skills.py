@@ -21,6 +21,7 @@ from registry.errors import (
     InvalidBundle,
     InvalidSkill,
     LenientReadingRefused,
+    NameTaken,
     VersionConflict,
 )
 from registry.models import Blob, Skill, SkillFile, SkillSource, SkillVersion, WebhookEvent
@@ -187,9 +188,11 @@ def skill_version_publish(
     expected_name: str | None = None,
     folder_name: str | None = None,
     accept_lenient: bool = False,
+    create: bool = False,
     actor: Actor = SYSTEM,
 ) -> PublishResult:
-    """Publish a bundle as the next version of its skill (created on first publish).
+    """Publish a bundle as the next version of its skill (created on first publish), or with
+    `create` as a new skill only: a name its source has already raises NameTaken.
 
     The SKILL.md must pass `skill_md_check`; `accept_lenient` takes fallback readings as read
     (imports of existing folders, or an author who has seen the reading).
@@ -203,17 +206,9 @@ def skill_version_publish(
         skill_md=bundle.skill_md, expected_name=expected_name, folder_name=folder_name, accept_lenient=accept_lenient
     ).publishable()
     with transaction.atomic():
-        skill = Skill.objects.filter(name=parsed.name, source=source).first()
-        if skill is None:
-            _refuse_name_clash(name=parsed.name)
-            try:
-                skill, _ = Skill.objects.get_or_create(
-                    name=parsed.name, source=source, defaults={"created_by": actor.user_or_none}
-                )
-            except IntegrityError:
-                _refuse_name_clash(name=parsed.name)  # a twin spelled otherwise was created meanwhile
-                raise
-        skill = Skill.objects.select_for_update().get(pk=skill.pk)
+        skill = _locked_skill(name=parsed.name, source=source, actor=actor)
+        if create and skill.latest_version:
+            raise _name_taken(skill)
         if base_version is not None and base_version != skill.latest_version:
             raise VersionConflict(
                 f"'{skill.name}' is at version {skill.latest_version}; your edit was based on version {base_version}.",
@@ -246,6 +241,33 @@ def skill_version_publish(
             from_version=newest.number if newest else None,
         )
     return PublishResult(version=version, created=True, warnings=parsed.warnings)
+
+
+def _locked_skill(*, name: str, source: str, actor: Actor) -> Skill:
+    """The skill a publish writes to, created when new, locked until the transaction ends."""
+    skill = Skill.objects.filter(name=name, source=source).first()
+    if skill is None:
+        _refuse_name_clash(name=name)
+        try:
+            skill, _ = Skill.objects.get_or_create(
+                name=name, source=source, defaults={"created_by": actor.user_or_none}
+            )
+        except IntegrityError:
+            _refuse_name_clash(name=name)  # a twin spelled otherwise was created meanwhile
+            raise
+    return Skill.objects.select_for_update().get(pk=skill.pk)
+
+
+def _name_taken(skill: Skill) -> NameTaken:
+    holder = selectors.skill_name_holder(name=skill.name, source=skill.source)
+    author = holder.author.get_username() if holder and holder.author else "system"
+    return NameTaken(
+        f"'{skill.name}' exists (v{skill.latest_version} by {author}, source {skill.source}): open it or choose "
+        f"another name. A new version of it is published from the version you read (the skill's editor, or "
+        f"POST /api/v1/skills/{skill.name}/versions with base_version).",
+        fields={"name": f"taken by v{skill.latest_version} by {author}"},
+        extra={"name": skill.name, "source": skill.source, "latest_version": skill.latest_version},
+    )
 
 
 def _refuse_name_clash(*, name: str) -> None:
@@ -376,34 +398,22 @@ def skill_version_revise(
     )
 
 
-def skill_md_target(*, skill_md: str) -> Skill | None:
-    """The user skill a SKILL.md text names, when the text can be read and that skill exists."""
-    reading = skill_md_check(skill_md=skill_md, accept_lenient=True).reading
-    found = selectors.skills_named(name=reading.name, source=SkillSource.USER) if reading else []
-    return found[0] if found else None
-
-
 def skill_md_publish(
     *,
     skill: Skill | None,
     skill_md: str,
-    base_version: int,
+    base_version: int = 0,
     template: str = PROMPT,
     message: str = "",
     accept_lenient: bool = False,
     actor: Actor = SYSTEM,
 ) -> PublishResult:
-    """Publish a SKILL.md text written in an editor: the next version of `skill`, or, with no
-    skill (the New page), a new user skill with `template`'s files.
-
-    From the New page, a `base_version` other than 0 is "publish on top" after a conflict: an edit
-    of the user skill the text names. Base version 0 means creating, so a user skill of that name
-    that exists already is a VersionConflict.
-    """
-    target = skill or (skill_md_target(skill_md=skill_md) if base_version else None)
-    if target is not None:
+    """Publish a SKILL.md text written in an editor: the next version of `skill` as an edit of
+    `base_version`, or, with no skill (the New page), a new user skill with `template`'s files
+    (NameTaken when a user skill has that name: the New page never adds to someone's skill)."""
+    if skill is not None:
         return skill_version_revise(
-            skill=target,
+            skill=skill,
             base_version=base_version,
             skill_md=skill_md,
             message=message,
@@ -415,8 +425,8 @@ def skill_md_publish(
         bundle=bundle_from_parts(skill_md.encode("utf-8"), files, limits=registry_limits()),
         source=SkillSource.USER,
         message=message,
-        base_version=0,
         accept_lenient=accept_lenient,
+        create=True,
         actor=actor,
     )
 

@@ -74,8 +74,14 @@ def test_an_admin_starts_raises_and_promotes_a_rollout(browser, live_server, two
     assert _production(two_versions).weight == 40
     screenshot(page, "rollout-admin")
 
-    page.once("dialog", lambda dialog: dialog.accept())
+    # Promote moves production: the same confirmation page as any move of it, saying who gets what.
     page.locator(".rollout[data-label=production]").get_by_role("button", name="Promote v2").click()
+    expect(page.get_by_role("heading", name="Move production to v2?")).to_be_visible()
+    change = page.locator("[data-audience='naming production, naming no label'] .audience-change")
+    expect(change).to_have_text("v1, and v2 for 40% of subjects (the rollout) → v2")
+    assert _production(two_versions).weight == 40  # asking moved nothing
+    screenshot(page, "rollout-promote-confirm-admin")
+    page.get_by_role("button", name="Confirm").click()
     expect(page.locator(".flash-success")).to_contain_text("Promoted v2 to production")
     label = _production(two_versions)
     assert label.version.number == 2 and label.canary_version is None and label.weight == 0

@@ -73,7 +73,7 @@ def app(env):
 
 def publish(api: Http, name: str, text: str) -> tuple[int, dict]:
     skill_md = f"---\nname: {name}\ndescription: Restart test skill.\n---\n\n{text}\n"
-    status, _, content = api.call("POST", "/api/v1/skills", {"skill_md": skill_md})
+    status, _, content = api.call("POST", f"/api/v1/skills/{name}/versions", {"skill_md": skill_md})
     return status, json.loads(content)
 
 

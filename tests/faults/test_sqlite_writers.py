@@ -129,7 +129,7 @@ def test_api_clients_a_worker_and_the_cli_write_the_embedded_database_at_once(em
         start.wait()
         for n in range(ROUNDS):
             skill_md = f"---\nname: writer-{index}\ndescription: Edit {n} by writer {index}.\n---\n\n# W\n\nStep {n}.\n"
-            status, body = api.call("POST", "/api/v1/skills", {"skill_md": skill_md})
+            status, body = api.call("POST", f"/api/v1/skills/writer-{index}/versions", {"skill_md": skill_md})
             statuses.append(("publish", status, body))
             turn = {"message": f"hello {index}/{n}", "model": "offline"}
             status, body = api.call("POST", "/api/v1/agent/turns", turn)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from registry.errors import InvalidSkill, VersionConflict
+from registry.errors import InvalidSkill, NameTaken
 from registry.models import Skill, SkillSource, SkillVersion
-from registry.services.skills import skill_md_publish, skill_md_target, skill_version_publish
+from registry.services.skills import skill_md_publish, skill_version_publish
 from registry.skillformat.bundle import bundle_from_parts
 from registry.skillformat.skill_templates import SCRIPT
 from tests.factories import make_skill_md, publish
@@ -60,28 +60,31 @@ def test_a_text_from_the_new_page_creates_a_user_skill_with_its_templates_files(
     assert [(f.path, f.executable) for f in result.version.files.all()] == [("scripts/check.sh", True)]
 
 
-def test_creating_from_the_new_page_a_user_skill_that_exists_is_a_version_conflict():
-    publish("taken")
+def test_creating_from_the_new_page_a_user_skill_that_exists_is_refused_as_taken_whatever_its_base():
+    publish("taken", files=[("scripts/run.sh", b"echo hi\n", True)])
 
-    with pytest.raises(VersionConflict):
-        skill_md_publish(skill=None, skill_md=make_skill_md("taken", body="# Mine\n"), base_version=0)
+    for base_version in (0, 1):
+        with pytest.raises(NameTaken) as refused:
+            skill_md_publish(skill=None, skill_md=make_skill_md("taken", body="# Mine\n"), base_version=base_version)
+        assert refused.value.status == 409 and refused.value.code == "name_taken"
+        assert refused.value.extra == {"name": "taken", "source": "user", "latest_version": 1}
+        assert "'taken' exists (v1 by system" in refused.value.detail
 
     assert SkillVersion.objects.filter(skill__name="taken").count() == 1
 
 
-def test_publishing_on_top_from_the_new_page_revises_the_user_skill_the_text_names():
-    publish("taken", files=[("scripts/run.sh", b"echo hi\n", True)])
-    mine = make_skill_md("taken", body="# Mine\n")
+def test_creating_a_user_skill_beside_a_workspace_one_of_that_name_is_shadowing_not_taken():
+    publish("shared-name", source=SkillSource.WORKSPACE)
 
-    result = skill_md_publish(skill=None, skill_md=mine, base_version=1, template=SCRIPT)
+    result = skill_md_publish(skill=None, skill_md=make_skill_md("shared-name"))
 
-    assert result.version.number == 2 and result.version.skill_md == mine
-    assert [f.path for f in result.version.files.all()] == ["scripts/run.sh"]  # its files, not the template's
-    assert skill_md_target(skill_md=mine) == result.skill
+    assert result.created and result.skill.source == SkillSource.USER and result.version.number == 1
 
 
-def test_a_text_that_names_no_existing_user_skill_has_no_target():
-    publish("workspace-only", source=SkillSource.WORKSPACE)
+def test_a_create_of_a_name_its_source_has_is_refused_even_with_identical_content():
+    publish_bundle(make_skill_md("raced"))
 
-    assert skill_md_target(skill_md=make_skill_md("workspace-only")) is None
-    assert skill_md_target(skill_md="not a skill") is None
+    with pytest.raises(NameTaken):
+        skill_version_publish(bundle=bundle_from_parts(make_skill_md("raced").encode(), ()), create=True)
+
+    assert Skill.objects.get(name="raced").latest_version == 1

@@ -74,11 +74,12 @@ def test_json_publish_takes_links_and_a_copy_is_a_different_version(api):
     agents = {"path": "AGENTS.md", "content_base64": base64.b64encode(AGENTS).decode()}
     linked = {"skill_md": skill_md, "files": [agents, {"path": "CLAUDE.md", "link": "AGENTS.md"}]}
 
+    versions = "/api/v1/skills/json-linked/versions"
     assert api.post("/api/v1/skills", linked, format="json").status_code == 201
-    assert api.post("/api/v1/skills", linked, format="json").status_code == 200  # identical: nothing new
+    assert api.post(versions, {**linked, "base_version": 1}, format="json").status_code == 200  # identical
 
-    copied = {"skill_md": skill_md, "files": [agents, {**agents, "path": "CLAUDE.md"}]}
-    response = api.post("/api/v1/skills", copied, format="json")
+    copied = {"skill_md": skill_md, "files": [agents, {**agents, "path": "CLAUDE.md"}], "base_version": 1}
+    response = api.post(versions, copied, format="json")
     assert response.status_code == 201 and response.json()["version"] == 2
 
     diff = api.get("/api/v1/skills/json-linked/diff?from=1&to=2").json()

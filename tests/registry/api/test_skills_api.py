@@ -77,10 +77,53 @@ def test_create_from_a_raw_zip_body(api):
 
 def test_publishing_identical_content_answers_200_and_creates_nothing(api):
     create(api, "same")
-    response = create(api, "same")
+    response = api.post(
+        "/api/v1/skills/same/versions", {"skill_md": make_skill_md("same"), "base_version": 1}, format="json"
+    )
     assert response.status_code == 200
     assert response.json()["created"] is False and response.json()["version"] == 1
     assert SkillVersion.objects.filter(skill__name="same").count() == 1
+
+
+def test_creating_a_skill_whose_name_is_taken_answers_409_name_taken_and_publishes_nothing(api):
+    assert create(api, "csv-cleaner").status_code == 201
+    assert create(api, "csv-cleaner").status_code == 409  # even identical: a create never answers "nothing new"
+
+    for body in (
+        {"skill_md": make_skill_md("csv-cleaner", description="Someone else's csv-cleaner.")},
+        {"skill_md": make_skill_md("csv-cleaner", description="On top, I said."), "base_version": 1},
+    ):
+        response = api.post("/api/v1/skills", body, format="json")
+        assert response.status_code == 409, response.content
+        refused = response.json()
+        assert refused["error"] == "name_taken" and refused["name"] == "csv-cleaner"
+        assert refused["source"] == "user" and refused["latest_version"] == 1
+        assert "'csv-cleaner' exists (v1 by " in refused["detail"]
+        assert "/api/v1/skills/csv-cleaner/versions" in refused["detail"]
+
+    archive = io.BytesIO(zip_of({"SKILL.md": make_skill_md("csv-cleaner", description="Zipped.").encode()}))
+    archive.name = "csv-cleaner.zip"
+    zipped = api.post("/api/v1/skills", {"bundle": archive}, format="multipart")
+    assert zipped.status_code == 409 and zipped.json()["error"] == "name_taken"
+    assert SkillVersion.objects.filter(skill__name="csv-cleaner").count() == 1
+
+    # A new version goes through the versions endpoint, from the version its author read.
+    response = api.post(
+        "/api/v1/skills/csv-cleaner/versions",
+        {"skill_md": make_skill_md("csv-cleaner", description="Version two."), "base_version": 1},
+        format="json",
+    )
+    assert response.status_code == 201 and response.json()["version"] == 2
+    # Another source may still have a skill of that name: it shadows, it does not overwrite.
+    elsewhere = {"skill_md": make_skill_md("csv-cleaner"), "source": "workspace"}
+    assert api.post("/api/v1/skills", elsewhere, format="json").status_code == 201
+
+
+def test_the_schema_documents_409_name_taken_on_create(api):
+    schema = api.get("/api/schema/?format=json").json()
+    create_op = schema["paths"]["/api/v1/skills"]["post"]
+    assert "name_taken" in create_op["responses"]["409"]["description"]
+    assert "200" not in create_op["responses"]  # a create never answers "identical, nothing created"
 
 
 def test_publish_to_versions_creates_the_next_version(api):

@@ -11,7 +11,11 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 
 from registry.models import AuditLog, Label, Skill, SkillVersion
 from registry.selectors import skill_get
+from registry.services.audit import Actor
 from registry.services.labels import label_move
+from registry.services.rollouts import label_rollout_set
+from registry.services.skills import skill_version_publish
+from registry.skillformat.bundle import bundle_from_parts
 from tests.factories import UserFactory, make_skill_md, publish
 
 pytestmark = pytest.mark.django_db
@@ -205,27 +209,48 @@ def test_a_stale_publish_is_a_409_conflict_that_keeps_the_users_text(author_clie
     assert SkillVersion.objects.get(number=3).skill_md == mine
 
 
-def test_creating_a_name_that_exists_is_a_conflict_not_a_silent_new_version(author_client):
-    publish("demo-skill")
-
-    response = author_client.post("/skills/new/", _publish_form(make_skill_md(body="# Other\n"), 0))
-
-    assert response.status_code == 409
-    assert SkillVersion.objects.count() == 1
-
-
-def test_the_new_pages_conflict_shows_theirs_and_publishing_on_top_revises_their_skill(author_client):
+def test_creating_a_name_that_exists_is_refused_as_taken_and_nothing_offers_to_overwrite(author_client):
     publish("demo-skill", description="Their words.")
     mine = make_skill_md(body="# Other\n")
 
-    response = author_client.post("/skills/new/", _publish_form(mine, 0))
-    html = response.content.decode()
-    again = author_client.post("/skills/new/", _publish_form(mine, 1))
+    for base_version in (0, 1):  # a hand-made form naming their version changes nothing
+        response = author_client.post("/skills/new/", _publish_form(mine, base_version))
+        html = response.content.decode()
+        assert response.status_code == 409
+        assert "demo-skill</strong> exists (v1 by system)" in html
+        assert 'href="/skills/demo-skill/?source=user">open it</a> or choose another name' in html
+        assert "Edit conflict" not in html and "on top of" not in html and "based on version" not in html
+        assert _textarea(html) == mine  # the text is kept, to rename
+    assert SkillVersion.objects.filter(skill__name="demo-skill").count() == 1
 
-    assert response.status_code == 409
-    assert 'name="base_version" value="1"' in html and "Their words." in html
-    assert again.status_code == 302
-    assert SkillVersion.objects.get(skill__name="demo-skill", number=2).skill_md == mine
+
+def test_the_new_pages_live_check_says_a_name_is_taken_and_by_whom(author_client):
+    ann = UserFactory(username="ann")
+    for n in (1, 2, 3):
+        skill_version_publish(
+            bundle=bundle_from_parts(make_skill_md("csv-cleaner", body=f"# v{n}\n").encode(), ()),
+            actor=Actor(user=ann),
+        )
+
+    def problems(text: str) -> str:
+        response = author_client.post(
+            "/skills/new/", {"skill_md": text, "base_version": "0", "check": "problems"}, HTTP_HX_REQUEST="true"
+        )
+        assert response.status_code == 200
+        return response.content.decode()
+
+    taken = problems(make_skill_md("csv-cleaner"))
+    assert "csv-cleaner</strong> exists (v3 by ann)" in taken and '<span class="badge badge-bad">1 error' in taken
+    assert 'href="/skills/csv-cleaner/?source=user">open it</a>' in taken
+    free = problems(make_skill_md("csv-tidier"))
+    assert "exists" not in free and "No problems" in free
+    # Editing the skill itself is no clash: the name is its own.
+    edit = author_client.post(
+        "/skills/csv-cleaner/edit/",
+        {"skill_md": make_skill_md("csv-cleaner"), "base_version": "3", "check": "problems"},
+        HTTP_HX_REQUEST="true",
+    )
+    assert "exists" not in edit.content.decode()
 
 
 def test_publishing_identical_content_creates_nothing_and_says_so(author_client):
@@ -319,6 +344,71 @@ def test_rollback_asks_for_confirmation_then_moves_production(author_client, aut
     author_client.post("/skills/demo-skill/labels/", {"label": "production", "version": "1", "confirm": "1"})
     assert Label.objects.get(name="production").version.number == 1
     assert AuditLog.objects.filter(action="label.move", actor=author, via="console").exists()
+
+
+def _audiences(html: str) -> dict[str, str]:
+    """Each audience line of a confirmation page: who -> what they are served before → after."""
+    found = re.findall(r'<li data-audience="([^"]+)">.*?<span class="audience-change">(.*?)</span>', html, re.S)
+    return {who: " ".join(re.sub(r"<[^>]+>", "", change).split()) for who, change in found}
+
+
+def test_the_first_production_label_states_the_real_change_for_each_audience(author_client):
+    publish("demo-skill", body="# One\n\nFirst words.\n")
+    publish("demo-skill", body="# Two\n\nSecond words.\n")
+
+    asked = author_client.post("/skills/demo-skill/labels/", {"label": "production", "version": "1"})
+
+    html = asked.content.decode()
+    assert asked.status_code == 200 and not Label.objects.exists()
+    assert _audiences(html) == {
+        "naming production": "nothing (the skill has no production label) → v1",
+        "naming no label": "v2 (the latest: no version is labelled production) → v1",
+    }
+    # Unlabelled readers' diff is v2 -> v1 (lines removed and added), not the whole file added.
+    unlabelled = html.split('data-audience-diff="naming no label"')[1]
+    assert re.search(r'<tr class="del">(?:(?!</tr>).)*Second words\.', unlabelled)
+    assert re.search(r'<tr class="add">(?:(?!</tr>).)*First words\.', unlabelled)
+    labelled = html.split('data-audience-diff="naming production"')[1].split("data-audience-diff")[0]
+    assert '<tr class="add">' in labelled and '<tr class="del">' not in labelled  # for them it is all new
+
+
+def test_a_production_move_is_one_audience_and_a_running_rollout_is_named(author_client):
+    for n in (1, 2, 3):
+        publish("demo-skill", description=f"Version {n}.")
+    skill = skill_get(name="demo-skill")
+    label_move(skill=skill, label="production", version_number=1)
+    label_rollout_set(skill=skill, label="production", version_number=2, weight=10)
+
+    asked = author_client.post("/skills/demo-skill/labels/", {"label": "production", "version": "3"})
+
+    assert _audiences(asked.content.decode()) == {
+        "naming production, naming no label": "v1, and v2 for 10% of subjects (the rollout) → v3"
+    }
+
+
+def test_a_rollouts_promote_goes_through_the_confirmation_page(author_client):
+    publish("demo-skill")
+    publish("demo-skill", description="Version two.")
+    skill = skill_get(name="demo-skill")
+    label_move(skill=skill, label="production", version_number=1)
+    label_rollout_set(skill=skill, label="production", version_number=2, weight=25)
+    versions = author_client.get("/skills/demo-skill/versions/").content.decode()
+    promote = re.search(
+        r'<form method="post" action="([^"]+)"[^>]*>(?:(?!</form>).)*Promote v2</button>', versions, re.S
+    )
+    assert promote and promote.group(1) == "/skills/demo-skill/labels/"
+    assert "onclick" not in versions
+
+    asked = author_client.post("/skills/demo-skill/labels/", {"label": "production", "version": "2"})
+    assert ">Confirm<" in asked.content.decode()
+    assert Label.objects.get(name="production").weight == 25  # asking moved nothing
+
+    done = author_client.post(
+        "/skills/demo-skill/labels/", {"label": "production", "version": "2", "confirm": "1"}, follow=True
+    )
+    assert "Promoted v2 to production: the rollout is over." in done.content.decode()
+    label = Label.objects.get(name="production")
+    assert label.version.number == 2 and label.canary_version is None
 
 
 def test_other_labels_move_and_are_removed_without_a_confirmation_page(author_client):

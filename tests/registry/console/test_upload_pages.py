@@ -135,7 +135,9 @@ def test_creating_a_name_that_exists_is_refused_not_a_new_version(author_client)
     response = author_client.post("/skills/new/upload/", {"bundle": _zip({"SKILL.md": make_skill_md("pdf-tools")})})
 
     assert response.status_code == 409
-    assert "already exists in that source" in _text(response.content.decode())
+    text = _text(response.content.decode())
+    assert "'pdf-tools' exists (v1 by system, source user)" in text and "already exists in that source" in text
+    assert 'href="/skills/pdf-tools/?source=user">open pdf-tools</a>' in response.content.decode()
     assert SkillVersion.objects.count() == 1
 
 
