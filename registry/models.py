@@ -207,6 +207,11 @@ class LabelChange(models.TextChoices):
     PROMOTE = "promote"  # the canary became the label's version
     ABORT = "abort"  # the rollout ended; the label stays on from_version
     ROLLBACK = "rollback"  # the guard set the canary's weight to 0 (`reason` holds the figures)
+    # The skill's eval suite changed (`suite_revision`; `label` is blank: it concerns every label
+    # whose policy asks for eval evidence). Written while some policy has `require_eval`.
+    SUITE_CHANGE = "suite_change"  # a new revision, accepted as made: its author may accept suites
+    SUITE_PROPOSAL = "suite_proposal"  # a new revision the gate does not count until it is accepted
+    SUITE_ACCEPT = "suite_accept"  # a proposed revision accepted
 
 
 class LabelHistory(models.Model):
@@ -220,6 +225,7 @@ class LabelHistory(models.Model):
     weight = models.PositiveSmallIntegerField(null=True, blank=True)  # rollouts: percent sent to to_version
     reason = models.TextField(blank=True)
     unmet = models.JSONField(null=True, blank=True)  # overrides: the policy checks that were not met
+    suite_revision = models.PositiveIntegerField(null=True, blank=True)  # suite changes: the revision
     changed_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
@@ -633,7 +639,11 @@ class EvalSuite(models.Model):
 
 class EvalSuiteRevision(models.Model):
     """One saved state of a suite, kept: a run names the revision it ran, so its results stay
-    readable after the suite changes."""
+    readable after the suite changes.
+
+    A revision is accepted or proposed (registry/services/suite_reviews.py): a label policy's
+    eval gate counts runs only on an accepted one, so whoever may not move a protected label
+    may not rewrite the evidence for it either."""
 
     suite = models.ForeignKey(EvalSuite, on_delete=models.CASCADE, related_name="revisions")
     number = models.PositiveIntegerField()
@@ -642,6 +652,10 @@ class EvalSuiteRevision(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     created_at = models.DateTimeField(auto_now_add=True)
+    accepted_at = models.DateTimeField(null=True, blank=True)  # null: a proposal
+    accepted_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
 
     class Meta:
         ordering = ["suite", "-number"]
@@ -649,6 +663,10 @@ class EvalSuiteRevision(models.Model):
 
     def __str__(self) -> str:
         return f"{self.suite_id} revision {self.number}"
+
+    @property
+    def accepted(self) -> bool:
+        return self.accepted_at is not None
 
 
 class EvalRunStatus(models.TextChoices):
