@@ -17,7 +17,9 @@ from registry.api.serializers import LabelField, TextField, WholeNumberField
 from registry.models import EvalRun, EvalRunStatus
 from registry.selectors import evals as eval_selectors
 from registry.selectors.skills import skill_get
+from registry.selectors.suite_reviews import eval_suite_accepted_revision
 from registry.services.evals import MAX_REPEAT, eval_suite_replace
+from registry.services.suite_reviews import eval_suite_revision_accept
 
 READ, WRITE, RUN = "skills:read", "skills:write", "agent:run"
 
@@ -88,6 +90,11 @@ class RunSerializer(serializers.Serializer):
     suite_revision = serializers.IntegerField(source="suite_revision.number")
     TURNS_HELP = "The agent turns the run costs: cases x repeat (x 2 with a baseline)."
     turns = serializers.IntegerField(help_text=TURNS_HELP)
+    suite_revision_accepted = serializers.BooleanField(
+        source="suite_revision.accepted",
+        help_text="Whether the suite revision the run ran is accepted (now): label policies' eval gates count "
+        "runs on accepted revisions only.",
+    )
     status = serializers.CharField(help_text=" | ".join(EvalRunStatus.values))
     error = serializers.CharField()
     created_at = serializers.DateTimeField()
@@ -146,19 +153,37 @@ SUITE_REQUEST = {
 class SuiteSerializer(serializers.Serializer):
     skill = serializers.CharField()
     revision = serializers.IntegerField(help_text="0 while the skill has no suite.")
+    accepted = serializers.BooleanField(
+        help_text="false: the revision is a proposal (made by a role outside the require_eval policies' roles); "
+        "eval runs use it, label policies' gates do not count them until it is accepted."
+    )
+    created_by = serializers.CharField(allow_null=True)
+    accepted_by = serializers.CharField(allow_null=True, help_text="null: not accepted, or by the operator.")
+    accepted_at = serializers.DateTimeField(allow_null=True)
+    counted_revision = serializers.IntegerField(
+        allow_null=True, help_text="The newest accepted revision: the one eval gates want runs on (null: none)."
+    )
     cases = serializers.ListField(child=serializers.DictField(), help_text="As README 'Evals' describes them.")
+
+
+def suite_detail(skill) -> dict:
+    """The suite as `GET /skills/{name}/evals` shows it: its newest revision and its standing."""
+    revision = eval_selectors.eval_suite_revision(skill=skill)
+    counted = eval_suite_accepted_revision(skill=skill)
+    return {
+        "skill": skill.name,
+        "revision": revision.number if revision else 0,
+        "accepted": revision.accepted if revision else True,
+        "created_by": revision.created_by.username if revision and revision.created_by else None,
+        "accepted_by": revision.accepted_by.username if revision and revision.accepted_by else None,
+        "accepted_at": revision.accepted_at if revision else None,
+        "counted_revision": counted.number if counted else None,
+        "cases": revision.cases if revision else [],
+    }
 
 
 class EvalSuiteApi(ApiView):
     required_scopes = {"GET": READ, "PUT": WRITE}
-
-    def _suite(self, skill) -> dict:
-        revision = eval_selectors.eval_suite_revision(skill=skill)
-        return {
-            "skill": skill.name,
-            "revision": revision.number if revision else 0,
-            "cases": revision.cases if revision else [],
-        }
 
     @extend_schema(
         operation_id="skills_evals_read",
@@ -166,19 +191,38 @@ class EvalSuiteApi(ApiView):
         summary="A skill's eval suite (its newest revision)",
     )
     def get(self, request, name: str):
-        return Response(self._suite(skill_get(name=name)))
+        return Response(SuiteSerializer(suite_detail(skill_get(name=name))).data)
 
     @extend_schema(
         operation_id="skills_evals_replace",
         request=SUITE_REQUEST,
         responses={200: SuiteSerializer, **errors(400, 401, 403, 404, 413, 415)},
         summary="Replace a skill's eval suite (a new revision; the same cases make none)",
-        description='A bad case is a 400 naming the case and field (`fields: {"cases[2].expect[0]": ...}`).',
+        description='A bad case is a 400 naming the case and field (`fields: {"cases[2].expect[0]": ...}`). '
+        "While a label policy has `require_eval`, a revision made by a role outside its roles (admins are "
+        "always inside) is a proposal (`accepted: false`) until `POST .../evals/revisions/{n}/accept`.",
     )
     def put(self, request, name: str):
         skill = skill_get(name=name)
-        eval_suite_replace(skill=skill, document=request.data, actor=self.actor())
-        return Response(self._suite(skill))
+        eval_suite_replace(skill=skill, document=request.data, actor=self.actor(), role=self.acting_role())
+        return Response(SuiteSerializer(suite_detail(skill)).data)
+
+
+class EvalSuiteRevisionAcceptApi(ApiView):
+    required_scopes = {"POST": WRITE}
+
+    @extend_schema(
+        operation_id="skills_evals_revisions_accept",
+        request=None,
+        responses={200: SuiteSerializer, **errors(401, 403, 404, 409)},
+        summary="Accept a proposed suite revision: label policies' eval gates count runs on it, those made before too",
+        description="Only admin and the roles every `require_eval` policy names (403 otherwise); 409 when a newer "
+        "revision is accepted already. Accepting an accepted revision changes nothing.",
+    )
+    def post(self, request, name: str, number: int):
+        skill = skill_get(name=name)
+        eval_suite_revision_accept(skill=skill, number=number, actor=self.actor(), role=self.acting_role())
+        return Response(SuiteSerializer(suite_detail(skill)).data)
 
 
 class EvalSuiteSkillCreatorApi(ApiView):

@@ -34,10 +34,13 @@ from registry.console.errors import flash_back, on_domain_error
 from registry.console.inputs import json_from_bytes, json_from_text, text_problem, uuid_or_none, whole_number
 from registry.errors import ApplicationError
 from registry.models import EvalRun, Skill, eval_run_turns
+from registry.roles import acting_role, user_roles
 from registry.selectors import evals as eval_selectors
+from registry.selectors import suite_reviews as review_selectors
 from registry.selectors.versions import label_names_in_use, skill_version_numbers
 from registry.services import evals as eval_services
 from registry.services.audit import Actor
+from registry.services.suite_reviews import eval_suite_revision_accept
 
 READ, WRITE, RUN = "skills:read", "skills:write", "agent:run"
 POLL_EVERY = "1s"
@@ -54,6 +57,11 @@ SCRIPT_EXAMPLE = '[{"tool_calls": [{"name": "read_skill", "arguments": {"skill_n
 
 def _actor(request) -> Actor:
     return Actor(user=request.user, via="console")
+
+
+def _role(request) -> str:
+    """The role a suite change is made as: it decides whether the change is accepted as made."""
+    return acting_role(user_roles(request.user))
 
 
 # --- the suite ----------------------------------------------------------------------------
@@ -147,7 +155,10 @@ def _suite_replace(request, skill: Skill, cases: list[dict[str, Any]]) -> int:
     """Save the cases as the suite's new revision, as `PUT /api/v1/skills/{name}/evals` does. The
     table's row form saves the whole list rather than one case by id: it renames cases in place,
     and adding a case under an id already in use must be refused, not replace that case."""
-    return eval_services.eval_suite_replace(skill=skill, document={"cases": cases}, actor=_actor(request)).number
+    revision = eval_services.eval_suite_replace(
+        skill=skill, document={"cases": cases}, actor=_actor(request), role=_role(request)
+    )
+    return revision.number
 
 
 def _field_of(error: ApplicationError, cases: list[dict[str, Any]]) -> tuple[str | None, str]:
@@ -220,10 +231,43 @@ def _suite_context(
         "versions": skill_version_numbers(name=skill.name),
         "label_names": label_names_in_use(),
         "saved": saved,
+        "review": _suite_review(request, skill),
         "max_repeat": eval_services.MAX_REPEAT,
         "expect_example": EXPECT_EXAMPLE,
         "script_example": SCRIPT_EXAMPLE,
     }
+
+
+def _suite_review(request, skill: Skill) -> dict[str, Any] | None:
+    """The newest revision's standing when it is a proposal the eval gates do not count (None:
+    accepted, or no suite): who proposed it, the revision they count instead, who may accept."""
+    revision = eval_selectors.eval_suite_revision(skill=skill)
+    if revision is None or revision.accepted:
+        return None
+    counted = review_selectors.eval_suite_accepted_revision(skill=skill)
+    reviewers = review_selectors.suite_reviewers()
+    return {
+        "revision": revision,
+        "counted": counted.number if counted else None,
+        "labels": reviewers.labels if reviewers else (),
+        "roles": sorted(reviewers.roles) if reviewers else [],
+        "may_accept": WRITE in user_scopes(request.user) and review_selectors.suite_role_accepts(role=_role(request)),
+    }
+
+
+@console_view(scope=WRITE)
+def suite_accept(request, name: str, number: int):
+    """Accept a proposed suite revision, through the service `POST .../evals/revisions/{n}/accept` calls."""
+    skill = _skill(name)
+    suite_url = reverse("eval-suite", args=[skill.name])
+    if request.method != "POST":
+        return redirect(suite_url)
+    on_domain_error(request, lambda error: flash_back(request, f"Not accepted: {error.detail}", default=suite_url))
+    eval_suite_revision_accept(skill=skill, number=number, actor=_actor(request), role=_role(request))
+    messages.success(
+        request, f"Accepted suite revision {number}: the eval gates count runs on it, those made before too."
+    )
+    return redirect(suite_url)
 
 
 def _suite_answer(request, skill, *, saved: str) -> HttpResponse:
@@ -304,7 +348,9 @@ def case_delete(request, name: str):
     if request.method != "POST":
         return redirect(reverse("eval-suite", args=[skill.name]))
     case_id = request.POST.get("id", "")
-    revision = eval_services.eval_suite_case_delete(skill=skill, case_id=case_id, actor=_actor(request))
+    revision = eval_services.eval_suite_case_delete(
+        skill=skill, case_id=case_id, actor=_actor(request), role=_role(request)
+    )
     return _suite_answer(request, skill, saved=f"Deleted case {case_id}: suite revision {revision.number}.")
 
 
@@ -332,7 +378,9 @@ def suite_import(request, name: str):
     # required"), comes back on the page.
     on_domain_error(request, lambda error: refused(error.detail, error.status))
     document = json_from_bytes(upload.read(), field="evals_file", what="file")
-    revision = eval_services.eval_suite_replace(skill=skill, document=document, actor=_actor(request))
+    revision = eval_services.eval_suite_replace(
+        skill=skill, document=document, actor=_actor(request), role=_role(request)
+    )
     messages.success(
         request, f"Imported {len(revision.cases)} cases from {upload.name}: suite revision {revision.number}."
     )
@@ -518,7 +566,7 @@ def turn_save_case(request, turn_id: str):
     on_domain_error(
         request, lambda error: flash_back(request, f"Not saved as an eval case: {error.detail}", default=page)
     )
-    eval_services.eval_suite_case_save(skill=skill, case=case, actor=_actor(request))
+    eval_services.eval_suite_case_save(skill=skill, case=case, actor=_actor(request), role=_role(request))
     messages.success(request, f"Saved as {kind} case {case['id']} in {skill.name}'s suite: check it and adjust.")
     return redirect(f"{reverse('eval-suite', args=[skill.name])}?{urlencode({'edit': case['id']})}#case-{case['id']}")
 
@@ -528,6 +576,7 @@ urlpatterns = [
     path("skills/<str:name>/evals/cases/", case_save, name="eval-case-save"),
     path("skills/<str:name>/evals/cases/delete/", case_delete, name="eval-case-delete"),
     path("skills/<str:name>/evals/import/", suite_import, name="eval-suite-import"),
+    path("skills/<str:name>/evals/revisions/<int:number>/accept/", suite_accept, name="eval-suite-accept"),
     path("skills/<str:name>/evals/evals.json", suite_export, name="eval-suite-export"),
     path("skills/<str:name>/evals/runs/", run_start, name="eval-run-start"),
     path("evals/runs/compare/", run_compare, name="eval-run-compare"),

@@ -9,6 +9,11 @@ urlpatterns = [
     path(
         "skills/<str:name>/evals/evals.json", eval_api.EvalSuiteSkillCreatorApi.as_view(), name="api-skill-evals-json"
     ),
+    path(
+        "skills/<str:name>/evals/revisions/<int:number>/accept",
+        eval_api.EvalSuiteRevisionAcceptApi.as_view(),
+        name="api-skill-evals-accept",
+    ),
     path("skills/<str:name>/evals/runs", eval_api.EvalRunListCreateApi.as_view(), name="api-skill-eval-runs"),
     path("evals/runs/compare", eval_api.EvalRunCompareApi.as_view(), name="api-eval-runs-compare"),
     path("evals/runs/<uuid:run_id>", eval_api.EvalRunDetailApi.as_view(), name="api-eval-run"),

@@ -147,7 +147,11 @@ def _names(pattern, what: str, **kwargs) -> serializers.ListField:
 
 
 class PolicyCheckSerializer(serializers.Serializer):
-    check = serializers.ChoiceField(choices=["role", "eval_run", "min_task_rate", "min_trigger_f1", "not_worse"])
+    check = serializers.ChoiceField(
+        choices=["role", "eval_run", "suite_accepted", "min_task_rate", "min_trigger_f1", "not_worse"],
+        help_text="suite_accepted: the version's run is on a suite revision not accepted yet "
+        "(wanted.suite_revision names it).",
+    )
     wanted = serializers.JSONField(help_text="What the policy asks for.")
     got = serializers.JSONField(help_text="What the version has (null: nothing to measure).")
     run = _text(allow_null=True, help_text="The eval run the figure comes from (its id).")
@@ -468,8 +472,13 @@ class LabelSerializer(serializers.Serializer):
 
 
 class LabelHistorySerializer(serializers.Serializer):
-    label = _text()
-    kind = serializers.ChoiceField(choices=LabelChange.choices)
+    label = _text(help_text="Blank for a change of the skill's eval suite (the suite_* kinds).")
+    kind = serializers.ChoiceField(
+        choices=LabelChange.choices,
+        help_text="suite_change: a suite revision accepted as made; suite_proposal: one the eval gates do not "
+        "count until it is accepted; suite_accept: a proposal accepted.",
+    )
+    suite_revision = serializers.IntegerField(allow_null=True, help_text="Suite changes: the revision.")
     from_version = serializers.IntegerField(allow_null=True)
     to_version = serializers.IntegerField(allow_null=True)
     weight = serializers.IntegerField(

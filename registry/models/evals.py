@@ -24,7 +24,11 @@ class EvalSuite(models.Model):
 
 class EvalSuiteRevision(models.Model):
     """One saved state of a suite, kept: a run names the revision it ran, so its results stay
-    readable after the suite changes."""
+    readable after the suite changes.
+
+    A revision is accepted or proposed (registry/services/suite_reviews.py): a label policy's
+    eval gate counts runs only on an accepted one, so whoever may not move a protected label
+    may not rewrite the evidence for it either."""
 
     suite = models.ForeignKey(EvalSuite, on_delete=models.CASCADE, related_name="revisions")
     number = models.PositiveIntegerField()
@@ -33,6 +37,10 @@ class EvalSuiteRevision(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     created_at = models.DateTimeField(auto_now_add=True)
+    accepted_at = models.DateTimeField(null=True, blank=True)  # null: a proposal
+    accepted_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
 
     class Meta:
         ordering = ["suite", "-number"]
@@ -40,6 +48,10 @@ class EvalSuiteRevision(models.Model):
 
     def __str__(self) -> str:
         return f"{self.suite_id} revision {self.number}"
+
+    @property
+    def accepted(self) -> bool:
+        return self.accepted_at is not None
 
 
 class EvalRunStatus(models.TextChoices):

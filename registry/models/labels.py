@@ -73,6 +73,11 @@ class LabelChange(models.TextChoices):
     PROMOTE = "promote"  # the canary became the label's version
     ABORT = "abort"  # the rollout ended; the label stays on from_version
     ROLLBACK = "rollback"  # the guard set the canary's weight to 0 (`reason` holds the figures)
+    # The skill's eval suite changed (`suite_revision`; `label` is blank: it concerns every label
+    # whose policy asks for eval evidence). Written while some policy has `require_eval`.
+    SUITE_CHANGE = "suite_change"  # a new revision, accepted as made: its author may accept suites
+    SUITE_PROPOSAL = "suite_proposal"  # a new revision the gate does not count until it is accepted
+    SUITE_ACCEPT = "suite_accept"  # a proposed revision accepted
 
 
 class LabelHistory(models.Model):
@@ -86,6 +91,7 @@ class LabelHistory(models.Model):
     weight = models.PositiveSmallIntegerField(null=True, blank=True)  # rollouts: percent sent to to_version
     reason = models.TextField(blank=True)
     unmet = models.JSONField(null=True, blank=True)  # overrides: the policy checks that were not met
+    suite_revision = models.PositiveIntegerField(null=True, blank=True)  # suite changes: the revision
     changed_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )

@@ -18,7 +18,7 @@ from registry.skillformat.evals import suite_as_skill_creator
 
 def eval_suite_revision(*, skill: Skill, number: int | None = None) -> EvalSuiteRevision | None:
     """The suite's newest revision (or revision `number`), None when the skill has no suite."""
-    revisions = EvalSuiteRevision.objects.filter(suite__skill=skill)
+    revisions = EvalSuiteRevision.objects.filter(suite__skill=skill).select_related("created_by", "accepted_by")
     if number is not None:
         return revisions.filter(number=number).first()
     return revisions.order_by("-number").first()

@@ -29,7 +29,9 @@ from registry.selectors.evals import (
     eval_suite_revision,
     eval_turns_queued,
 )
+from registry.selectors.suite_reviews import suite_role_accepts
 from registry.services.audit import SYSTEM, Actor, audit_record
+from registry.services.suite_reviews import eval_suite_revision_record
 from registry.skillformat.evals import suite_cases_read
 
 MAX_REPEAT = 20
@@ -41,9 +43,15 @@ _ADMISSION_LOCK = 0x5EED_E7A1
 LIMIT_RETRY_AFTER_SECONDS = 60
 
 
-def eval_suite_replace(*, skill: Skill, document: Any, actor: Actor = SYSTEM) -> EvalSuiteRevision:
+def eval_suite_replace(
+    *, skill: Skill, document: Any, actor: Actor = SYSTEM, role: str | None = None
+) -> EvalSuiteRevision:
     """Validate `document` (our `{"cases"}`, skill-creator's evals.json or its trigger list) and
-    make it the suite's new revision; the same cases as the newest revision make none."""
+    make it the suite's new revision; the same cases as the newest revision make none.
+
+    The revision is accepted as made when `role` may accept suites, else it is a proposal the
+    label policies' eval gates do not count yet (registry/selectors/suite_reviews.py). Without a
+    role the caller is the operator (the CLI, the bundled skills' sync), as for label moves."""
     cases = suite_cases_read(document)
     with transaction.atomic():
         suite, _ = EvalSuite.objects.get_or_create(skill=skill)
@@ -53,21 +61,30 @@ def eval_suite_replace(*, skill: Skill, document: Any, actor: Actor = SYSTEM) ->
             return current
         suite.revision += 1
         suite.save(update_fields=["revision", "updated_at"])
+        accepted = suite_role_accepts(role=role)
         revision = EvalSuiteRevision.objects.create(
-            suite=suite, number=suite.revision, cases=cases, created_by=actor.user_or_none
+            suite=suite,
+            number=suite.revision,
+            cases=cases,
+            created_by=actor.user_or_none,
+            accepted_at=timezone.now() if accepted else None,
+            accepted_by=actor.user_or_none if accepted else None,
         )
+        eval_suite_revision_record(skill=skill, revision=revision, actor=actor)
         audit_record(
             actor=actor,
             action="eval_suite.replace",
             object_type="eval_suite",
             object_repr=skill.name,
             before={"revision": current.number, "cases": len(current.cases)} if current else None,
-            after={"revision": revision.number, "cases": len(cases)},
+            after={"revision": revision.number, "cases": len(cases), "accepted": accepted},
         )
     return revision
 
 
-def eval_suite_case_save(*, skill: Skill, case: dict[str, Any], actor: Actor = SYSTEM) -> EvalSuiteRevision:
+def eval_suite_case_save(
+    *, skill: Skill, case: dict[str, Any], actor: Actor = SYSTEM, role: str | None = None
+) -> EvalSuiteRevision:
     """Add `case` to the suite, or replace the case with its id (the console's table, "Save as
     eval case" on a turn): a new revision of the whole suite, validated as a whole."""
     cases = eval_suite_cases(skill=skill)
@@ -76,16 +93,18 @@ def eval_suite_case_save(*, skill: Skill, case: dict[str, Any], actor: Actor = S
         cases.append(case)
     else:
         cases[position] = case
-    return eval_suite_replace(skill=skill, document={"cases": cases}, actor=actor)
+    return eval_suite_replace(skill=skill, document={"cases": cases}, actor=actor, role=role)
 
 
-def eval_suite_case_delete(*, skill: Skill, case_id: str, actor: Actor = SYSTEM) -> EvalSuiteRevision:
+def eval_suite_case_delete(
+    *, skill: Skill, case_id: str, actor: Actor = SYSTEM, role: str | None = None
+) -> EvalSuiteRevision:
     """Remove the case with `case_id` (NotFound when the suite has none): a new revision."""
     cases = eval_suite_cases(skill=skill)
     kept = [c for c in cases if c["id"] != case_id]
     if len(kept) == len(cases):
         raise NotFound(f"'{skill.name}' has no eval case '{case_id}'.", fields={"case": "unknown"})
-    return eval_suite_replace(skill=skill, document={"cases": kept}, actor=actor)
+    return eval_suite_replace(skill=skill, document={"cases": kept}, actor=actor, role=role)
 
 
 def eval_run_create(

@@ -15,8 +15,9 @@ from django.db import transaction
 from registry.errors import ApplicationError, NotFound, PermissionDenied
 from registry.models import LabelChange, LabelHistory, LabelPolicy, Skill, SkillVersion
 from registry.roles import ADMIN, ROLE_SCOPES
-from registry.selectors.evals import eval_run_summary_current, eval_runs_compare, eval_suite_revision
+from registry.selectors.evals import eval_run_summary_current, eval_runs_compare
 from registry.selectors.label_policies import eval_run_evidence, label_policy_get
+from registry.selectors.suite_reviews import eval_evidence
 from registry.services.audit import SYSTEM, Actor, audit_record
 
 # `not_worse` fails when the candidate's task pass rate is worse than the held version's with at
@@ -168,16 +169,34 @@ def _unmet(check: str, wanted: Any, got: Any, run: Any = None) -> dict[str, Any]
     return {"check": check, "wanted": wanted, "got": got, "run": None if run is None else str(run.pk)}
 
 
+SUITE_UNACCEPTED = "suite_accepted"
+
+
+def _suite_unaccepted(number: int, run: Any) -> dict[str, Any]:
+    """The check a run on a proposed suite revision fails: it counts once the revision is accepted."""
+    return _unmet(SUITE_UNACCEPTED, {"suite_revision": number, "accepted": True}, "proposed", run)
+
+
+def label_policy_unmet_phrase(check: dict[str, Any]) -> str:
+    """How a refusal names an unmet check."""
+    if check["check"] == SUITE_UNACCEPTED:
+        return f"suite revision {check['wanted']['suite_revision']} was not accepted"
+    return check["check"]
+
+
 def label_policy_unmet(*, skill: Skill, label: str, version: SkillVersion, require_eval: dict[str, Any]) -> list[dict]:
     """The eval checks `version` does not meet for `label` under `require_eval` (empty: all met).
 
-    The evidence is the version's newest succeeded run with the policy's model on the skill's
-    current suite revision. `not_worse` compares it with the same kind of run of the version the
-    label holds now; when that version has no such run there is nothing it is worse than."""
+    The evidence is what `eval_evidence` counts: the version's newest succeeded run with the
+    policy's model on the suite's newest accepted revision. `not_worse` compares it with the
+    same kind of run of the version the label holds now; when that version has no such run there
+    is nothing it is worse than."""
     model = require_eval["model"]
-    revision = eval_suite_revision(skill=skill)
-    run = eval_run_evidence(version=version, model=model, suite_revision=revision) if revision else None
-    if revision is None or run is None:
+    evidence = eval_evidence(skill=skill, version=version, model=model)
+    run, revision = evidence.run, evidence.revision
+    if run is None or revision is None:
+        if evidence.proposal is not None:
+            return [_suite_unaccepted(evidence.proposal.number, evidence.proposal_run)]
         wanted = {"model": model, "version": version.number, "suite_revision": revision.number if revision else None}
         return [_unmet("eval_run", wanted, None)]
     summary = eval_run_summary_current(run=run)
@@ -197,6 +216,8 @@ def label_policy_unmet(*, skill: Skill, label: str, version: SkillVersion, requi
             p_worse = eval_runs_compare(a=run, b=held_run)["task"]["probability_b_better"]
             if p_worse >= NOT_WORSE_P:
                 unmet.append(_unmet("not_worse", f"P(worse than v{held.version.number}) < {NOT_WORSE_P}", p_worse, run))
+    if unmet and evidence.proposal_run is not None:  # the run its author saw pass does not count yet
+        unmet.append(_suite_unaccepted(evidence.proposal_run.suite_revision.number, evidence.proposal_run))
     return unmet
 
 
@@ -250,7 +271,7 @@ def label_policy_enforce(
     if not unmet:
         return []
     if not reason:
-        names = ", ".join(check["check"] for check in unmet)
+        names = ", ".join(label_policy_unmet_phrase(check) for check in unmet)
         raise LabelPolicyUnmet(
             f"v{version.number} of {skill.name} does not meet the policy of label '{label}' ({names}).",
             extra={"policy": label, "unmet": unmet},
@@ -279,9 +300,11 @@ def label_history_record(
     actor: Actor = SYSTEM,
     reason: str = "",
     unmet: list[dict] | None = None,
+    suite_revision: int | None = None,
 ) -> LabelHistory:
     """Append one change to `skill`'s label history (rows are never edited). Kinds are
-    `LabelChange`: move, delete, override, rollout_start, rollout_step, promote, abort, rollback."""
+    `LabelChange`: move, delete, override, rollout_start, rollout_step, promote, abort, rollback,
+    and the suite changes (blank `label`, their `suite_revision`)."""
     if kind not in LabelChange.values:
         raise ValueError(f"unknown label change kind {kind!r}")
     if weight is not None and not 0 <= weight <= 100:
@@ -295,6 +318,7 @@ def label_history_record(
         weight=weight,
         reason=reason,
         unmet=unmet or None,
+        suite_revision=suite_revision,
         changed_by=actor.user_or_none,
         via=actor.via[:120],
     )

@@ -52,7 +52,12 @@ class Command(BaseCommand):
             )
         except ApplicationError as error:
             raise CommandError(error.detail) from error
-        self.stderr.write(f"eval run {run.pk}: {run.skill.name} v{run.version.number} with {run.model}")
+        revision = run.suite_revision
+        standing = "" if revision.accepted else " (proposed: eval gates do not count it until it is accepted)"
+        self.stderr.write(
+            f"eval run {run.pk}: {run.skill.name} v{run.version.number} with {run.model},"
+            f" suite revision {revision.number}{standing}"
+        )
         deadline = time.monotonic() + options["timeout"]
         shown = -1
         while not run.is_finished:

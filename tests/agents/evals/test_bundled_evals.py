@@ -59,7 +59,7 @@ def test_every_bundled_skill_s_suite_passes_offline_triggers_and_scripted_tasks(
 
 def test_the_cli_prints_the_summary_and_fails_below_a_threshold(worker):
     skills_sync_bundled()
-    out = io.StringIO()
+    out, err = io.StringIO(), io.StringIO()
     call_command(
         "skills",
         "eval",
@@ -69,9 +69,10 @@ def test_the_cli_prints_the_summary_and_fails_below_a_threshold(worker):
         "--min-task-rate",
         "1",
         stdout=out,
-        stderr=io.StringIO(),
+        stderr=err,
     )
     assert "task      2 passed, 0 failed  rate 1.000" in out.getvalue()
+    assert "with scripted, suite revision 1\n" in err.getvalue()  # the sync's suite: accepted as made
 
     # With `offline` the task cases' answers are the skill's steps, not the scripted ones.
     with pytest.raises(CommandError, match="task pass rate 0.000 is below 0.9"):
