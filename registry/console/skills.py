@@ -38,7 +38,7 @@ from registry.selectors.resolve import render_prompt_block
 from registry.selectors.rollouts import skill_rollbacks, skill_rollout_panels, skill_rollouts
 from registry.services.audit import Actor
 from registry.services.label_policies import LabelGate, label_gate, label_policy_enforce
-from registry.services.labels import label_delete, label_move, label_name_check
+from registry.services.labels import IMPLICIT_LABEL, LABEL_NAME, label_delete, label_move, label_name_check
 from registry.services.rollouts import label_rollout_abort, label_rollout_set
 from registry.services.skills import (
     PublishResult,
@@ -772,6 +772,21 @@ def skill_labels(request, name: str):
 
 
 @console_view(scope=WRITE)
+def skill_label_gate(request, name: str):
+    """The gate of the "Move a label" form's label and version, swapped in beside its button as
+    they change (htmx): empty for an unprotected label or a label name not valid yet."""
+    skill = _skill(request, name)
+    label = request.GET.get("label", "").strip()
+    if label == IMPLICIT_LABEL or not LABEL_NAME.fullmatch(label):
+        return HttpResponse("")
+    version = _version(skill, request.GET.get("version"))
+    gate = label_gate(skill=skill, label=label, version=version, role=acting_role(user_roles(request.user)))
+    if gate.policy is None:
+        return HttpResponse("")
+    return render(request, "registry/skills/_label_gate.html", {"gate": gate})
+
+
+@console_view(scope=WRITE)
 def skill_rollout(request, name: str):
     """Start, raise or lower (`set`), promote or abort a label's rollout, through the services
     the API calls; a policy refusal comes back as a message on the versions page."""
@@ -821,6 +836,7 @@ urlpatterns = [
     path("skills/<str:name>/rollout/", skill_rollout, name="skill-rollout"),
     path("skills/<str:name>/diff/", skill_diff, name="skill-diff"),
     path("skills/<str:name>/labels/", skill_labels, name="skill-labels"),
+    path("skills/<str:name>/labels/gate/", skill_label_gate, name="skill-label-gate"),
     path("skills/<str:name>/enabled/", skill_enabled, name="skill-enabled"),
     path("skills/<str:name>/files/", skill_files, name="skill-files"),
     path("skills/<str:name>/upload/", skill_upload, name="skill-replace"),

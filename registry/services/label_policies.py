@@ -324,7 +324,7 @@ def _needed(check: dict[str, Any], policy: LabelPolicy | None) -> str:
     if name == "role":
         return f"the policy lets only {', '.join(wanted)} change it"
     if name == REMOVAL:
-        return f"a removal leaves readers on no version an eval run with {wanted['model']} vouches for"
+        return f"removing it leaves its readers on a version no eval run with {wanted['model']} vouches for"
     if name == "eval_run":
         if wanted.get("suite_revision") is None:
             return f"an eval suite, then an eval run of v{wanted['version']} with {wanted['model']}"

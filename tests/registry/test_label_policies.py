@@ -98,7 +98,7 @@ def test_the_gate_says_allowed_needs_evidence_or_admin_override_only(skill):
     assert gate_of(skill, 2, "analyst").needs == "the policy lets only admin, author change it"
     removal = gate_of(skill, None, "author")
     assert (removal.status, removal.title) == ("admin_override", "admin override only")
-    assert "no version an eval run with scripted vouches for" in removal.needs
+    assert "a version no eval run with scripted vouches for" in removal.needs
 
 
 def test_the_gate_and_the_move_agree_for_every_status(skill):
