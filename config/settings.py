@@ -360,8 +360,10 @@ AGENT_API_BASE = env.str("AGENT_API_BASE", default="")
 AGENT_API_KEY = env.str("AGENT_API_KEY", default="")
 AGENT_ALLOW_SCRIPTED = env.bool("AGENT_ALLOW_SCRIPTED", default=DEBUG or TESTING)
 # The only models a turn may name, through the API and the playground alike
-# (agents.turns.services.agent_model_check). Unset: AGENT_MODEL, `offline`, and `scripted` where
-# AGENT_ALLOW_SCRIPTED is on. A listed `scripted` is still refused while AGENT_ALLOW_SCRIPTED is off.
+# (agents.turns.services.agent_model_check), and so the only ones a label policy's eval gate may ask
+# for. Unset: AGENT_MODEL, `offline`, and `scripted` where AGENT_ALLOW_SCRIPTED is on (filled in
+# below, once AGENT_MODEL is checked). A listed `scripted` is still refused while
+# AGENT_ALLOW_SCRIPTED is off.
 AGENT_MODELS = [model.strip() for model in env.list("AGENT_MODELS", default=[]) if model.strip()]
 AGENT_MAX_ITERATIONS = env.int("AGENT_MAX_ITERATIONS", default=10)
 AGENT_MAX_TOTAL_TOKENS = env.int("AGENT_MAX_TOTAL_TOKENS", default=200_000)
@@ -415,6 +417,10 @@ if AGENT_MODELS and AGENT_MODEL not in AGENT_MODELS:
         f"AGENT_MODEL={AGENT_MODEL!r} is not in AGENT_MODELS ({', '.join(AGENT_MODELS)}): "
         "a turn that names no model uses AGENT_MODEL, so list it."
     )
+# `offline` and `scripted` are the runtime's built-in models (agents/model_strings.py); settings
+# import nothing from the apps, so they are named here.
+_default_models = [AGENT_MODEL, "offline", *(["scripted"] if AGENT_ALLOW_SCRIPTED else [])]
+AGENT_MODELS = list(dict.fromkeys(AGENT_MODELS or _default_models))
 
 PRODUCTION = env.bool("PRODUCTION", default=False)
 if AGENT_ALLOW_SCRIPTED and not (DEBUG or TESTING) and PRODUCTION:

@@ -35,7 +35,7 @@ from django.db.models import F
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from agents.model_strings import OFFLINE, SCRIPTED, model_string_problem
+from agents.model_strings import SCRIPTED, model_string_problem
 from agents.models import AgentTurn, Conversation, FailureCause, TraceEvent, TurnCheckpoint, TurnOrigin, TurnStatus
 from agents.runtime.cgroups import run_cgroups_sweep
 from agents.runtime.forcing import forced_skill_and_query
@@ -84,9 +84,9 @@ SCRIPT_SCHEMA = {
 
 
 def agent_models_allowed() -> list[str]:
-    """The models a turn may name: AGENT_MODELS (by default AGENT_MODEL, `offline` and
-    `scripted`), without `scripted` while AGENT_ALLOW_SCRIPTED is off."""
-    listed = settings.AGENT_MODELS or [settings.AGENT_MODEL, OFFLINE, SCRIPTED]
+    """The models a turn may name: AGENT_MODELS (settings fill in its default), without
+    `scripted` while AGENT_ALLOW_SCRIPTED is off."""
+    listed = settings.AGENT_MODELS
     return [model for model in dict.fromkeys(listed) if model != SCRIPTED or settings.AGENT_ALLOW_SCRIPTED]
 
 

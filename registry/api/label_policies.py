@@ -5,7 +5,8 @@ needs `policies:write`, which only admins hold."""
 
 from __future__ import annotations
 
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from django.utils.duration import duration_iso_string
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_field
 from rest_framework import serializers, status
 from rest_framework.response import Response
 
@@ -24,7 +25,7 @@ READ, WRITE = "skills:read", "policies:write"
 
 
 class RequireEvalSerializer(serializers.Serializer):
-    model = TextField(max_length=MODEL_MAX, help_text="The model the eval run must have used.")
+    model = TextField(max_length=MODEL_MAX, help_text="The model the eval run must have used: one of AGENT_MODELS.")
     min_task_rate = NumberField(
         min_value=0, max_value=1, allow_null=True, required=False, help_text="Least task pass rate (null: any)."
     )
@@ -62,6 +63,22 @@ class LabelPolicyInputSerializer(serializers.Serializer):
         default=None,
         help_text="When a rollout of this label is rolled back automatically (null: never).",
     )
+    rollback_window = TextField(
+        required=False,
+        default=None,
+        max_length=40,
+        help_text="How recently the label must have served a version for the policy's roles to move it back "
+        "there without new evidence (a rollback): ISO 8601 (`P7D`, `PT36H`) or `7d`, `36h`, `90m`; 0 to 365 "
+        "days, default 7 days.",
+    )
+
+
+@extend_schema_field({"type": "string", "format": "duration", "example": "P7DT00H00M00S"})
+class DurationShownField(serializers.Field):
+    """A duration as ISO 8601, the form the input accepts too."""
+
+    def to_representation(self, value):
+        return duration_iso_string(value)
 
 
 # The answer's own components: the schema of a request part says what is accepted (a model
@@ -79,6 +96,10 @@ class LabelPolicySerializer(serializers.Serializer):
     roles = serializers.ListField(child=TextField())
     require_eval = RequireEvalShownSerializer(allow_null=True)
     guard = GuardShownSerializer(allow_null=True)
+    rollback_window = DurationShownField(
+        help_text="Moving the label back to a version it served this recently "
+        "needs the policy's role, not new evidence."
+    )
     updated_by = TextField(source="updated_by.username", allow_null=True, default=None)
     updated_at = serializers.DateTimeField()
 

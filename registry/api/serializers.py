@@ -453,6 +453,15 @@ class LabelSourceQuerySerializer(serializers.Serializer):
     source = serializers.ChoiceField(choices=SkillSource.choices, required=False)
 
 
+class LabelDeleteQuerySerializer(LabelSourceQuerySerializer):
+    override_reason = _text(
+        required=False,
+        max_length=1000,
+        help_text="Admins only: remove a label whose policy asks for eval evidence (a removal never has it); "
+        "audited with this reason and shown in the label history.",
+    )
+
+
 class LabelSerializer(serializers.Serializer):
     """Renders a `selectors.LabelPointer`."""
 

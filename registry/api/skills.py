@@ -484,13 +484,20 @@ class SkillLabelApi(ApiView):
 
     @extend_schema(
         operation_id="skills_labels_delete",
-        parameters=[s.LabelSourceQuerySerializer],
-        responses={204: None, **errors(400, 401, 403, 404)},
-        summary="Remove a label.",
+        parameters=[s.LabelDeleteQuerySerializer],
+        responses={204: None, **errors(400, 401, 403, 404, 409)},
+        summary="Remove a label. A label policy checks it as a move: 403 for a role it does not name; 409 when it "
+        "asks for eval evidence, which a removal never has (an admin's `override_reason` removes it anyway).",
     )
     def delete(self, request, name: str, label: str):
-        skill, _ = self.skill_and_params(name, s.LabelSourceQuerySerializer)
-        label_delete(skill=skill, label=label, actor=self.actor(), role=self.acting_role())
+        skill, query = self.skill_and_params(name, s.LabelDeleteQuerySerializer)
+        label_delete(
+            skill=skill,
+            label=label,
+            actor=self.actor(),
+            role=self.acting_role(),
+            override_reason=query.get("override_reason"),
+        )
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 

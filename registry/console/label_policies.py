@@ -4,6 +4,7 @@ how (a refused move links here); admins (`policies:write`) set and remove them. 
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.contrib import messages
 from django.shortcuts import redirect, render
 from django.urls import path, reverse
@@ -18,6 +19,7 @@ from registry.selectors.label_policies import label_policy_get, label_policy_lis
 from registry.services.audit import Actor
 from registry.services.label_policies import label_policy_delete, label_policy_set
 from registry.services.labels import label_name_check
+from registry.templatetags.console import duration_text
 
 READ, WRITE = TokenScope.SKILLS_READ.value, TokenScope.POLICIES_WRITE.value
 ROLE_CHOICES = (ADMIN, AUTHOR, ANALYST)
@@ -28,6 +30,7 @@ def _page(request, *, values: dict | None = None, errors: dict | None = None, st
     context = {
         "policies": label_policy_list(),
         "role_choices": ROLE_CHOICES,
+        "agent_models": settings.AGENT_MODELS,  # what require_eval.model may name
         "values": values if values is not None else _values_of(editing),
         "errors": errors or {},
     }
@@ -37,7 +40,7 @@ def _page(request, *, values: dict | None = None, errors: dict | None = None, st
 def _values_of(policy) -> dict:
     """The form's fields for `policy` (an empty form for None: a new `production` policy)."""
     if policy is None:
-        return {"label": "production", "roles": ["admin"], "not_worse": False}
+        return {"label": "production", "roles": ["admin"], "not_worse": False, "rollback_window": "7d"}
     evidence, guard = policy.require_eval or {}, policy.guard or {}
     return {
         "label": policy.label,
@@ -48,6 +51,7 @@ def _values_of(policy) -> dict:
         "not_worse": bool(evidence.get("not_worse")),
         "min_n": _shown(guard.get("min_n")),
         "p_worse": _shown(guard.get("p_worse")),
+        "rollback_window": duration_text(policy.rollback_window),
     }
 
 
@@ -68,6 +72,7 @@ def label_policy_save(request):
     post = request.POST
     values = {name: post.get(name, "") for name in ("label", "model", "min_task_rate", "min_trigger_f1")}
     values |= {"min_n": post.get("min_n", ""), "p_worse": post.get("p_worse", "")}
+    values |= {"rollback_window": post.get("rollback_window", "")}
     values |= {"roles": post.getlist("roles"), "not_worse": post.get("not_worse") == "1"}
     on_domain_error(request, lambda error: _page(request, values=values, errors=_errors(error), status=error.status))
     label = label_name_check(values["label"].strip())
@@ -90,6 +95,7 @@ def label_policy_save(request):
         roles=values["roles"],
         require_eval=require_eval,
         guard=guard,
+        rollback_window=values["rollback_window"].strip() or None,
         actor=Actor(user=request.user, via="console"),
     )
     messages.success(request, f"Saved the policy of {label}.")

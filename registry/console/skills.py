@@ -26,7 +26,7 @@ from django_htmx.http import HttpResponseClientRedirect
 
 from registry import selectors
 from registry.api.serializers import PUBLISH_SOURCES, PublishSourceField
-from registry.console.access import console_view
+from registry.console.access import console_view, user_scopes
 from registry.console.errors import flash_back, on_domain_error
 from registry.errors import ApplicationError, LenientReadingRefused, NameTaken, VersionConflict
 from registry.models import EvalRun, Skill, SkillSource, SkillVersion
@@ -37,8 +37,8 @@ from registry.selectors.label_policies import label_policy_list
 from registry.selectors.resolve import render_prompt_block
 from registry.selectors.rollouts import skill_rollbacks, skill_rollout_panels, skill_rollouts
 from registry.services.audit import Actor
-from registry.services.label_policies import label_policy_enforce
-from registry.services.labels import label_delete, label_move, label_name_check
+from registry.services.label_policies import LabelGate, label_gate, label_policy_enforce
+from registry.services.labels import IMPLICIT_LABEL, LABEL_NAME, label_delete, label_move, label_name_check
 from registry.services.rollouts import label_rollout_abort, label_rollout_set
 from registry.services.skills import (
     PublishResult,
@@ -657,6 +657,8 @@ def _versions_page(request, skill: Skill, *, refusal: ApplicationError | None = 
     for label, number in sorted(labels.items()):
         by_version.setdefault(number, []).append(label)
     versions = selectors.skill_versions(skill)
+    policies = label_policy_list()
+    rollouts = skill_rollout_panels(skill)
     context = {
         **_page_context(skill),
         "versions": [(version, by_version.get(version.number, [])) for version in versions],
@@ -664,12 +666,47 @@ def _versions_page(request, skill: Skill, *, refusal: ApplicationError | None = 
         "production": labels.get("production"),
         "served": selectors.skill_version_for(skill=skill).number,  # what a reader naming no label gets
         "history": selectors.skill_label_history(skill, limit=50),
-        "rollouts": skill_rollout_panels(skill),
-        "policies": label_policy_list(),
+        "rollouts": rollouts,
+        "policies": policies,
+        "gates": _move_gates(request, skill, labels=labels, versions=versions, panels=rollouts, policies=policies),
         "refusal": refusal,
         "attempt": attempt,
     }
     return render(request, "registry/skills/versions.html", context, status=status)
+
+
+@dataclass(frozen=True)
+class MoveGates:
+    """What each label change the versions page offers needs under its label's policy, shown
+    beside its button before the click (`label_gate`, the reading the services enforce)."""
+
+    production: dict[int, LabelGate]  # moving production to version N
+    remove: dict[str, LabelGate]  # removing label L
+    promote: dict[str, LabelGate]  # promoting the canary of label L
+
+
+def _move_gates(request, skill: Skill, *, labels: dict[str, int], versions, panels, policies) -> MoveGates:
+    """The gates of the protected labels' buttons, for the user's role (none for a reader)."""
+    protected = {policy.label for policy in policies}
+    if WRITE not in user_scopes(request.user) or not protected:
+        return MoveGates({}, {}, {})
+    role = acting_role(user_roles(request.user))
+
+    def gate(label: str, version: SkillVersion | None) -> LabelGate:
+        return label_gate(skill=skill, label=label, version=version, role=role)
+
+    moves = [version for version in versions if version.number != labels.get("production")]
+    return MoveGates(
+        production={version.number: gate("production", version) for version in moves}
+        if "production" in protected
+        else {},
+        remove={name: gate(name, None) for name in labels if name in protected},
+        promote={
+            panel.label.name: gate(panel.label.name, panel.label.canary_version)
+            for panel in panels
+            if panel.label.name in protected
+        },
+    )
 
 
 @console_view(scope=READ)
@@ -697,17 +734,18 @@ def skill_labels(request, name: str):
     label = request.POST.get("label", "").strip()
     versions_url = _skill_url(skill, "skill-versions")
     role = acting_role(user_roles(request.user))
-    attempt = {"label": label, "version": request.POST.get("version", "")}
+    action = request.POST.get("action", "move")
+    attempt = {"label": label, "version": request.POST.get("version", ""), "action": action}
     on_domain_error(
         request, lambda error: _versions_page(request, skill, refusal=error, attempt=attempt, status=error.status)
     )
-    if request.POST.get("action") == "delete":
-        label_delete(skill=skill, label=label, actor=_actor(request), role=role)
+    override_reason = request.POST.get("override_reason", "").strip() or None
+    if action == "delete":
+        label_delete(skill=skill, label=label, actor=_actor(request), role=role, override_reason=override_reason)
         messages.success(request, f"Removed label {label} from {skill.name}.")
         return redirect(versions_url)
     target = _version(skill, request.POST.get("version"))
     current = selectors.skill_labels(skill).get(label)
-    override_reason = request.POST.get("override_reason", "").strip() or None
     if label == "production" and request.POST.get("confirm") != "1" and current != target.number:
         # A move its policy refuses is refused here, before the confirmation asks about it.
         label_name_check(label)
@@ -740,6 +778,21 @@ def skill_labels(request, name: str):
         moved = f"from v{current} " if current else ""
         messages.success(request, f"Moved {label} of {skill.name} {moved}to v{target.number}.")
     return redirect(versions_url)
+
+
+@console_view(scope=WRITE)
+def skill_label_gate(request, name: str):
+    """The gate of the "Move a label" form's label and version, swapped in beside its button as
+    they change (htmx): empty for an unprotected label or a label name not valid yet."""
+    skill = _skill(request, name)
+    label = request.GET.get("label", "").strip()
+    if label == IMPLICIT_LABEL or not LABEL_NAME.fullmatch(label):
+        return HttpResponse("")
+    version = _version(skill, request.GET.get("version"))
+    gate = label_gate(skill=skill, label=label, version=version, role=acting_role(user_roles(request.user)))
+    if gate.policy is None:
+        return HttpResponse("")
+    return render(request, "registry/skills/_label_gate.html", {"gate": gate})
 
 
 @console_view(scope=WRITE)
@@ -787,6 +840,7 @@ urlpatterns = [
     path("skills/<str:name>/rollout/", skill_rollout, name="skill-rollout"),
     path("skills/<str:name>/diff/", skill_diff, name="skill-diff"),
     path("skills/<str:name>/labels/", skill_labels, name="skill-labels"),
+    path("skills/<str:name>/labels/gate/", skill_label_gate, name="skill-label-gate"),
     path("skills/<str:name>/enabled/", skill_enabled, name="skill-enabled"),
     path("skills/<str:name>/files/", skill_files, name="skill-files"),
     path("skills/<str:name>/upload/", skill_upload, name="skill-replace"),

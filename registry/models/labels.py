@@ -3,6 +3,8 @@ who may move them (the label policies)."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
@@ -72,7 +74,9 @@ class LabelChange(models.TextChoices):
     ROLLOUT_STEP = "rollout_step"  # the canary's weight changed
     PROMOTE = "promote"  # the canary became the label's version
     ABORT = "abort"  # the rollout ended; the label stays on from_version
-    ROLLBACK = "rollback"  # the guard set the canary's weight to 0 (`reason` holds the figures)
+    # The label went back: the guard set the canary's weight to 0 (`weight` 0, `reason` holds the
+    # figures), or a move to a version it served within its policy's rollback_window (no weight).
+    ROLLBACK = "rollback"
     # The skill's eval suite changed (`suite_revision`; `label` is blank: it concerns every label
     # whose policy asks for eval evidence). Written while some policy has `require_eval`.
     SUITE_CHANGE = "suite_change"  # a new revision, accepted as made: its author may accept suites
@@ -114,6 +118,8 @@ class LabelPolicy(models.Model):
     roles = models.JSONField(default=list)  # role names allowed to move the label
     require_eval = models.JSONField(null=True, blank=True)  # {model, min_task_rate, min_trigger_f1, not_worse}
     guard = models.JSONField(null=True, blank=True)  # {min_n, p_worse}
+    # Moving the label back to a version it served this recently needs a role, not new evidence.
+    rollback_window = models.DurationField(default=timedelta(days=7))
     updated_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )

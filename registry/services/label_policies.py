@@ -8,15 +8,22 @@ inside its transaction, and so does anything else that changes what a label serv
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
+from django.utils import timezone
+from django.utils.dateparse import parse_duration
+from django.utils.duration import duration_iso_string
 
 from registry.errors import ApplicationError, NotFound, PermissionDenied
 from registry.models import LabelChange, LabelHistory, LabelPolicy, Skill, SkillVersion
 from registry.roles import ADMIN, ROLE_SCOPES
 from registry.selectors.evals import eval_run_summary_current, eval_runs_compare
-from registry.selectors.label_policies import eval_run_evidence, label_policy_get
+from registry.selectors.label_policies import eval_run_evidence, label_policy_get, label_versions_served_since
 from registry.selectors.suite_reviews import eval_evidence
 from registry.services.audit import SYSTEM, Actor, audit_record
 
@@ -28,6 +35,12 @@ P_WORSE_MAX = 0.999  # a guard that needs certainty never fires
 REASON_MAX = 1000
 REQUIRE_EVAL_KEYS = {"model", "min_task_rate", "min_trigger_f1", "not_worse"}
 GUARD_KEYS = {"min_n", "p_worse"}
+ROLLBACK_WINDOW_DEFAULT = timedelta(days=7)
+ROLLBACK_WINDOW_MAX = timedelta(days=365)
+# `7d`, `36h`, `90m` (the console's box), besides what Django's parse_duration reads (ISO 8601
+# `P7D`, `7 00:00:00`), which the API answers with.
+_SHORT_DURATION = re.compile(r"^\s*(\d{1,6})\s*([dhm])\s*$")
+_UNITS = {"d": "days", "h": "hours", "m": "minutes"}
 
 
 class InvalidLabelPolicy(ApplicationError):
@@ -73,7 +86,43 @@ def _object(value: Any, field: str, allowed: set[str]) -> dict[str, Any] | None:
     return value
 
 
-def label_policy_clean(*, roles: Any, require_eval: Any, guard: Any) -> dict[str, Any]:
+def _model(value: Any) -> str:
+    """An eval gate's model: one of AGENT_MODELS, the only models an eval run may use (any
+    other gate could never be met)."""
+    allowed = settings.AGENT_MODELS
+    if not isinstance(value, str) or not value.strip() or len(value) > MODEL_MAX:
+        raise InvalidLabelPolicy(
+            f"require_eval.model must name the model eval runs use, one of {', '.join(allowed)}.",
+            fields={"require_eval.model": f"one of {', '.join(allowed)}"},
+        )
+    if value.strip() not in allowed:
+        raise InvalidLabelPolicy(
+            f"require_eval.model: eval runs cannot use {value.strip()[:80]!r}; it is not one of AGENT_MODELS "
+            f"({', '.join(allowed)}).",
+            fields={"require_eval.model": f"one of {', '.join(allowed)}"},
+        )
+    return value.strip()
+
+
+def rollback_window_parse(value: Any) -> timedelta:
+    """A policy's rollback_window from a timedelta or text (`7d`, `36h`, `P7D`; None: the
+    default), from 0 (every move needs evidence) to ROLLBACK_WINDOW_MAX."""
+    window = value
+    if value is None:
+        window = ROLLBACK_WINDOW_DEFAULT
+    elif isinstance(value, str):
+        short = _SHORT_DURATION.fullmatch(value)
+        window = timedelta(**{_UNITS[short[2]]: int(short[1])}) if short else parse_duration(value.strip())
+    if not isinstance(window, timedelta) or not timedelta(0) <= window <= ROLLBACK_WINDOW_MAX:
+        raise InvalidLabelPolicy(
+            f"rollback_window must be a duration from 0 to {ROLLBACK_WINDOW_MAX.days} days, such as 7d, 36h "
+            f"or P7D; got {str(value)[:40]!r}.",
+            fields={"rollback_window": f"a duration from 0 to {ROLLBACK_WINDOW_MAX.days} days"},
+        )
+    return window
+
+
+def label_policy_clean(*, roles: Any, require_eval: Any, guard: Any, rollback_window: Any = None) -> dict[str, Any]:
     """A policy's parts checked and normalised, or InvalidLabelPolicy naming the field."""
     if not isinstance(roles, list) or not roles or not all(isinstance(role, str) for role in roles):
         raise InvalidLabelPolicy(
@@ -85,22 +134,22 @@ def label_policy_clean(*, roles: Any, require_eval: Any, guard: Any) -> dict[str
             f"roles: no role '{unknown[0][:40]}' (roles are {', '.join(sorted(ROLE_SCOPES))}).",
             fields={"roles": f"one of {', '.join(sorted(ROLE_SCOPES))}"},
         )
-    cleaned: dict[str, Any] = {"roles": sorted(set(roles)), "require_eval": None, "guard": None}
+    cleaned: dict[str, Any] = {
+        "roles": sorted(set(roles)),
+        "require_eval": None,
+        "guard": None,
+        "rollback_window": rollback_window_parse(rollback_window),
+    }
     evidence = _object(require_eval, "require_eval", REQUIRE_EVAL_KEYS)
     if evidence is not None:
-        model = evidence.get("model")
-        if not isinstance(model, str) or not model.strip() or len(model) > MODEL_MAX:
-            raise InvalidLabelPolicy(
-                f"require_eval.model must name the model eval runs use (1-{MODEL_MAX} characters).",
-                fields={"require_eval.model": "model name required"},
-            )
+        model = _model(evidence.get("model"))
         not_worse = evidence.get("not_worse", False)
         if not isinstance(not_worse, bool):
             raise InvalidLabelPolicy(
                 "require_eval.not_worse must be true or false.", fields={"require_eval.not_worse": "boolean"}
             )
         cleaned["require_eval"] = {
-            "model": model.strip(),
+            "model": model,
             "min_task_rate": _fraction(evidence.get("min_task_rate"), "require_eval.min_task_rate"),
             "min_trigger_f1": _fraction(evidence.get("min_trigger_f1"), "require_eval.min_trigger_f1"),
             "not_worse": not_worse,
@@ -123,16 +172,23 @@ def label_policy_clean(*, roles: Any, require_eval: Any, guard: Any) -> dict[str
 
 
 def label_policy_set(
-    *, label: str, roles: Any, require_eval: Any = None, guard: Any = None, actor: Actor = SYSTEM
+    *,
+    label: str,
+    roles: Any,
+    require_eval: Any = None,
+    guard: Any = None,
+    rollback_window: Any = None,
+    actor: Actor = SYSTEM,
 ) -> LabelPolicy:
     """Create or replace the policy of `label` (the caller has checked the label's name)."""
-    cleaned = label_policy_clean(roles=roles, require_eval=require_eval, guard=guard)
+    cleaned = label_policy_clean(roles=roles, require_eval=require_eval, guard=guard, rollback_window=rollback_window)
     with transaction.atomic():
         policy = LabelPolicy.objects.select_for_update().filter(label=label).first()
         before = _policy_state(policy) if policy else None
         if policy is None:
             policy = LabelPolicy(label=label)
         policy.roles, policy.require_eval, policy.guard = cleaned["roles"], cleaned["require_eval"], cleaned["guard"]
+        policy.rollback_window = cleaned["rollback_window"]
         policy.updated_by = actor.user_or_none
         policy.save()
         audit_record(
@@ -159,7 +215,13 @@ def label_policy_delete(*, label: str, actor: Actor = SYSTEM) -> None:
 
 
 def _policy_state(policy: LabelPolicy) -> dict[str, Any]:
-    return {"label": policy.label, "roles": policy.roles, "require_eval": policy.require_eval, "guard": policy.guard}
+    return {
+        "label": policy.label,
+        "roles": policy.roles,
+        "require_eval": policy.require_eval,
+        "guard": policy.guard,
+        "rollback_window": duration_iso_string(policy.rollback_window),
+    }
 
 
 # --- enforcement ---------------------------------------------------------------------------
@@ -229,31 +291,123 @@ def _forbidden(policy: LabelPolicy, role: str) -> LabelPolicyForbidden:
     )
 
 
-def label_policy_role_check(*, label: str, role: str) -> None:
-    """Removing a protected label needs a role its policy names (there is no evidence to weigh)."""
+ALLOWED, NEEDS_EVIDENCE, ADMIN_ONLY = "allowed", "needs_evidence", "admin_override"
+GATE_TITLES = {ALLOWED: "allowed", NEEDS_EVIDENCE: "needs evidence", ADMIN_ONLY: "admin override only"}
+# Removing a label leaves its readers on no version an eval run vouches for: the check a
+# removal of an eval-gated label fails, whoever asks.
+REMOVAL = "removal"
+
+
+@dataclass(frozen=True)
+class LabelGate:
+    """What making `label` serve `version` (None: removing the label) needs under the label's
+    policy, for one role: `allowed`, `needs_evidence` (the `unmet` eval checks) or
+    `admin_override` (only an admin's override: a role the policy does not name, or a removal
+    the evidence cannot vouch for). `rollback`: the label served `version` within the policy's
+    rollback_window, so no evidence is asked for. The move services enforce it and the console
+    shows it beside each button, from `label_gate` alone."""
+
+    label: str
+    version: int | None
+    status: str = ALLOWED
+    unmet: list[dict] = field(default_factory=list)
+    rollback: bool = False
+    policy: LabelPolicy | None = None
+
+    @property
+    def title(self) -> str:
+        return GATE_TITLES[self.status]
+
+    @property
+    def needs(self) -> str:
+        """What the change lacks, in words: the eval run and thresholds it wants (empty: none)."""
+        return "; ".join(_needed(check, self.policy) for check in self.unmet)
+
+
+def _figure(value: Any) -> str:
+    return "none" if value is None else f"{value:.4g}" if isinstance(value, float) else str(value)
+
+
+def _thresholds(require_eval: dict[str, Any]) -> str:
+    wanted = [
+        f"{name} ≥ {require_eval[key]:g}"
+        for key, name in (("min_task_rate", "task pass rate"), ("min_trigger_f1", "trigger F1"))
+        if require_eval.get(key) is not None
+    ]
+    if require_eval.get("not_worse"):
+        wanted.append("not worse than the version it replaces")
+    return f" with {' and '.join(wanted)}" if wanted else ""
+
+
+def _needed(check: dict[str, Any], policy: LabelPolicy | None) -> str:
+    name, wanted, got = check["check"], check["wanted"], check["got"]
+    require_eval = (policy.require_eval if policy else None) or {}
+    if name == "role":
+        return f"the policy lets only {', '.join(wanted)} change it"
+    if name == REMOVAL:
+        return f"removing it leaves its readers on a version no eval run with {wanted['model']} vouches for"
+    if name == "eval_run":
+        if wanted.get("suite_revision") is None:
+            return f"an eval suite, then an eval run of v{wanted['version']} with {wanted['model']}"
+        on = f"on suite revision {wanted['suite_revision']}"
+        return f"an eval run of v{wanted['version']} with {wanted['model']} {on}{_thresholds(require_eval)}"
+    if name == SUITE_UNACCEPTED:
+        return f"{label_policy_unmet_phrase(check)}: someone in the policy's roles accepts it"
+    if name == "min_task_rate":
+        return f"task pass rate ≥ {wanted:g} (its run has {_figure(got)})"
+    if name == "min_trigger_f1":
+        return f"trigger F1 ≥ {wanted:g} (its run has {_figure(got)})"
+    return f"{name}: {_figure(wanted) if not isinstance(wanted, str) else wanted} (got {_figure(got)})"
+
+
+def label_gate(*, skill: Skill, label: str, version: SkillVersion | None, role: str) -> LabelGate:
+    """The one reading of a label's policy for a change: see LabelGate. Reads only."""
+    number = version.number if version is not None else None
     policy = label_policy_get(label=label)
-    if policy is not None and role not in policy.roles:
-        raise _forbidden(policy, role)
+    if policy is None:
+        return LabelGate(label=label, version=number)
+    unmet = [] if role in policy.roles else [_unmet("role", policy.roles, role or None)]
+    rollback = version is not None and _served_within_window(skill=skill, policy=policy, version=version)
+    if policy.require_eval and version is None:
+        unmet.append(_unmet(REMOVAL, {"model": policy.require_eval["model"]}, None))
+    elif policy.require_eval and version is not None and not rollback:
+        unmet += label_policy_unmet(skill=skill, label=label, version=version, require_eval=policy.require_eval)
+    status = ALLOWED
+    if any(check["check"] in ("role", REMOVAL) for check in unmet):
+        status = ADMIN_ONLY
+    elif unmet:
+        status = NEEDS_EVIDENCE
+    return LabelGate(label=label, version=number, status=status, unmet=unmet, rollback=rollback, policy=policy)
+
+
+def _served_within_window(*, skill: Skill, policy: LabelPolicy, version: SkillVersion) -> bool:
+    if not policy.rollback_window:
+        return False
+    since = timezone.now() - policy.rollback_window
+    return version.number in label_versions_served_since(skill=skill, label=policy.label, since=since)
 
 
 def label_policy_enforce(
     *,
     skill: Skill,
     label: str,
-    version: SkillVersion,
+    version: SkillVersion | None,
     actor: Any,
     role: str,
     override_reason: str | None = None,
-) -> list[dict]:
-    """Check a change that makes `label` of `skill` serve `version` against the label's policy.
+) -> LabelGate:
+    """Check a change that makes `label` of `skill` serve `version` (None: removes the label)
+    against the label's policy, as `label_gate` reads it.
 
-    Returns the unmet checks an admin overrode (audited here with the reason; the caller writes
-    them to the label history), [] when nothing was unmet or no policy protects the label. Raises
-    LabelPolicyForbidden when `role` may not move the label, LabelPolicyUnmet when evidence is
-    missing and nobody overrode, PermissionDenied when a non-admin tries to override."""
-    policy = label_policy_get(label=label)
+    Returns the gate: `unmet` empty when nothing was unmet, else the checks an admin overrode
+    (audited here with the reason; the caller writes them to the label history). Raises
+    LabelPolicyForbidden when `role` may not change the label, LabelPolicyUnmet when evidence is
+    missing (or a removal would leave none) and nobody overrode, PermissionDenied when a
+    non-admin tries to override."""
+    gate = label_gate(skill=skill, label=label, version=version, role=role)
+    policy = gate.policy
     if policy is None:
-        return []
+        return gate
     reason = (override_reason or "").strip()
     if reason and role != ADMIN:
         raise PermissionDenied("Only an admin may override a label policy.", fields={"override_reason": "admins only"})
@@ -261,29 +415,35 @@ def label_policy_enforce(
         raise InvalidLabelPolicy(
             f"override_reason is at most {REASON_MAX} characters.", fields={"override_reason": f"at most {REASON_MAX}"}
         )
-    unmet = []
-    if role not in policy.roles:
-        if not reason:
-            raise _forbidden(policy, role)
-        unmet.append(_unmet("role", policy.roles, role))
-    if policy.require_eval:
-        unmet += label_policy_unmet(skill=skill, label=label, version=version, require_eval=policy.require_eval)
-    if not unmet:
-        return []
+    if not gate.unmet:
+        return gate
     if not reason:
-        names = ", ".join(label_policy_unmet_phrase(check) for check in unmet)
-        raise LabelPolicyUnmet(
-            f"v{version.number} of {skill.name} does not meet the policy of label '{label}' ({names}).",
-            extra={"policy": label, "unmet": unmet},
-        )
+        if role not in policy.roles:
+            raise _forbidden(policy, role)
+        raise _unmet_error(skill=skill, gate=gate)
     audit_record(
         actor=actor if isinstance(actor, Actor) else Actor(user=actor),
         action="label.override",
         object_type="skill",
         object_repr=f"{skill.name}@{skill.source}",
-        after={"label": label, "version": version.number, "reason": reason, "unmet": unmet},
+        after={"label": label, "version": gate.version, "reason": reason, "unmet": gate.unmet},
     )
-    return unmet
+    return gate
+
+
+def _unmet_error(*, skill: Skill, gate: LabelGate) -> LabelPolicyUnmet:
+    names = ", ".join(label_policy_unmet_phrase(check) for check in gate.unmet)
+    extra = {"policy": gate.label, "unmet": gate.unmet, "gate": gate.status, "needs": gate.needs}
+    if gate.version is None:
+        return LabelPolicyUnmet(
+            f"Removing label '{gate.label}' of {skill.name} does not meet its policy ({names}): readers would get a "
+            "version no eval run vouches for. Only an admin's override (with a reason) removes it; to change what "
+            "it serves, move it to an evaluated version.",
+            extra=extra,
+        )
+    return LabelPolicyUnmet(
+        f"v{gate.version} of {skill.name} does not meet the policy of label '{gate.label}' ({names}).", extra=extra
+    )
 
 
 # --- history -------------------------------------------------------------------------------

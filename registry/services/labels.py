@@ -14,7 +14,7 @@ from registry.errors import ApplicationError, NotFound
 from registry.models import Label, LabelChange, Skill, SkillVersion, WebhookEvent
 from registry.services.audit import SYSTEM, Actor, audit_record
 from registry.services.generation import registry_changed
-from registry.services.label_policies import label_history_record, label_policy_enforce, label_policy_role_check
+from registry.services.label_policies import label_history_record, label_policy_enforce
 from registry.services.webhooks import webhook_event_emit
 
 LABEL_NAME = re.compile(r"^[a-z0-9_.-]{1,36}$")
@@ -68,8 +68,9 @@ def label_move(
     records the version the label really pointed to before it. Moving a label to where it already
     points writes nothing. A user or token moves as `role` (registry.roles.acting_role), and the
     label's policy decides whether it may (LabelPolicyForbidden, LabelPolicyUnmet); an admin's
-    `override_reason` moves it anyway. Without a role the caller is the operator (the CLI, a
-    sync): policies do not apply.
+    `override_reason` moves it anyway. A move back to a version the label served within its
+    policy's rollback_window needs no evidence and is recorded as a rollback. Without a role the
+    caller is the operator (the CLI, a sync): policies do not apply.
     """
     label_name_check(label)
     with transaction.atomic():
@@ -80,16 +81,19 @@ def label_move(
             return current
         before = current.version.number if current else None
         overridden: list[dict] = []
+        rollback = False
         if role is not None:
-            overridden = label_policy_enforce(
+            gate = label_policy_enforce(
                 skill=skill, label=label, version=version, actor=actor, role=role, override_reason=override_reason
             )
+            overridden, rollback = gate.unmet, gate.rollback
         promoted = current is not None and current.canary_version_id == version.pk
         current = _label_point(skill=skill, label=label, current=current, version=version, actor=actor)
+        kind = LabelChange.ROLLBACK if rollback else LabelChange.PROMOTE if promoted else LabelChange.MOVE
         label_history_record(
             skill=skill,
             label=label,
-            kind=LabelChange.OVERRIDE if overridden else LabelChange.PROMOTE if promoted else LabelChange.MOVE,
+            kind=LabelChange.OVERRIDE if overridden else kind,
             from_version=before,
             to_version=version.number,
             actor=actor,
@@ -126,19 +130,44 @@ def _label_point(*, skill: Skill, label: str, current: Label | None, version: Sk
     return current
 
 
-def label_delete(*, skill: Skill, label: str, actor: Actor = SYSTEM, role: str | None = None) -> None:
+def label_delete(
+    *,
+    skill: Skill,
+    label: str,
+    actor: Actor = SYSTEM,
+    role: str | None = None,
+    override_reason: str | None = None,
+) -> None:
+    """Remove `label` from `skill`: its readers get what a request naming no label gets, or a 404.
+
+    A removal is a change of what the label serves, so its policy is checked as for a move
+    (`label_policy_enforce` with no version): the policy's roles may remove a label whose policy
+    asks for no evidence; evidence can never vouch for a removal, so removing an eval-gated label
+    takes an admin's `override_reason`, recorded in the label history. Without a role the caller
+    is the operator, as for `label_move`."""
     label_name_check(label)
-    if role is not None:
-        label_policy_role_check(label=label, role=role)
     with transaction.atomic():
         skill = Skill.objects.select_for_update().get(pk=skill.pk)
         current = Label.objects.select_related("version").filter(skill=skill, name=label).first()
         if current is None:
             raise NotFound(f"'{skill.name}' has no label '{label}'.")
+        overridden: list[dict] = []
+        if role is not None:
+            gate = label_policy_enforce(
+                skill=skill, label=label, version=None, actor=actor, role=role, override_reason=override_reason
+            )
+            overridden = gate.unmet
         before = current.version.number
         current.delete()
         label_history_record(
-            skill=skill, label=label, kind=LabelChange.DELETE, from_version=before, to_version=None, actor=actor
+            skill=skill,
+            label=label,
+            kind=LabelChange.OVERRIDE if overridden else LabelChange.DELETE,
+            from_version=before,
+            to_version=None,
+            actor=actor,
+            reason=(override_reason or "").strip() if overridden else "",
+            unmet=overridden,
         )
         audit_record(
             actor=actor,

@@ -74,7 +74,7 @@ def label_rollout_set(
         if role is not None and (starting or weight > current.weight):
             unmet = label_policy_enforce(
                 skill=skill, label=label, version=version, actor=actor, role=role, override_reason=override_reason
-            )
+            ).unmet
         before = _rollout_state(current)
         if starting:
             current.rollout_end()

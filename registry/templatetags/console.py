@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from django import template
 from django.utils import timezone
+from django.utils.duration import duration_iso_string
 from django.utils.html import format_html
 from django.utils.safestring import mark_safe
 
@@ -114,3 +115,22 @@ def nav_current(context, prefix: str, exact: bool = False) -> str:
 @register.filter
 def percent(value: float | None) -> str:
     return "—" if value is None else f"{value * 100:.0f}%"
+
+
+@register.filter
+def duration_text(value: dt.timedelta | None) -> str:
+    """A duration the way the label policy form takes it back: `7d`, `36h`, `90m` (else ISO 8601)."""
+    if value is None:
+        return ""
+    seconds = int(value.total_seconds())
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds % size == 0:
+            return f"{seconds // size}{unit}"
+    return duration_iso_string(value)
+
+
+@register.filter
+def gate_for(gates: dict, key):
+    """The gate of one button (`gates.production|gate_for:version.number`); None when its label
+    has no policy."""
+    return gates.get(key)

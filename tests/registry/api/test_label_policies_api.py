@@ -1,10 +1,14 @@
 """Label policies through the API: who may change them, what they accept, and how they gate
-label moves (403 for a role the policy does not name, 409 with the unmet eval checks, an admin's
-override audited and in the label history)."""
+label moves and removals (403 for a role the policy does not name, 409 with the unmet eval checks,
+an admin's override audited and in the label history), and the rollback a policy's roles may make
+without new evidence."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
+from django.utils import timezone
 from rest_framework.test import APIClient
 
 from registry.models import AuditLog, Label, LabelHistory, Skill
@@ -97,6 +101,11 @@ def test_an_author_may_read_policies_but_not_change_them(author):
         ({"roles": ["admin"], "guard": {"min_n": 0, "p_worse": 0.95}}, "min_n"),
         ({"roles": ["admin"], "guard": {"min_n": 50, "p_worse": 0.2}}, "p_worse"),
         ({"roles": ["admin"], "guard": {"min_n": 50}}, "p_worse"),
+        ({"roles": ["admin"], "require_eval": {"model": "gpt-9-imaginary"}}, "require_eval.model"),
+        ({"roles": ["admin"], "rollback_window": "forever"}, "rollback_window"),
+        ({"roles": ["admin"], "rollback_window": "400d"}, "rollback_window"),
+        ({"roles": ["admin"], "rollback_window": "-P1D"}, "rollback_window"),
+        ({"roles": ["admin"], "rollback_window": 7}, "rollback_window"),
     ],
 )
 def test_a_bad_policy_is_a_400_naming_the_field(admin, body, field):
@@ -239,3 +248,134 @@ def test_the_history_lists_moves_newest_first_with_their_kind(skill, author):
         ("move", None, 1),
     ]
     assert body["labels"] == []
+
+
+# --- what a policy accepts: the eval model and the rollback window --------------------------------
+
+
+def test_the_eval_model_must_be_one_of_agent_models(admin, settings):
+    settings.AGENT_MODELS = ["openai/gpt-4o-mini", "offline"]
+    body = {"roles": ["admin"], "require_eval": {"model": "scripted", "min_task_rate": 0.8}}
+
+    refused = admin.put("/api/v1/label-policies/production", body, format="json")
+
+    assert refused.status_code == 400, refused.content
+    assert refused.json()["error"] == "invalid_policy"
+    assert refused.json()["fields"] == {"require_eval.model": "one of openai/gpt-4o-mini, offline"}
+    assert "scripted" in refused.json()["detail"] and "AGENT_MODELS" in refused.json()["detail"]
+    body["require_eval"]["model"] = "openai/gpt-4o-mini"
+    accepted = admin.put("/api/v1/label-policies/production", body, format="json")
+    assert accepted.status_code == 200, accepted.content
+    assert accepted.json()["require_eval"]["model"] == "openai/gpt-4o-mini"
+
+
+@pytest.mark.parametrize(
+    ("given", "shown"),
+    [(None, "P7DT00H00M00S"), ("36h", "P1DT12H00M00S"), ("P2D", "P2DT00H00M00S"), ("0d", "P0DT00H00M00S")],
+)
+def test_the_rollback_window_defaults_to_seven_days_and_reads_back_as_iso_8601(admin, author, given, shown):
+    body = {"roles": ["admin"]} | ({"rollback_window": given} if given else {})
+    response = admin.put("/api/v1/label-policies/production", body, format="json")
+    assert response.status_code == 200, response.content
+    assert response.json()["rollback_window"] == shown
+    assert author.get("/api/v1/label-policies/production").json()["rollback_window"] == shown
+
+
+# --- removing a protected label -------------------------------------------------------------------
+
+
+def test_an_author_in_the_policy_cannot_remove_an_eval_gated_label(skill, author):
+    label_move(skill=skill, label="production", version_number=1)
+    label_policy_set(label="production", roles=["admin", "author"], require_eval=GATE)
+
+    response = author.delete("/api/v1/skills/gated/labels/production")
+
+    unmet = refused(response)
+    assert unmet == [{"check": "removal", "wanted": {"model": "scripted"}, "got": None, "run": None}]
+    assert response.json()["gate"] == "admin_override"
+    assert "Removing label 'production'" in response.json()["detail"]
+    assert Label.objects.get(skill=skill, name="production").version.number == 1
+    assert not LabelHistory.objects.filter(skill=skill, kind__in=["delete", "override"]).exists()
+    assert author.delete("/api/v1/skills/gated/labels/production?override_reason=sure").status_code == 403
+    assert Label.objects.filter(skill=skill, name="production").exists()
+
+
+def test_an_admin_removes_an_eval_gated_label_only_with_a_reason_that_the_history_keeps(skill, admin, author):
+    label_move(skill=skill, label="production", version_number=1)
+    label_policy_set(label="production", roles=["admin", "author"], require_eval=GATE)
+    assert admin.delete("/api/v1/skills/gated/labels/production").status_code == 409
+
+    response = admin.delete("/api/v1/skills/gated/labels/production?override_reason=Retiring+this+skill")
+
+    assert response.status_code == 204, response.content
+    assert not Label.objects.filter(skill=skill, name="production").exists()
+    row = author.get("/api/v1/skills/gated/labels").json()["history"][0]
+    assert (row["kind"], row["from_version"], row["to_version"]) == ("override", 1, None)
+    assert row["reason"] == "Retiring this skill"
+    assert [check["check"] for check in row["unmet"]] == ["removal"]
+    audit = AuditLog.objects.get(action="label.override")
+    assert audit.after["version"] is None and audit.after["reason"] == "Retiring this skill"
+
+
+def test_a_label_whose_policy_asks_no_evidence_is_removed_by_its_roles(skill, author):
+    label_move(skill=skill, label="production", version_number=1)
+    label_policy_set(label="production", roles=["admin", "author"])
+    assert author.delete("/api/v1/skills/gated/labels/production").status_code == 204
+    assert LabelHistory.objects.get(skill=skill, kind="delete").from_version == 1
+
+
+# --- rollback -------------------------------------------------------------------------------------
+
+
+def served_v1_then_v2(skill) -> None:
+    """production served v1, then v2 (moved by the operator, whom policies do not bind)."""
+    publish("gated", description="Third.")
+    label_move(skill=skill, label="production", version_number=1)
+    label_move(skill=skill, label="production", version_number=2)
+
+
+def test_moving_back_to_a_version_served_within_the_window_needs_no_new_evidence(skill, author):
+    served_v1_then_v2(skill)
+    label_policy_set(label="production", roles=["admin", "author"], require_eval=GATE)
+    assert [check["check"] for check in refused(move(author, 3))] == ["eval_run"]  # never served: evidence
+
+    response = move(author, 1)
+
+    assert response.status_code == 200, response.content
+    assert Label.objects.get(skill=skill, name="production").version.number == 1
+    row = author.get("/api/v1/skills/gated/labels").json()["history"][0]
+    assert (row["kind"], row["from_version"], row["to_version"], row["weight"]) == ("rollback", 2, 1, None)
+    assert row["unmet"] is None
+
+
+def test_a_rollback_is_for_the_policys_roles_only(skill, author):
+    served_v1_then_v2(skill)
+    label_policy_set(label="production", roles=["admin"], require_eval=GATE)
+    assert move(author, 1).status_code == 403
+
+
+def test_a_version_served_before_the_window_needs_evidence_again(skill, author):
+    served_v1_then_v2(skill)
+    label_policy_set(label="production", roles=["admin", "author"], require_eval=GATE, rollback_window="2d")
+    LabelHistory.objects.filter(skill=skill, from_version=1).update(changed_at=timezone.now() - timedelta(days=3))
+    assert [check["check"] for check in refused(move(author, 1))] == ["eval_run"]
+
+    label_policy_set(label="production", roles=["admin", "author"], require_eval=GATE, rollback_window="4d")
+    assert move(author, 1).status_code == 200
+
+
+def test_a_zero_window_makes_every_move_back_need_evidence(skill, author):
+    served_v1_then_v2(skill)
+    label_policy_set(label="production", roles=["admin", "author"], require_eval=GATE, rollback_window="0d")
+    assert [check["check"] for check in refused(move(author, 1))] == ["eval_run"]
+
+
+def test_a_removed_label_is_put_back_on_the_version_it_served_as_a_rollback(skill, admin, author):
+    label_move(skill=skill, label="production", version_number=1)
+    label_policy_set(label="production", roles=["admin", "author"], require_eval=GATE)
+    assert admin.delete("/api/v1/skills/gated/labels/production?override_reason=Outage").status_code == 204
+    assert refused(move(author, 2))  # never served by production
+
+    assert move(author, 1).status_code == 200
+    kinds = [row["kind"] for row in author.get("/api/v1/skills/gated/labels").json()["history"]]
+    assert kinds == ["rollback", "override", "move"]
