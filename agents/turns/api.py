@@ -200,7 +200,8 @@ class AgentTurnListCreateApi(TurnApi):
             allow_blank=True,
             allow_null=True,
             help_text="Resolve every skill of the turn at this label (offered list, `read_skill`, a forced skill); "
-            "skills without it fall back as `GET /resolve` does. Default: production, else latest.",
+            "skills without it are left out, as `POST /resolve` leaves them out, and forcing one is a 400 naming "
+            "the label. Default: production, else latest.",
         )
         skill_versions = SkillVersionsField(
             required=False,

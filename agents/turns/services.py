@@ -131,8 +131,9 @@ def agent_turn_create(
     """Queue a turn; the worker is told only after the row is committed.
 
     Every skill of the turn is resolved at `label` (as resolve does: only the skills that carry
-    it; without one, production, else latest) and the skills in `skill_versions` at exactly those versions: what
-    it offers, what `read_skill` and a forced skill load, what its usage events report. The
+    it; without one, production, else latest) and the skills in `skill_versions` at exactly
+    those versions: what it offers, what `read_skill` and a forced skill load, what its usage
+    events report. The
     skills in `hidden_skills` are pinned to version 0, which no skill has, so resolve leaves them
     out of the turn altogether (an eval's baseline: the same case without the skill)."""
     model = agent_model_check(model=model)

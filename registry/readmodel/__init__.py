@@ -3,7 +3,8 @@ and moved forward by what each write changed.
 
 - `served`: the answer — `skill_served` for a request at a label (and pins), `skill_get` /
   `skill_version_for` / `skill_md_raw` for a request naming one skill;
-- `effective`: precedence and the version rules, read from the database;
+- `effective`: precedence, the label rule every read path shares (`label_applied`) and the
+  version rules, read from the database;
 - `rollouts`: which side of a label's weighted rollout a request's subject is on, as pins;
 - `skill`: `EffectiveSkill`, the one shape of a skill from here to the agent runtime;
 - `snapshot`: the effective skills, their match index and the compiled rules of one generation,
