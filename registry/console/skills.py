@@ -759,7 +759,7 @@ def skill_labels(request, name: str):
         }
         return render(request, "registry/skills/label_confirm.html", context)
     promoting = any(
-        rollout.name == label and rollout.rollout_active and rollout.canary_version.number == target.number
+        rollout.name == label and rollout.rollout_active and rollout.canary_version_id == target.pk
         for rollout in skill_rollouts(skill)
     )
     label_move(

@@ -340,8 +340,8 @@ def label_move_audiences(*, skill: Skill, label: str, target: SkillVersion) -> l
     (`production`), so do those readers, who before it get the label's version if the skill
     has the label, else the latest. Audiences served alike are one entry."""
     found = skill.labels.select_related("version", "canary_version").filter(name=label).first()
-    canary = found.canary_version if found is not None and found.rollout_active else None
-    weight = found.weight if canary is not None else 0
+    rollout = found if found is not None and found.rollout_active else None
+    canary, weight = (rollout.canary_version, rollout.weight) if rollout is not None else (None, 0)
     befores = [([f"naming {label}"], found.version if found else None, False)]
     if label == requested_label(None):
         if found is not None:
