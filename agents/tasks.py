@@ -175,7 +175,12 @@ def _tidy_connections(**kwargs) -> None:
 
 
 @worker_ready.connect
-def _start_reaper(**kwargs) -> None:
+def _start_reaper(sender=None, **kwargs) -> None:
+    # A worker that serves only webhook deliveries (the Procfile's `webhooks`) leaves the rounds to
+    # the turn workers: one process fewer writing to the broker (the filesystem broker of
+    # `make run` can hand a reader a message file its writer has not filled yet).
+    if sender is not None and sender.app.conf.task_default_queue not in sender.app.amqp.queues.consume_from:
+        return
     global _reaper
     _reaper = TurnReaper()
     _reaper.start()
