@@ -98,8 +98,9 @@ def _fresh_registry_caches():
 
 def pytest_sessionfinish(session, exitstatus):
     """In CI every service, Chromium and the corpus are present: a skip there would hide a
-    failure, so any skip fails the run. Locally, skips name what is missing and pass."""
-    if not os.environ.get("CI") or exitstatus != 0:
+    failure, so any skip fails the run. Locally, skips name what is missing and pass.
+    Under pytest-xdist the controller decides: its reporter counts every worker's tests."""
+    if not os.environ.get("CI") or exitstatus != 0 or hasattr(session.config, "workerinput"):
         return
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
     skipped = reporter.stats.get("skipped", []) if reporter else []
@@ -126,11 +127,21 @@ def worker_exits(django_db_setup):
         process.stop()
 
 
-@pytest.fixture(scope="module")
-def worker(worker_exits, django_db_blocker):
-    """A real Celery worker for the test module (tests needing other settings define their own)."""
+@pytest.fixture(scope="session")
+def default_worker(worker_exits, django_db_blocker):
+    """This test process's Celery worker with the test settings, kept for the whole run: started
+    by the first module that asks for `worker`, and again after a module that started workers of
+    its own (they take the queue over, see tests/worker.py). Starting one costs seconds."""
     from tests.worker import WorkerProcess
 
-    process = WorkerProcess().start()
+    process = WorkerProcess(default=True)
     yield process
     worker_exits(process)
+
+
+@pytest.fixture(scope="module")
+def worker(default_worker):
+    """A real Celery worker for the test module (tests needing other settings define their own)."""
+    if not default_worker.running:
+        default_worker.start()
+    return default_worker
