@@ -45,8 +45,8 @@ run: install
 
 # Test processes run side by side (pytest-xdist), each with its own test database, Celery queue
 # and worker, and live server; a module's tests stay in one process (they share its fixtures).
-# Most of the suite waits on workers, browsers and subprocesses, so more processes than cores
-# pay off: 3 was the quickest on 2 cores. PYTEST_PROCESSES=0 runs it in this process.
+# Much of the suite waits on workers, browsers and subprocesses rather than computing, hence one
+# process more than the 2 cores CI has. PYTEST_PROCESSES=0 runs it all in one process.
 PYTEST_PROCESSES ?= 3
 
 test: install-dev
