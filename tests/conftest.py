@@ -96,6 +96,16 @@ def _fresh_registry_caches():
     registry_caches_reset()
 
 
+def pytest_collection_modifyitems(config, items):
+    """With several test processes (make test), the modules that start workers, browsers or
+    servers are handed out first, so the long ones run beside the rest instead of after them."""
+    if config.getoption("dist", "no") == "no":
+        return
+    marks = ("integration", "browser")
+    slow = {item.getparent(pytest.Module) for item in items if any(map(item.get_closest_marker, marks))}
+    items.sort(key=lambda item: item.getparent(pytest.Module) not in slow)  # stable: modules stay whole
+
+
 def pytest_sessionfinish(session, exitstatus):
     """In CI every service, Chromium and the corpus are present: a skip there would hide a
     failure, so any skip fails the run. Locally, skips name what is missing and pass.

@@ -194,6 +194,7 @@ class MakeRun:
 
 # Setting up a fresh database, starting web and worker and running every example takes minutes
 # on a busy 2-core machine: more than the suite's default per-test limit.
+@pytest.mark.integration
 @pytest.mark.timeout(1200)
 def test_every_readme_example_runs_against_a_fresh_make_run(tmp_path, instance_database):
     repo = tmp_path / "repo"
