@@ -7,7 +7,7 @@ import os
 os.environ["TESTING"] = "1"
 
 from config.settings import *  # noqa: E402,F403
-from config.settings import CELERY_TASK_ROUTES, DATABASES, VAR_DIR  # noqa: E402
+from config.settings import CACHES, CELERY_TASK_ROUTES, DATABASES, VAR_DIR  # noqa: E402
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # fast logins in tests
 
@@ -16,7 +16,19 @@ PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # fast log
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test-db.sqlite3")}
 
-# Keep test tasks apart from a development worker that may share the same Redis.
-CELERY_TASK_DEFAULT_QUEUE = "skill-registry-tests"
-WEBHOOK_QUEUE = "skill-registry-tests-webhooks"
+# pytest-xdist runs the suite in several processes (gw0, gw1, ...), each with a test database of
+# its own; the Celery workers a process starts inherit its PYTEST_XDIST_WORKER, so they read the
+# same settings as the process that started them.
+_XDIST_WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
+
+# Keep test tasks apart from a development worker that may share the same Redis, and each test
+# process's tasks apart from another's: its workers read its own test database.
+CELERY_TASK_DEFAULT_QUEUE = "-".join(filter(None, ["skill-registry-tests", _XDIST_WORKER]))
+WEBHOOK_QUEUE = f"{CELERY_TASK_DEFAULT_QUEUE}-webhooks"
 CELERY_TASK_ROUTES = {task: {"queue": WEBHOOK_QUEUE} for task in CELERY_TASK_ROUTES}
+
+# Test processes share one Redis database but not their test databases, whose row ids and
+# registry generations then repeat from one process to the next: a key made in one must not be
+# read in another (Celery workers all keep the read model's shared namespace).
+if _XDIST_WORKER:
+    CACHES["default"]["KEY_PREFIX"] = _XDIST_WORKER

@@ -96,10 +96,21 @@ def _fresh_registry_caches():
     registry_caches_reset()
 
 
+def pytest_collection_modifyitems(config, items):
+    """With several test processes (make test), the modules that start workers, browsers or
+    servers are handed out first, so the long ones run beside the rest instead of after them."""
+    if config.getoption("dist", "no") == "no":
+        return
+    marks = ("integration", "browser")
+    slow = {item.getparent(pytest.Module) for item in items if any(map(item.get_closest_marker, marks))}
+    items.sort(key=lambda item: item.getparent(pytest.Module) not in slow)  # stable: modules stay whole
+
+
 def pytest_sessionfinish(session, exitstatus):
     """In CI every service, Chromium and the corpus are present: a skip there would hide a
-    failure, so any skip fails the run. Locally, skips name what is missing and pass."""
-    if not os.environ.get("CI") or exitstatus != 0:
+    failure, so any skip fails the run. Locally, skips name what is missing and pass.
+    Under pytest-xdist the controller decides: its reporter counts every worker's tests."""
+    if not os.environ.get("CI") or exitstatus != 0 or hasattr(session.config, "workerinput"):
         return
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
     skipped = reporter.stats.get("skipped", []) if reporter else []
@@ -126,11 +137,21 @@ def worker_exits(django_db_setup):
         process.stop()
 
 
-@pytest.fixture(scope="module")
-def worker(worker_exits, django_db_blocker):
-    """A real Celery worker for the test module (tests needing other settings define their own)."""
+@pytest.fixture(scope="session")
+def default_worker(worker_exits, django_db_blocker):
+    """This test process's Celery worker with the test settings, kept for the whole run: started
+    by the first module that asks for `worker`, and again after a module that started workers of
+    its own (they take the queue over, see tests/worker.py). Starting one costs seconds."""
     from tests.worker import WorkerProcess
 
-    process = WorkerProcess().start()
+    process = WorkerProcess(default=True)
     yield process
     worker_exits(process)
+
+
+@pytest.fixture(scope="module")
+def worker(default_worker):
+    """A real Celery worker for the test module (tests needing other settings define their own)."""
+    if not default_worker.running:
+        default_worker.start()
+    return default_worker

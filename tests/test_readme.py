@@ -178,15 +178,23 @@ class MakeRun:
                 os.killpg(self.process.pid, sig)
             except ProcessLookupError:
                 return
-            try:
-                self.process.wait(wait)
-                time.sleep(1)  # gunicorn and celery children leave after honcho
-            except subprocess.TimeoutExpired:
-                continue
+            # Honcho exits first; gunicorn's and celery's children leave after it.
+            deadline = time.monotonic() + wait
+            while self._group_alive() and time.monotonic() < deadline:
+                time.sleep(0.1)
+
+    def _group_alive(self) -> bool:
+        self.process.poll()  # reap honcho: a zombie still counts as the group's member
+        try:
+            os.killpg(self.process.pid, 0)
+        except ProcessLookupError:
+            return False
+        return True
 
 
 # Setting up a fresh database, starting web and worker and running every example takes minutes
 # on a busy 2-core machine: more than the suite's default per-test limit.
+@pytest.mark.integration
 @pytest.mark.timeout(1200)
 def test_every_readme_example_runs_against_a_fresh_make_run(tmp_path, instance_database):
     repo = tmp_path / "repo"

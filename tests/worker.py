@@ -36,19 +36,35 @@ def _database_url_for_tests() -> str:
 
 
 class WorkerProcess:
+    # Every worker a test process starts reads its process's queues. The default worker (the test
+    # settings, shared by the modules that ask for conftest's `worker`) would take the tasks meant
+    # for a worker started with other settings and run them with its own, so starting any other
+    # stops it; the next module asking for `worker` starts it again.
+    _default: WorkerProcess | None = None
+
     def __init__(
-        self, *, concurrency: int = 1, extra_env: dict[str, str] | None = None, queues: list[str] | None = None
+        self,
+        *,
+        concurrency: int = 1,
+        extra_env: dict[str, str] | None = None,
+        default: bool = False,
+        queues: list[str] | None = None,
     ) -> None:
         self.concurrency = concurrency
         # Unless told: the turns' queue and the deliveries', as `make run`'s two workers serve them.
         self.queues = queues or [settings.CELERY_TASK_DEFAULT_QUEUE, settings.WEBHOOK_QUEUE]
         self.extra_env = extra_env or {}
+        self.default = default
         self.process: subprocess.Popen | None = None
         self.lines: deque[str] = deque(maxlen=2000)
         self._ready = threading.Event()
         self._quitting = False
 
     def start(self, timeout: float = WORKER_WAIT_SECONDS) -> WorkerProcess:
+        if self.default:
+            WorkerProcess._default = self
+        elif WorkerProcess._default is not None:
+            WorkerProcess._default.stop()
         self.lines.clear()
         self._ready = threading.Event()
         self._quitting = False
@@ -104,6 +120,10 @@ class WorkerProcess:
 
     def output(self) -> str:
         return "".join(self.lines)
+
+    @property
+    def running(self) -> bool:
+        return self.process is not None and self.process.poll() is None
 
     @property
     def main_pid(self) -> int:

@@ -53,6 +53,7 @@ from registry.models import Skill, UsageKind, UsageSource
 from registry.readmodel.rollouts import subject_of, subject_pins
 from registry.readmodel.served import skill_lacks_label
 from registry.selectors import resolve as registry_resolve
+from registry.selectors.generation import change_listener
 from registry.selectors.versions import skill_version_numbers
 from registry.services.labels import LABEL_NAME
 from registry.services.usage import UsageEventInput, usage_feedback_set, usage_record
@@ -393,6 +394,10 @@ def agent_turn_claim(*, turn_id: str) -> ClaimedTurn | None:
     )
     if not claimed:
         return None
+    # The turn must see every registry change committed before it was submitted. This process
+    # hears of another's change when PostgreSQL forwards the notification, which on a busy machine
+    # can come after the turn's first read: that read queries the generation instead.
+    change_listener.changed_here()
     turn = AgentTurn.objects.select_related("conversation").get(pk=turn_id)
     resume = [json.loads(record) for record in turn.checkpoints.order_by("index").values_list("record", flat=True)]
     return ClaimedTurn(turn=turn, attempt=turn.attempts, resume=resume)

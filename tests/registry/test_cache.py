@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 import redis
 
@@ -11,6 +9,7 @@ from bench._services import PrivateRedis
 from config import cache as resilient
 from config.cache import ResilientRedisCache
 from tests.faults.support import need_redis_server
+from tests.worker import wait_for
 
 need_redis_server()
 
@@ -54,6 +53,5 @@ def test_it_stops_trying_for_a_moment_after_a_failure_then_recovers(server, monk
     server.start()
 
     assert cache.get("k", "skipped") == "skipped" and cache.add("k", 1) is False  # still backing off
-    time.sleep(0.4)
-    cache.set("k", "back")
+    wait_for(lambda: cache.add("k", "back"), timeout=10, interval=0.05, message="the cache to try Redis again")
     assert cache.get("k") == "back"

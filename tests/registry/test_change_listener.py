@@ -25,7 +25,7 @@ from registry.roles import ANALYST
 from registry.services.generation import registry_changed
 from registry.services.tokens import api_token_revoke
 from tests.factories import make_skill_md, publish, user_with_role
-from tests.worker import ROOT, _database_url_for_tests
+from tests.worker import ROOT, _database_url_for_tests, wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -197,8 +197,7 @@ def test_a_change_nobody_announced_is_seen_after_the_re_read(listening, monkeypa
         cursor.execute("UPDATE registry_registrystate SET generation = generation + 1")
         cursor.execute("SET session_replication_role = DEFAULT")
 
-    time.sleep(0.3)
-    assert b"Quiet text." in skill_md(listening).content
+    wait_for(lambda: b"Quiet text." in skill_md(listening).content, timeout=10, message="the re-read")
 
 
 def test_a_token_whose_owner_lost_the_role_is_refused_once_heard(listening, make_token):

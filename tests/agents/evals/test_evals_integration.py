@@ -4,10 +4,10 @@ agent turn and grades it, and the run's figures are read back through the API.""
 from __future__ import annotations
 
 import re
-import time
 
 import pytest
 
+from agents.evals import eval_run_advance
 from agents.models import AgentTurn, TraceEvent, TurnOrigin, TurnStatus
 from registry.models import EvalCaseResult, EvalRun, UsageEvent
 from registry.selectors.analytics import wilson_interval
@@ -212,7 +212,9 @@ def test_a_cancelled_run_stops_dispatching_and_cancels_its_unfinished_turns(api,
     assert 0 < len(turn_ids) < 24
     assert dispatched.filter(graded_at__isnull=True).count() <= 3
     wait_for(lambda: all(t.is_finished for t in AgentTurn.objects.filter(pk__in=turn_ids)), message="its turns to end")
-    time.sleep(1.5)  # three reaper rounds: none of them dispatches the rest of a cancelled run
+    # What a reaper round has a worker do for every unfinished run, and what a turn that ended
+    # late does for its run: a cancelled run dispatches nothing more.
+    assert eval_run_advance(run_id=run_id) is False
     assert EvalCaseResult.objects.filter(run_id=run_id, turn__isnull=False).count() == len(turn_ids)
     assert AgentTurn.objects.filter(origin=TurnOrigin.EVAL, message__startswith="notes ").count() == len(turn_ids)
     body = api.get(f"/api/v1/evals/runs/{run_id}").json()

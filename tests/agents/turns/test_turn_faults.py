@@ -32,6 +32,11 @@ pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 # for 2 s behind other processes lost its own live turn to the reaper and the test waited in vain.
 LEASE_SECONDS = 10
 REAPER_SECONDS = 0.5
+# For the worker a test kills: its reaper runs once, at its start. The turn must still be the
+# first attempt's when the kill comes, and on a loaded machine a worker stalled for longer than
+# the lease would otherwise have its own reaper take its live turn over (an attempt that lost its
+# turn can have run a tool call whose checkpoint it could no longer store).
+NO_REAPER = {"AGENT_TURN_REAPER_SECONDS": "3600"}
 
 
 @pytest.fixture
@@ -122,7 +127,7 @@ def assert_ended_exactly_once(body: dict, fault) -> None:
 
 
 def test_a_killed_main_process_s_turn_is_requeued_and_resumed_by_a_new_worker(api, fault):
-    doomed = fault.worker(concurrency=2)  # prefork, as `make run` starts it
+    doomed = fault.worker(concurrency=2, **NO_REAPER)  # prefork, as `make run` starts it
     turn_id = start_slow_turn(api)
     wait_until_the_script_runs(turn_id, fault.scratch, doomed)
 
@@ -158,7 +163,7 @@ def test_a_killed_pool_process_s_turn_is_resumed_by_the_same_worker(api, fault):
 
 
 def test_a_turn_whose_worker_never_comes_back_is_ended_by_another_workers_reaper(api, fault):
-    doomed = fault.worker()
+    doomed = fault.worker(**NO_REAPER)
     turn_id = start_slow_turn(api)
     wait_until_the_script_runs(turn_id, fault.scratch, doomed)
     doomed.kill()

@@ -278,15 +278,14 @@ class FlakyModelServer(BaseHTTPRequestHandler):
 
 
 @pytest.fixture(scope="module")
-def flaky_model_server_worker(worker, worker_exits):
+def flaky_model_server_worker(worker_exits):
     """A worker whose model is an OpenAI-compatible stub on 127.0.0.1 (litellm's real HTTP path).
 
-    It replaces the module's worker until the module ends (that worker would fail these turns,
-    its AGENT_MODELS lacking the stub's model); the module's other tests run on it as well, and
-    the module's worker is not started again just to be quit at the same module end."""
+    It takes the queue over from the default worker until the module ends (that worker would
+    fail these turns, its AGENT_MODELS lacking the stub's model); the module's later tests run
+    on it as well."""
     server = ThreadingHTTPServer(("127.0.0.1", 0), FlakyModelServer)
     threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
-    worker.stop()
     flaky = WorkerProcess(
         extra_env={
             # The worker runs only the models its own AGENT_MODELS lists, and sends AGENT_API_BASE
