@@ -34,6 +34,7 @@ from django.db import transaction
 from django.db.models import F
 from django.db.models.functions import Coalesce
 from django.utils import timezone
+from registry.selectors.generation import change_listener
 
 from agents.model_strings import SCRIPTED, model_string_problem
 from agents.models import AgentTurn, Conversation, FailureCause, TraceEvent, TurnCheckpoint, TurnOrigin, TurnStatus
@@ -53,7 +54,6 @@ from registry.models import Skill, UsageKind, UsageSource
 from registry.readmodel.rollouts import subject_of, subject_pins
 from registry.readmodel.served import skill_lacks_label
 from registry.selectors import resolve as registry_resolve
-from registry.selectors.generation import change_listener
 from registry.selectors.versions import skill_version_numbers
 from registry.services.labels import LABEL_NAME
 from registry.services.usage import UsageEventInput, usage_feedback_set, usage_record
