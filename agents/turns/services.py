@@ -34,7 +34,7 @@ from django.db import transaction
 from django.db.models import F
 from django.db.models.functions import Coalesce
 from django.utils import timezone
-from registry.selectors.generation import change_listener
+from registry.readmodel.generation import change_listener
 
 from agents.model_strings import SCRIPTED, model_string_problem
 from agents.models import AgentTurn, Conversation, FailureCause, TraceEvent, TurnCheckpoint, TurnOrigin, TurnStatus

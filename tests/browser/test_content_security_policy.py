@@ -25,7 +25,7 @@ from registry.services.rollouts import label_rollout_set
 from registry.services.rules import rule_create
 from registry.services.tokens import api_token_create
 from registry.services.webhooks import webhook_create
-from tests.agents.eval_runs import SUITE, graded_run
+from tests.agents.evals.eval_runs import SUITE, graded_run
 from tests.browser.console_helpers import log_in, new_page, screenshot, user_with_role
 from tests.factories import make_skill_md, publish
 
@@ -150,7 +150,7 @@ def test_an_external_image_in_a_skill_body_or_an_answer_is_never_fetched(live_se
 
 # Console URLs not walked as pages, each with why; every other console URL pattern is walked.
 NOT_PAGES = {"eval-suite-export": "a JSON download (Content-Disposition: attachment), not a page"}
-CONSOLE_MODULES = ("registry.console.", "agents.playground", "agents.turns", "agents.evals_console")
+CONSOLE_MODULES = ("registry.console.", "agents.turns.playground", "agents.turns.console", "agents.evals.console")
 
 
 def console_url_names() -> set[str]:

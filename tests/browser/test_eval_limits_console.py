@@ -9,7 +9,7 @@ from playwright.sync_api import expect
 from registry.models import EvalRun
 from registry.selectors import skill_get
 from registry.services.evals import eval_suite_replace
-from tests.agents.eval_runs import SUITE
+from tests.agents.evals.eval_runs import SUITE
 from tests.browser.console_helpers import screenshot, user_with_role
 from tests.factories import publish
 

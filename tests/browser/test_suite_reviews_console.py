@@ -12,7 +12,7 @@ from playwright.sync_api import expect
 from registry.models import EvalSuiteRevision, Label
 from registry.services.evals import eval_suite_replace
 from registry.services.label_policies import label_policy_set
-from tests.agents.eval_runs import SUITE, graded_run
+from tests.agents.evals.eval_runs import SUITE, graded_run
 from tests.browser.console_helpers import screenshot, user_with_role
 from tests.browser.test_label_policies_console import FAILING_TASK, move_production_to_v2
 from tests.factories import publish

@@ -18,7 +18,7 @@ from registry.services.label_policies import (
     label_policy_set,
 )
 from registry.services.labels import label_move
-from tests.agents.eval_runs import SUITE, graded_run
+from tests.agents.evals.eval_runs import SUITE, graded_run
 from tests.factories import publish
 
 pytestmark = pytest.mark.django_db

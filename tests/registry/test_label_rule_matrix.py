@@ -21,7 +21,7 @@ from rest_framework.test import APIClient
 from skill_registry_client import Client as RegistryClient
 from skill_registry_client import NotFound as ClientNotFound
 
-from agents import services as agent_services
+from agents.turns import services as agent_services
 from agents.models import TraceEvent
 from registry.errors import ApplicationError
 from registry.models import Skill, TokenScope

@@ -11,7 +11,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from django.conf import settings
 
-from agents import services
+from agents.turns import services
 from agents.models import FINISHED_STATUSES, AgentTurn, TurnStatus
 from registry.models import DeliveryStatus, WebhookDelivery, WebhookEvent
 from registry.services.webhooks import webhook_create

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from agents.evals import eval_run_advance
+from agents.evals.runner import eval_run_advance
 from agents.models import AgentTurn, TraceEvent, TurnOrigin, TurnStatus
 from registry.models import EvalCaseResult, EvalRun, UsageEvent
 from registry.selectors.analytics import wilson_interval

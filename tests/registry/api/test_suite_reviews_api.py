@@ -12,7 +12,7 @@ from registry.models import AuditLog, EvalSuiteRevision, Label, LabelHistory, Sk
 from registry.roles import ADMIN, AUTHOR
 from registry.services.evals import eval_suite_replace
 from registry.services.label_policies import label_policy_set
-from tests.agents.eval_runs import SUITE, graded_run
+from tests.agents.evals.eval_runs import SUITE, graded_run
 from tests.factories import publish
 from tests.registry.api.test_label_policies_api import GATE, PASSING, client_for
 
