@@ -34,7 +34,6 @@ from django.db import transaction
 from django.db.models import F
 from django.db.models.functions import Coalesce
 from django.utils import timezone
-from registry.readmodel.generation import change_listener
 
 from agents.model_strings import SCRIPTED, model_string_problem
 from agents.models import AgentTurn, Conversation, FailureCause, TraceEvent, TurnCheckpoint, TurnOrigin, TurnStatus
@@ -51,6 +50,7 @@ from agents.turns.tools import tool_registry
 from agents.turns.trace import DatabaseTraceSink, trace_event_append
 from registry.errors import ApplicationError, Conflict, NotFound
 from registry.models import Skill, UsageKind, UsageSource
+from registry.readmodel.generation import change_listener
 from registry.readmodel.rollouts import subject_of, subject_pins
 from registry.readmodel.served import skill_lacks_label
 from registry.selectors import resolve as registry_resolve

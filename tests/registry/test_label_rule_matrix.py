@@ -21,8 +21,8 @@ from rest_framework.test import APIClient
 from skill_registry_client import Client as RegistryClient
 from skill_registry_client import NotFound as ClientNotFound
 
-from agents.turns import services as agent_services
 from agents.models import TraceEvent
+from agents.turns import services as agent_services
 from registry.errors import ApplicationError
 from registry.models import Skill, TokenScope
 from registry.services.labels import label_move

@@ -11,8 +11,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from django.conf import settings
 
-from agents.turns import services
 from agents.models import FINISHED_STATUSES, AgentTurn, TurnStatus
+from agents.turns import services
 from registry.models import DeliveryStatus, WebhookDelivery, WebhookEvent
 from registry.services.webhooks import webhook_create
 from tests.factories import publish, user_with_role
