@@ -6,7 +6,7 @@ PORT ?= 8000
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 export HF_HUB_OFFLINE := 1
 
-.PHONY: run test install install-dev lint typecheck bench clean lock
+.PHONY: run test install install-dev lint typecheck bench clean lock docs
 
 # The venv keeps the pip that ships with Python: upgrading it from the index would be the one
 # download not checked against a hash.
@@ -59,6 +59,10 @@ lint: install-dev
 
 bench: install-dev
 	$(PY) bench/run_all.py
+
+# The documentation site (docs/, mkdocs.yml), rebuilt as its pages change.
+docs: install-dev
+	$(VENV)/bin/mkdocs serve -a 127.0.0.1:8001
 
 # Recompile the lock files from requirements*.in with uv, kept in a venv of its own. Pins already
 # in the lock files stay unless an .in file asks otherwise. uv does not read pip's configuration,
