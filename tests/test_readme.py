@@ -1,18 +1,22 @@
-"""The README's examples run as written against a fresh `make run` so it cannot drift.
+"""The README's and the docs' examples run as written against a fresh `make run` so they cannot drift.
 
-The extraction rule (also stated in README.md): every fenced block whose info string is exactly
-`sh` is an example that must work as written, on a fresh clone, after `make run`, from the
-repository root. The blocks run in README order in one bash session (a variable set in one block,
-like `$TOKEN`, is there for the next), with `set -euo pipefail` and `curl` made to fail on an
-HTTP error (`--fail-with-body`), so an example that errors fails this test. Blocks fenced
-`shell` are shown but not run (the `make` commands themselves, and examples that need other
-settings, which the text beside them names).
+The extraction rule (also stated in README.md and docs/development.md): every fenced block whose
+info string is exactly `sh` is an example that must work as written, on a fresh clone, after
+`make run`, from the repository root. The blocks are collected from README.md first, then from the
+pages of docs/ in the order of mkdocs.yml's nav, and run in that order in one bash session (a
+variable set in one block, like `$TOKEN`, is there for the next), with `set -euo pipefail` and
+`curl` made to fail on an HTTP error (`--fail-with-body`), so an example that errors fails this
+test. Blocks fenced `shell` are shown but not run (the `make` commands themselves, and examples
+that need other settings, which the text beside them names).
 
 How: the tracked files are copied to a temporary directory with the test run's `.venv` linked in,
 `make run PORT=<free port>` starts there with its defaults, on a database of its own (a fresh
 PostgreSQL database when DATABASE_URL points at PostgreSQL, else the default SQLite file under
 the copy's var/), then the examples run with the copy as the working directory, and the whole
 process group is stopped.
+
+The docs are also built as the site (`mkdocs build --strict`), so a link to a page that does not
+exist fails here, and every page must be in the nav, so none is left out of the examples' order.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import threading
 import time
 import urllib.request
@@ -31,11 +36,14 @@ from pathlib import Path
 
 import environ
 import pytest
+import yaml
 
 from registry.models import TokenScope
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
+DOCS = ROOT / "docs"
+MKDOCS_CONFIG = ROOT / "mkdocs.yml"
 EXAMPLE_BLOCK = re.compile(r"^```sh\n(.*?)^```$", re.MULTILINE | re.DOTALL)
 README_BASE_URL = "http://127.0.0.1:8000"
 
@@ -61,8 +69,56 @@ NOT_INHERITED = (
 )
 
 
+def nav_pages(nav: list) -> list[str]:
+    """The pages of a mkdocs nav, in order: each entry is a path, or a title mapped to a path or
+    to a list of entries."""
+    pages: list[str] = []
+    for entry in nav:
+        for value in entry.values() if isinstance(entry, dict) else [entry]:
+            pages.extend(nav_pages(value) if isinstance(value, list) else [value])
+    return pages
+
+
+def documentation_pages() -> list[Path]:
+    """README.md, then the docs pages in nav order: the order the examples run in."""
+    nav = yaml.safe_load(MKDOCS_CONFIG.read_text())["nav"]
+    return [README, *(DOCS / page for page in nav_pages(nav))]
+
+
 def readme_examples() -> list[str]:
-    return EXAMPLE_BLOCK.findall(README.read_text())
+    return [block for page in documentation_pages() for block in EXAMPLE_BLOCK.findall(page.read_text())]
+
+
+def test_every_docs_page_is_in_the_nav_so_its_examples_run():
+    in_nav = set(documentation_pages())
+    assert sorted(str(page.relative_to(ROOT)) for page in DOCS.rglob("*.md") if page not in in_nav) == []
+    assert all(page.is_file() for page in in_nav)
+
+
+def test_the_readme_stays_a_first_page():
+    assert len(README.read_text().splitlines()) <= 400
+
+
+def test_the_docs_build_as_a_site_with_no_broken_link(tmp_path):
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mkdocs",
+            "build",
+            "--strict",
+            "--config-file",
+            str(MKDOCS_CONFIG),
+            "--site-dir",
+            str(tmp_path),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert (tmp_path / "operators" / "configuration" / "index.html").is_file()
 
 
 def test_the_readme_has_examples_for_the_cli_the_api_and_a_turn():
@@ -79,8 +135,11 @@ def test_the_readme_has_examples_for_the_cli_the_api_and_a_turn():
         assert expected in script
     # Every address is `${BASE:-...}`, so the examples work as written against any PORT.
     assert README_BASE_URL not in script.replace("${BASE:-" + README_BASE_URL + "}", "")
-    # Every CLI line in a runnable block works without a path to the venv: it was activated first.
-    assert script.index("source .venv/bin/activate") < script.index("python manage.py")
+    # Every CLI line in a runnable block works without a path to the venv: the README activates it
+    # before its first command, and its blocks run first.
+    readme = "\n".join(EXAMPLE_BLOCK.findall(README.read_text()))
+    assert script.startswith(readme)
+    assert readme.index("source .venv/bin/activate") < readme.index("python manage.py")
 
 
 def free_port() -> int:
