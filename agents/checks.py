@@ -17,7 +17,7 @@ from agents.runtime.sandbox import Isolation, sandbox_problem
 
 NO_CGROUP_HINT = (
     "Each run is still bounded per process (address space, file size, processes) and its files by its "
-    "64 MB tmpfs, but not in total: run the worker as root or in a delegated cgroup (README, Skill scripts)."
+    "64 MB tmpfs, but not in total: run the worker as root or in a delegated cgroup (docs/operators/sandbox.md)."
 )
 
 

@@ -196,7 +196,7 @@ SECURE_CONTENT_TYPE_NOSNIFF = True
 X_FRAME_OPTIONS = "DENY"
 SESSION_COOKIE_HTTPONLY = True
 
-# Behind TLS (README "Deploying behind TLS"). Everything is off by default: the development
+# Behind TLS (docs/operators/tls.md). Everything is off by default: the development
 # server and `make run` speak plain HTTP on 127.0.0.1.
 SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=False)
 # Cookies only over HTTPS; on by default wherever plain HTTP is redirected to HTTPS anyway.
@@ -391,7 +391,7 @@ AGENT_SCRATCH_ROOT = Path(
 # input is trimmed per call by the runtime (agents/runtime/context.py), never refused.
 AGENT_MAX_MESSAGE_CHARS = env.int("AGENT_MAX_MESSAGE_CHARS", default=200_000)
 AGENT_WORKSPACE_ROOT = Path(env.str("AGENT_WORKSPACE_ROOT", default=str(VAR_DIR / "workspaces")))
-# Evals (README "Evals"): how many of one run's turns are queued or running at once, and the
+# Evals (docs/authors/evals.md): how many of one run's turns are queued or running at once, and the
 # model that grades `judge` checks through litellm (unset: a judge check is an error, not a pass).
 EVAL_CONCURRENCY = env.int("EVAL_CONCURRENCY", default=4)
 # What starting runs may queue: runs queued or running per user, and eval turns not yet graded
@@ -399,8 +399,8 @@ EVAL_CONCURRENCY = env.int("EVAL_CONCURRENCY", default=4)
 EVAL_MAX_ACTIVE_RUNS_PER_USER = env.int("EVAL_MAX_ACTIVE_RUNS_PER_USER", default=3)
 EVAL_MAX_QUEUED_TURNS = env.int("EVAL_MAX_QUEUED_TURNS", default=5000)
 EVAL_JUDGE_MODEL = env.str("EVAL_JUDGE_MODEL", default="").strip()
-# How run_skill and code skills confine a skill's script (agents/runtime/sandbox.py, README
-# "Skill scripts"): `bwrap`, or `none` to run scripts unconfined as the worker's user. There is
+# How run_skill and code skills confine a skill's script (agents/runtime/sandbox.py,
+# docs/operators/sandbox.md): `bwrap`, or `none` to run scripts unconfined as the worker's user. There is
 # no silent fallback: with `bwrap` and no working bubblewrap, run_skill refuses to run scripts.
 RUN_SKILL_SANDBOX = env.str("RUN_SKILL_SANDBOX", default="bwrap").strip().lower()
 if RUN_SKILL_SANDBOX not in ("bwrap", "none"):

@@ -1,4 +1,4 @@
-"""REST endpoints for evals (README "Evals"): read and replace a skill's suite, queue a run of it,
+"""REST endpoints for evals (docs/authors/evals.md): read and replace a skill's suite, queue a run of it,
 read a run's progress, summary and cases, compare two runs, cancel one. In the agents app
 because a run dispatches agent turns; mounted under `/api/v1/` beside the registry's routes."""
 
@@ -163,7 +163,7 @@ class SuiteSerializer(serializers.Serializer):
     counted_revision = serializers.IntegerField(
         allow_null=True, help_text="The newest accepted revision: the one eval gates want runs on (null: none)."
     )
-    cases = serializers.ListField(child=serializers.DictField(), help_text="As README 'Evals' describes them.")
+    cases = serializers.ListField(child=serializers.DictField(), help_text="As docs/authors/evals.md describes them.")
 
 
 def suite_detail(skill) -> dict:

@@ -185,7 +185,7 @@ def _bwrap_or_refuse() -> str:
         raise SandboxUnavailable(
             "run_skill is disabled: no sandbox is available (bubblewrap's `bwrap` is not on PATH). "
             "Install bubblewrap (Debian: apt-get install bubblewrap), or set RUN_SKILL_SANDBOX=none "
-            "to run skill scripts without isolation (see README)."
+            "to run skill scripts without isolation (see docs/operators/sandbox.md)."
         )
     if not os.access(PRLIMIT, os.X_OK):
         raise SandboxUnavailable(f"run_skill is disabled: {PRLIMIT} (util-linux) is missing")
@@ -209,7 +209,7 @@ def _check_bwrap(bwrap: str) -> None:
             f"run_skill is disabled: bubblewrap cannot create a sandbox on this machine ({detail}). "
             "It needs unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1, "
             "user.max_user_namespaces > 0); or set RUN_SKILL_SANDBOX=none to run skill scripts "
-            "without isolation (see README)."
+            "without isolation (see docs/operators/sandbox.md)."
         )
 
 

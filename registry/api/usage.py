@@ -69,7 +69,7 @@ class UsageApi(ApiView):
 
 
 # --- the plain-batch fast path ---------------------------------------------------------------
-# DRF spends longer validating an event than storing it takes (README, Benchmarks). Most batches
+# DRF spends longer validating an event than storing it takes (docs/benchmarks/index.md). Most batches
 # are plain (known keys, values already of the right type and in range), and for those one pass
 # of the checks below gives exactly what the serializer would; anything else falls back to the
 # serializer, which also writes the error messages. Limits are read from the serializer's own

@@ -10,7 +10,7 @@ Linear is not the same as cheap, though. RE2 runs a lazily built DFA whose state
 bounded by the program's memory; patterns with large counted repetitions inside alternations,
 such as `(?s)(?:a{0,999}b0|a{0,999}b1|...)`, need more states than fit, so RE2 falls back to
 simulating the NFA — time proportional to query length *times* program size: one such rule can
-stall a resolve for seconds (README, Benchmarks). No static rule separates those patterns from
+stall a resolve for seconds (docs/benchmarks/index.md). No static rule separates those patterns from
 useful ones, so `pattern_check` measures instead: before a rule is saved its pattern is run
 against worst-case queries of the full matching length built from its own characters (the DFA
 blows up on long runs of what the repetitions accept), and refused if one takes longer than

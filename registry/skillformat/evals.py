@@ -1,6 +1,6 @@
 """An eval suite's cases as JSON: our format and skill-creator's two files read, its evals.json written.
 
-Our format is `{"cases": [...]}` (README "Evals"). skill-creator keeps task evals in
+Our format is `{"cases": [...]}` (docs/authors/evals.md). skill-creator keeps task evals in
 `evals/evals.json` (`{"skill_name", "evals": [{"id", "prompt", "expected_output",
 "expectations"}]}`) and trigger evals in a list of `{"query", "should_trigger"}`; each reads
 into our cases: a task case whose natural-language expectations become `judge` checks, and

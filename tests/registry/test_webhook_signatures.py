@@ -1,7 +1,7 @@
 """Webhook secrets and signatures: a secret is generated (32 random bytes, `whsec_`, shown once)
 unless one of at least 24 characters is given; each delivery carries the Standard Webhooks headers
 (https://www.standardwebhooks.com) beside X-Skill-Registry-Signature. The signatures are checked
-here by recomputing them from the spec, not with the registry's code; the README's receiver
+here by recomputing them from the spec, not with the registry's code; the docs' receiver
 refuses an old timestamp and acts once per id."""
 
 from __future__ import annotations
@@ -167,15 +167,15 @@ def test_a_retry_has_the_same_id_and_a_new_timestamp_and_signature(settings, rec
         )
 
 
-# --- the README's receiver -------------------------------------------------------------------
+# --- the docs' receiver ---------------------------------------------------------------------
 
 
 def _readme_receiver(monkeypatch, secret: str) -> ThreadingHTTPServer:
-    """The receiver the README's Webhooks section shows, run with WEBHOOK_SECRET=`secret`."""
-    section = (ROOT / "README.md").read_text().split("## Webhooks", 1)[1].split("\n## ", 1)[0]
+    """The receiver the Webhooks page of the docs shows, run with WEBHOOK_SECRET=`secret`."""
+    page = (ROOT / "docs" / "consumers" / "webhooks.md").read_text()
     monkeypatch.setenv("WEBHOOK_SECRET", secret)
     example: dict = {"__name__": "readme_receiver"}
-    exec(compile(section.split("```python\n", 1)[1].split("```", 1)[0], "README.md", "exec"), example)
+    exec(compile(page.split("```python\n", 1)[1].split("```", 1)[0], "docs/consumers/webhooks.md", "exec"), example)
     server = ThreadingHTTPServer(("127.0.0.1", 0), example["Receiver"])
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server

@@ -91,7 +91,7 @@ UNSTATED_RULES: dict[str, set[str]] = {
     # A webhook URL must be http(s) and resolve, to public addresses only; a `whsec_` secret is
     # base64 of at least 24 bytes.
     "POST /api/v1/webhooks": {"url", "secret"},
-    # An eval suite's cases follow the case format (README "Evals"); a run takes a version or a
+    # An eval suite's cases follow the case format (docs/authors/evals.md); a run takes a version or a
     # label, one of AGENT_MODELS, and a version a turn can be pinned to.
     "PUT /api/v1/skills/{name}/evals": {"invalid_suite"},
     "POST /api/v1/skills/{name}/evals/runs": {"model", "label", "skill_versions"},
