@@ -330,6 +330,7 @@ def test_cancelling_a_queued_turn(author_client):
 
 def test_agent_model_is_offered_first_and_chosen_by_default(author_client, settings):
     settings.AGENT_MODEL = "openai/gpt-4o-mini"
+    settings.AGENT_MODELS = ["offline", "openai/gpt-4o-mini", "scripted"]  # as settings fill it in
     html = author_client.get("/playground/").content.decode()
 
     assert '<option value="openai/gpt-4o-mini" selected>' in html

@@ -547,7 +547,7 @@ def test_live_validation_does_not_touch_the_database_beyond_the_session(author_c
 
 def test_the_role_badge_is_shown(client):
     user = UserFactory(username="ann")
-    user.groups.add(Group.objects.get(name="author"))
+    user.groups.add(Group.objects.get_or_create(name="author")[0])
     client.force_login(user)
 
     html = client.get("/skills/").content.decode()
