@@ -139,9 +139,8 @@ def worker_exits(django_db_setup):
 
 @pytest.fixture(scope="session")
 def default_worker(worker_exits, django_db_blocker):
-    """This test process's Celery worker with the test settings, kept for the whole run: started
-    by the first module that asks for `worker`, and again after a module that started workers of
-    its own (they take the queue over, see tests/worker.py). Starting one costs seconds."""
+    """This test process's Celery worker with the test settings: started by each module that asks
+    for `worker` and stopped at that module's end (see `worker`)."""
     from tests.worker import WorkerProcess
 
     process = WorkerProcess(default=True)
@@ -151,7 +150,12 @@ def default_worker(worker_exits, django_db_blocker):
 
 @pytest.fixture(scope="module")
 def worker(default_worker):
-    """A real Celery worker for the test module (tests needing other settings define their own)."""
+    """A real Celery worker for the test module (tests needing other settings define their own).
+
+    It stops at the module's end: a worker left running would take the tasks that later modules'
+    committed writes queue (a webhook delivery, a turn a browser test expects to stay queued)
+    and run them where those tests assume no worker runs."""
     if not default_worker.running:
         default_worker.start()
-    return default_worker
+    yield default_worker
+    default_worker.stop()
