@@ -131,7 +131,8 @@ def test_an_analyst_reads_and_revokes_their_tokens_but_cannot_create_one(analyst
 def test_a_user_whose_role_was_lowered_can_still_revoke_the_tokens_they_made(client):
     user = user_with_role(AUTHOR, username="demoted")
     token, _ = api_token_create(name="ci-write", username=user.username, scopes=["skills:write"])
-    user.groups.set([Group.objects.get_or_create(name=ANALYST)[0]])  # the token's write scope is inert now, and still theirs
+    # The token's write scope is inert now, and still theirs.
+    user.groups.set([Group.objects.get_or_create(name=ANALYST)[0]])
     client.force_login(user)
 
     assert "Revoke ci-write" in client.get("/tokens/").content.decode()
