@@ -265,6 +265,9 @@ ROLLOUT_GUARD_SECONDS = env.float("ROLLOUT_GUARD_SECONDS", default=60.0)
 CELERY_BEAT_SCHEDULE = {
     "rollout-guard": {"task": "registry.tasks.label_rollouts_guard_task", "schedule": ROLLOUT_GUARD_SECONDS},
 }
+# Beat remembers when each entry last ran in a file of its own; it lives with the instance's
+# other state, so a VAR_DIR elsewhere (or two instances side by side) never shares or misses it.
+CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 
 # --- REST API ---------------------------------------------------------------------------
 REST_FRAMEWORK = {
