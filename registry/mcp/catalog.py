@@ -31,6 +31,11 @@ from registry.selectors.skills import EffectiveSkill
 SCHEME = "skill://"
 SKILL_MD = "SKILL.md"
 DIRECTORY_TYPE = "inode/directory"
+# Our own `_meta` keys, under this registry's reverse-domain prefix (the protocol reserves the
+# unprefixed names and `io.modelcontextprotocol/` for itself).
+META_PREFIX = "io.skill-registry/"
+VERSION_META = f"{META_PREFIX}version"
+CANARY_META = f"{META_PREFIX}canary"
 
 # The stable Skills Extension's per-skill limits: every conforming host loads a skill within
 # them, and a server should not serve one beyond them. Such a skill is left out of `skills/list`
@@ -82,12 +87,19 @@ class SkillEntry:
         is the canary of the label's rollout."""
         return {
             "uri": self.uri,
-            "_meta": {"version": self.version, "canary": canary},
+            "_meta": served_meta(version=self.version, canary=canary),
             "frontmatter": self.frontmatter,
             "resources": [
                 {"uri": file_uri(self.name, f.path), "digest": f"sha256:{f.sha256}", "size": f.size} for f in self.files
             ],
         }
+
+
+def served_meta(*, version: int, canary: bool) -> dict[str, Any]:
+    """The `_meta` a Skill entry and each file read carry: the version served and whether it is the
+    canary of the label's rollout. Keys are reverse-domain prefixed, as `_meta` keys that are not
+    the protocol's own must be."""
+    return {VERSION_META: version, CANARY_META: canary}
 
 
 def file_uri(name: str, path: str) -> str:

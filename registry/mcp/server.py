@@ -26,7 +26,7 @@ from typing import Any, Literal
 import anyio
 import mcp_types as types
 from asgiref.sync import sync_to_async
-from mcp.server.context import ServerRequestContext
+from mcp.server.context import CallNext, HandlerResult, ServerMiddleware, ServerRequestContext
 from mcp.server.extension import Extension, MethodBinding
 from mcp.server.lowlevel.server import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
@@ -37,6 +37,7 @@ from mcp_types import INVALID_PARAMS
 from registry.api.serializers import ResolveInputSerializer
 from registry.mcp.catalog import (
     DIRECTORY_TYPE,
+    META_PREFIX,
     SKILL_MD,
     SkillCatalog,
     SkillEntry,
@@ -45,13 +46,14 @@ from registry.mcp.catalog import (
     mcp_skill_directory,
     mcp_skill_file,
     parse_uri,
+    served_meta,
 )
 from registry.readmodel.rollouts import SUBJECT_MAX_CHARS, subject_of
 from registry.selectors.resolve import resolve
 from registry.skillformat.media_types import file_content_type, path_content_type
 
 SKILLS_EXTENSION = "io.modelcontextprotocol/skills"
-SUBJECT_META = "io.skill-registry/subject"
+SUBJECT_META = f"{META_PREFIX}subject"
 
 # How long a host may treat a listing, entry or file as current. Short, because a label can move
 # at any time; a stale file is caught anyway by its digest, which the host re-checks.
@@ -174,17 +176,18 @@ async def directory_read(ctx: ServerRequestContext[Any, Any], params: ReadDirect
     if found is None or children is None:
         raise _invalid(f"{params.uri} is not a directory resource this server serves{_at_label()}")
     name = found[1].name
-    return {
-        "resultType": "complete",
-        "resources": [
-            {
-                "uri": file_uri(name, child.path),
-                "name": child.path.rsplit("/", 1)[-1],
-                "mimeType": DIRECTORY_TYPE if child.is_directory else path_content_type(child.path),
-            }
-            for child in children
-        ],
-    }
+    return _cacheable(
+        {
+            "resources": [
+                {
+                    "uri": file_uri(name, child.path),
+                    "name": child.path.rsplit("/", 1)[-1],
+                    "mimeType": DIRECTORY_TYPE if child.is_directory else path_content_type(child.path),
+                }
+                for child in children
+            ],
+        }
+    )
 
 
 class SkillsExtension(Extension):
@@ -240,7 +243,7 @@ async def resource_read(
     catalog, entry, path = found
     mime_type = "text/markdown" if path == SKILL_MD else file_content_type(path, content).split(";")[0]
     # Which version of the skill these bytes are, as skills/list says of its entry.
-    meta = {"version": entry.version, "canary": catalog.is_canary(entry)}
+    meta = served_meta(version=entry.version, canary=catalog.is_canary(entry))
     contents: types.TextResourceContents | types.BlobResourceContents
     try:
         # Text only when the text's UTF-8 is these exact bytes (valid UTF-8 always is); NUL marks binary.
@@ -324,11 +327,30 @@ class RegistryServer(Server[Any]):
         experimental_capabilities: dict[str, dict[str, Any]] | None = None,
         extensions: dict[str, dict[str, Any]] | None = None,
     ) -> InitializationOptions:
-        """The `initialize` answer (2025-11-25), whose schema has no `capabilities.extensions` (the
-        field is dropped from it): there the extensions are announced under `experimental`, as
-        they were before the 2026-07-28 revision gave them their own field."""
+        """The `initialize` answer (2025-11-25). Hosts written before the 2026-07-28 revision look
+        for the extensions under `experimental`; those following the extension (its reference
+        server, MCP Inspector 2.12) under `capabilities.extensions`. Both are announced: the first
+        here, the second by `ExtensionsInHandshake`, since the SDK's 2025-11-25 schema drops the
+        field."""
         experimental = {**self.extensions, **(experimental_capabilities or {})}
         return super().create_initialization_options(notification_options, experimental, extensions)
+
+
+class ExtensionsInHandshake(ServerMiddleware[Any]):
+    """Puts `capabilities.extensions` back into the `initialize` answer after the SDK shaped it to
+    the 2025-11-25 schema, which has no such field but leaves capabilities open ("any server can
+    define its own, additional capabilities")."""
+
+    def __init__(self, server: Server[Any]) -> None:
+        self.server = server
+
+    async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        result = await call_next(ctx)
+        if ctx.method == "initialize" and isinstance(result, dict) and self.server.extensions:
+            capabilities = result.get("capabilities")
+            if isinstance(capabilities, dict):
+                result["capabilities"] = {**capabilities, "extensions": dict(self.server.extensions)}
+        return result
 
 
 def _build_server() -> Server[Any]:
@@ -352,6 +374,7 @@ def _build_server() -> Server[Any]:
     for binding in extension.methods():
         server.add_request_handler(binding.method, binding.params_type, binding.handler)
     server.extensions[extension.identifier] = extension.settings()
+    server.middleware.append(ExtensionsInHandshake(server))
     return server
 
 

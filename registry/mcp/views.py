@@ -8,6 +8,7 @@ from asgiref.sync import async_to_sync
 from django.http import HttpResponse
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
+from rest_framework.negotiation import BaseContentNegotiation
 
 from registry.api.auth import BearerTokenAuthentication
 from registry.api.base import ApiView
@@ -41,6 +42,19 @@ def _asgi_scope(request) -> dict:
     }
 
 
+class McpNegotiation(BaseContentNegotiation):
+    """The view's own answers (401, 403, 405) are JSON whatever `Accept` asks: a host opening the
+    optional GET stream sends `Accept: text/event-stream`, and must get 405 (no stream here), which
+    Streamable HTTP clients read as "carry on without one", never 406. The transport itself
+    answers POSTs in the form their `Accept` allows."""
+
+    def select_parser(self, request, parsers):
+        return parsers[0]
+
+    def select_renderer(self, request, renderers, format_suffix=None):
+        return renderers[0], renderers[0].media_type
+
+
 @extend_schema(exclude=True)  # JSON-RPC over HTTP: the MCP specification describes it, not OpenAPI
 class McpApi(ApiView):
     # Machine clients only: a console session's cookie is not a way in (no CSRF to guard).
@@ -48,6 +62,7 @@ class McpApi(ApiView):
     # POST only: a stateless server has no stream to offer on GET and no session to end on
     # DELETE, so both are 405, as the Streamable HTTP transport allows.
     required_scopes = {"POST": READ}
+    content_negotiation_class = McpNegotiation
 
     def post(self, request):
         query = McpQuerySerializer(data=request.query_params)

@@ -144,7 +144,8 @@ def test_a_host_lists_gets_and_reads_skills_byte_exact_on_both_revisions(live_se
     async def steps(host: Host, connected):
         capabilities = connected.capabilities
         assert capabilities.resources is not None
-        # 2025-11-25's schema has no `extensions`: the extension is announced under `experimental`.
+        # The SDK's 2025-11-25 client schema keeps `experimental` only (the wire has both, see
+        # test_the_handshake_announces_the_extension_under_extensions_and_experimental).
         announced = capabilities.experimental if revision == HANDSHAKE else capabilities.extensions
         assert announced[SKILLS] == {"directoryRead": True}
         listing = await host.skills_list()
@@ -192,6 +193,7 @@ def test_a_host_lists_gets_and_reads_skills_byte_exact_on_both_revisions(live_se
     assert reads["skill://pdf-tools/scripts/run.sh"] == TEXT
     assert reads["skill://pdf-tools/SKILL.md"] == expected_md
     assert [(r["name"], r["mimeType"]) for r in directory["resources"]] == [("a", "inode/directory")]
+    assert directory["ttlMs"] == listing["ttlMs"] and directory["cacheScope"] == "private"
     assert reads["skill://pdf-tools/docs/na%C3%AFve%20100%25.md"] == "Ünïcode name\n".encode()
     assert [r["uri"] for r in root["resources"]] == [
         "skill://pdf-tools/SKILL.md",
@@ -289,12 +291,42 @@ def test_tokens_without_the_scope_or_validity_are_refused(live_server, make_toke
     # No sessions, so no stream to open and none to end: 405 (never a hanging GET).
     reader = {"Authorization": f"Bearer {make_token(['skills:read'])}"}
     assert httpx2.get(url, headers=reader, timeout=10).status_code == 405
+    # As a host opening the optional stream asks for it: still 405, which it reads as "none here".
+    stream = {**reader, "Accept": "text/event-stream"}
+    assert httpx2.get(url, headers=stream, timeout=10).status_code == 405
     assert httpx2.delete(url, headers=reader, timeout=10).status_code == 405
 
     # The real client fails to connect with a bad token, too.
     with pytest.raises(ExceptionGroup) as raised:
         run_host(url, "not-a-token", HANDSHAKE, lambda host, _: anyio.sleep(0))
     assert raised.group_contains(MCPError, match="error response")
+
+
+@pytest.mark.parametrize("revision", [HANDSHAKE, MODERN])
+def test_the_extension_is_announced_under_extensions_and_experimental(live_server, make_token, catalog, revision):
+    """On the wire, as its reference server does (`capabilities.extensions`), and under
+    `experimental` too on 2025-11-25 for hosts written before extensions had their own field."""
+    headers = {
+        "Accept": "application/json, text/event-stream",
+        "Authorization": f"Bearer {make_token(['skills:read'])}",
+    }
+    if revision == HANDSHAKE:
+        params = {"protocolVersion": HANDSHAKE, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+        body = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params}
+    else:
+        headers.update({"MCP-Protocol-Version": MODERN, "Mcp-Method": "server/discover"})
+        envelope = {
+            "io.modelcontextprotocol/protocolVersion": MODERN,
+            "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
+        }
+        body = {"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": envelope}}
+    answer = httpx2.post(_url(live_server), json=body, headers=headers)
+    assert answer.status_code == 200, answer.text
+    capabilities = answer.json()["result"]["capabilities"]
+    assert capabilities["extensions"] == {SKILLS: {"directoryRead": True}}
+    if revision == HANDSHAKE:
+        assert capabilities["experimental"] == {SKILLS: {"directoryRead": True}}
 
 
 def test_a_skill_beyond_the_extensions_limits_is_not_listed(live_server, make_token, db):
@@ -351,6 +383,11 @@ def disable(name: str) -> None:
 SUBJECT_META = "io.skill-registry/subject"
 
 
+def served_meta(version: int, canary: bool) -> dict[str, Any]:
+    """The `_meta` of a Skill entry and of a file read: reverse-domain prefixed keys."""
+    return {"io.skill-registry/version": version, "io.skill-registry/canary": canary}
+
+
 def test_during_a_rollout_each_subject_gets_the_version_rest_serves_it(live_server, make_token, catalog):
     """pdf-tools production: v1 stable, v2 to 50% of subjects. For each subject (in the request's
     `_meta`, or the endpoint's ?subject=, else the token), MCP serves the version REST does."""
@@ -377,8 +414,8 @@ def test_during_a_rollout_each_subject_gets_the_version_rest_serves_it(live_serv
         rest = httpx2.get(f"{live_server.url}/api/v1/skills/pdf-tools/SKILL.md?subject={subject}", headers=auth)
         version = int(rest.headers["X-Skill-Version"])
         served.add(version)
-        assert skill["_meta"] == {"version": version, "canary": version == 2}, subject
-        assert contents.meta == {"version": version, "canary": version == 2}
+        assert skill["_meta"] == served_meta(version, version == 2), subject
+        assert contents.meta == served_meta(version, version == 2)
         assert contents.text.encode("utf-8") == rest.content == bodies[version]
         assert skill["resources"][0]["digest"] == _sha(bodies[version])
         # Only v2 has templates/new.md: the entry's files are the subject's version's.
@@ -388,17 +425,17 @@ def test_during_a_rollout_each_subject_gets_the_version_rest_serves_it(live_serv
     # Without a subject of its own, a request reads as its token does over REST.
     by_token = httpx2.get(f"{live_server.url}/api/v1/skills/pdf-tools/SKILL.md", headers=auth)
     entry = next(s for s in listing if s["uri"] == "skill://pdf-tools/SKILL.md")
-    assert entry["_meta"]["version"] == int(by_token.headers["X-Skill-Version"])
+    assert entry["_meta"]["io.skill-registry/version"] == int(by_token.headers["X-Skill-Version"])
 
     # ?subject= on the endpoint is the default subject of every request on it.
-    subject = next(s for s, (skill, _) in seen.items() if skill["_meta"]["canary"])
+    subject = next(s for s, (skill, _) in seen.items() if skill["_meta"]["io.skill-registry/canary"])
 
     async def by_endpoint(host: Host, _):
         entry = (await host.skills_get("skill://pdf-tools/SKILL.md"))["skill"]
         return entry, await host.read_bytes("skill://pdf-tools/templates/new.md")
 
     entry, new = run_host(_url(live_server, subject=subject), token, HANDSHAKE, by_endpoint)
-    assert entry["_meta"] == {"version": 2, "canary": True} and new == b"new\n"
+    assert entry["_meta"] == served_meta(2, True) and new == b"new\n"
 
 
 def test_a_subject_that_is_not_a_string_is_invalid_params(live_server, make_token, catalog):
@@ -468,4 +505,4 @@ def test_a_subject_in_meta_is_capped_at_200_characters_like_the_query_on_both_re
         f"{live_server.url}/api/v1/skills/pdf-tools/SKILL.md?subject={'s' * 200}",
         headers={"Authorization": f"Bearer {token}"},
     )
-    assert served["skills/get"]["skill"]["_meta"]["version"] == int(rest.headers["X-Skill-Version"])
+    assert served["skills/get"]["skill"]["_meta"]["io.skill-registry/version"] == int(rest.headers["X-Skill-Version"])
