@@ -17,9 +17,10 @@ from typing import Any
 from django.core.exceptions import PermissionDenied
 from django.http import Http404
 from django.shortcuts import render
-from django.urls import path
+from django.urls import path, reverse
 from django.utils import timezone
 from django.utils.http import urlencode
+from django_htmx.http import push_url
 
 from agents.models import FailureCause, TurnOrigin, TurnStatus
 from agents.turns import selectors as turn_selectors
@@ -85,12 +86,25 @@ def _filters(params) -> tuple[TurnFilter, dict[str, str], dict[str, str]]:
     return (parsed.turn_filter() if parsed.is_valid() else TurnFilter()), values, problems
 
 
-def _query(given: dict[str, str], **changes: Any) -> str:
+def _query(given: dict[str, str], unbounded: tuple[str, ...] = (), **changes: Any) -> str:
+    """The list's address with these filters: the ones set, and each date in `unbounded` as
+    given empty (`to=`: no bound; left out, it would be the first visit's default)."""
     values = {**given, **{key: str(value) for key, value in changes.items() if value is not None}}
     for key, value in changes.items():
         if value is None:
             values.pop(key, None)
-    return urlencode([(key, values[key]) for key in FILTER_KEYS if values.get(key, "") != ""])
+    return urlencode(
+        [
+            (key, values.get(key, ""))
+            for key in FILTER_KEYS
+            if values.get(key, "") != "" or (key in unbounded and key not in values)
+        ]
+    )
+
+
+def _unbounded(params) -> tuple[str, ...]:
+    """The dates a query string gives empty: "no bound", as the clear-filters link asks."""
+    return tuple(key for key in ("from", "to") if key in params and params[key] == "")
 
 
 @dataclass(frozen=True)
@@ -106,13 +120,20 @@ class Choice:
 def turn_list(request):
     reader = _reader(request)
     filters, given, problems = _filters(request.GET)
+    unbounded = _unbounded(request.GET)
     counts = turn_selectors.turn_counts(reader=reader, filters=filters)
     page = max(1, whole_number(request.GET.get("page", "1")) or 1)
     offset = (page - 1) * PAGE_SIZE
     turns = list(turn_selectors.turns_filtered(reader=reader, filters=filters)[offset : offset + PAGE_SIZE])
-    statuses = [Choice("", "All", sum(counts.by_status.values()), "?" + _query(given, status=None), not filters.status)]
+    statuses = [
+        Choice(
+            "", "All", sum(counts.by_status.values()), "?" + _query(given, unbounded, status=None), not filters.status
+        )
+    ]
     statuses += [
-        Choice(value, value, counts.by_status[value], "?" + _query(given, status=value), filters.status == value)
+        Choice(
+            value, value, counts.by_status[value], "?" + _query(given, unbounded, status=value), filters.status == value
+        )
         for value in TurnStatus.values
     ]
     context = {
@@ -124,13 +145,13 @@ def turn_list(request):
         "statuses": statuses,
         "origins": [(value, TurnOrigin(value).label, counts.by_origin[value]) for value in TurnOrigin.values],
         "causes": [
-            (cause, "?" + _query(given, cause=cause.cause, detail=cause.detail if cause.detail else None))
+            (cause, "?" + _query(given, unbounded, cause=cause.cause, detail=cause.detail if cause.detail else None))
             for cause in counts.causes
         ],
         "turns": turns,
         "page": page,
-        "previous": "?" + _query(given) + f"&page={page - 1}" if page > 1 else "",
-        "next": "?" + _query(given) + f"&page={page + 1}" if offset + PAGE_SIZE < counts.total else "",
+        "previous": "?" + _query(given, unbounded) + f"&page={page - 1}" if page > 1 else "",
+        "next": "?" + _query(given, unbounded) + f"&page={page + 1}" if offset + PAGE_SIZE < counts.total else "",
         "first_shown": offset + 1 if turns else 0,
         "last_shown": offset + len(turns),
         "events": turn_selectors.turn_event_count(reader=reader, filters=filters),
@@ -140,11 +161,19 @@ def turn_list(request):
         # An empty page says "no turns yet" only when the reader has none at all: the first
         # visit's default dates are a filter that an older turn can fall outside of.
         "any_turn": bool(turns) or turn_selectors.turns_filtered(reader=reader, filters=TurnFilter()).exists(),
-        "clear": [(key, value, "?" + _query(given, **{key: None})) for key, value in given.items() if key != "status"],
+        "clear": [
+            (key, value, "?" + _query(given, unbounded, **{key: None}))
+            for key, value in given.items()
+            if key != "status"
+        ],
         "event_kinds": list(EVENT_WORDS),
     }
-    template = "agents/turns.html#turn-results" if request.htmx else "agents/turns.html"
-    return render(request, template, context, status=400 if problems else 200)
+    if not request.htmx:
+        return render(request, "agents/turns.html", context, status=400 if problems else 200)
+    response = render(request, "agents/turns.html#turn-results", context, status=400 if problems else 200)
+    # The filters as typed become the page's address, so a filtered view can be shared: only the
+    # filters that are set (the form sends every field, empty ones too), dates kept as given.
+    return push_url(response, f"{reverse('turn-list')}?{_query(given, unbounded)}")
 
 
 @console_view()

@@ -927,7 +927,18 @@ class ComparisonSerializer(serializers.Serializer):
     b = SkillStatsSerializer()
     difference = DifferenceSerializer()
     probability_b_better = serializers.FloatField(help_text="P(p_b > p_a), Beta(1+succeeded, 1+failed) posteriors.")
-    summary = _text(help_text='In words, e.g. "v3 beats v2 with 94% probability; +12 points [−3, +25], n = 41 and 57".')
+    min_n = serializers.IntegerField(help_text="Outcomes each version needs before the comparison is a finding.")
+    decided = serializers.BooleanField(help_text="Both versions have min_n outcomes.")
+    more_outcomes_needed = serializers.IntegerField(
+        allow_null=True,
+        help_text="Below min_n: more outcomes of each version that would decide it (min_n reached and the "
+        "difference's interval leaving out 0) if the rates so far hold; null when decided or when no "
+        "number would (equal rates, a version without outcomes).",
+    )
+    summary = _text(
+        help_text='In words, e.g. "v3 beats v2 with 94% probability; +12 points [−3, +25], n = 41 and 57"; '
+        "below min_n no verdict, but how many more outcomes would decide it."
+    )
 
 
 class FunnelSerializer(serializers.Serializer):

@@ -179,7 +179,7 @@ def analytics_overview(request):
             "descending": descending,
             "funnel": funnel_chart(totals),
             "totals": totals,
-            "failing": analytics.failing_first(overview.stats, min_n=5, limit=5),
+            "rankings": analytics.skill_rankings(overview.stats, limit=5),
             "interval": interval,
             "query": form.query(),
             "turns_query": form.turns_query(),

@@ -18,15 +18,14 @@ from registry.services.usage import usage_offers_roll_up
 def home(request):
     usage_offers_roll_up()  # the lists count every turn finished so far
     last_30_days = analytics.AnalyticsFilter(date_from=timezone.now().date() - timedelta(days=29))
-    table = analytics.skill_analytics(filters=last_30_days)  # one read for both lists
+    table = analytics.skill_analytics(filters=last_30_days)  # one read for both rankings
     return render(
         request,
         "registry/home.html",
         {
             "stats": selectors.dashboard_stats(),
             "usage_events": analytics.usage_event_count(),
-            "best_skills": analytics.best_first(table, min_n=5, limit=5),
-            "worst_skills": analytics.failing_first(table, min_n=5, limit=5),
+            "rankings": analytics.skill_rankings(table, limit=5),
         },
     )
 

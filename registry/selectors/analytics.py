@@ -319,11 +319,15 @@ def skills_failing(
 
 def failing_first(stats: Iterable[SkillStats], *, min_n: int, limit: int) -> list[SkillStats]:
     """Ranked by the Wilson upper bound, lowest first (a skill with a low upper bound fails often
-    even in the most favourable reading), among those with n ≥ min_n. A page that already holds
-    the skill table ranks it here instead of reading it again."""
-    rows = [s for s in stats if s.n >= min_n]
+    even in the most favourable reading), among those with n ≥ min_n and at least one failure: a
+    skill that never failed is never "failing", however few its outcomes. A page that already
+    holds the skill table ranks it here instead of reading it again."""
+    return _upper_first(s for s in stats if s.n >= min_n and s.failed > 0)[:limit]
+
+
+def _upper_first(stats: Iterable[SkillStats]) -> list[SkillStats]:
     # Ties (equal counts give equal bounds) by name, so the list does not depend on the input order.
-    return sorted(rows, key=lambda s: ((s.interval or (0.0, 1.0))[1], s.skill, s.source, s.version or 0))[:limit]
+    return sorted(stats, key=lambda s: ((s.interval or (0.0, 1.0))[1], s.skill, s.source, s.version or 0))
 
 
 def best_first(stats: Iterable[SkillStats], *, min_n: int, limit: int) -> list[SkillStats]:
@@ -331,6 +335,39 @@ def best_first(stats: Iterable[SkillStats], *, min_n: int, limit: int) -> list[S
     as in `failing_first`."""
     rows = [s for s in stats if s.n >= min_n]
     return sorted(rows, key=lambda s: (-(s.interval or (0.0, 1.0))[0], s.skill, s.source, s.version or 0))[:limit]
+
+
+RANKING_MIN_N = 5  # outcomes a skill needs before the dashboard and the overview rank it
+
+
+@dataclass(frozen=True)
+class SkillRankings:
+    """The skills working best and failing most, as one page shows them side by side: each ranked
+    skill in one list only.
+
+    Of the skills with at least `min_n` outcomes, those with a failure in the lower half by the
+    Wilson upper bound are "failing" (lowest upper bound first); every other one with a success
+    may be "working best" (highest Wilson lower bound first). `unranked` counts the skills with outcomes but fewer
+    than `min_n` of them."""
+
+    best: list[SkillStats]
+    failing: list[SkillStats]
+    min_n: int
+    unranked: int
+
+
+def skill_rankings(stats: Iterable[SkillStats], *, min_n: int = RANKING_MIN_N, limit: int = 5) -> SkillRankings:
+    table = [s for s in stats if s.n]
+    ranked = [s for s in table if s.n >= min_n]
+    lower_half = _upper_first(ranked)[: (len(ranked) + 1) // 2]
+    failing = [s for s in lower_half if s.failed > 0]
+    best = [s for s in ranked if s.succeeded > 0 and not any(s is f for f in failing)]
+    return SkillRankings(
+        best=best_first(best, min_n=min_n, limit=limit),
+        failing=failing[:limit],
+        min_n=min_n,
+        unranked=len(table) - len(ranked),
+    )
 
 
 def usage_totals(*, filters: AnalyticsFilter = AnalyticsFilter()) -> dict[str, int]:
@@ -544,6 +581,10 @@ def skills_overview(*, filters: AnalyticsFilter, interval: str = "week") -> Skil
 # --- version comparison ----------------------------------------------------------------
 
 
+COMPARISON_MIN_N = 30  # outcomes each version needs before a comparison is stated as a finding
+MORE_OUTCOMES_CAP = 1_000_000  # beyond this many more per version, "no number we could name"
+
+
 @dataclass(frozen=True)
 class VersionComparison:
     skill: str
@@ -551,6 +592,19 @@ class VersionComparison:
     b: SkillStats
     difference: tuple[float, float, float] | None  # p_b − p_a, low, high
     probability_b_better: float
+    min_n: int = COMPARISON_MIN_N
+
+    @property
+    def decided(self) -> bool:
+        """Both versions have the minimum sample: the comparison may be stated as a finding."""
+        return min(self.a.n, self.b.n) >= self.min_n
+
+    @property
+    def more_outcomes_needed(self) -> int | None:
+        """How many more outcomes each version needs, were their rates so far to hold, for the
+        minimum sample and a 95% interval of the difference that leaves out 0: the turns that
+        would decide it. None when no number would (equal rates, a version without outcomes)."""
+        return more_outcomes_to_decide(self.a.succeeded, self.a.n, self.b.succeeded, self.b.n, min_n=self.min_n)
 
     def as_dict(self) -> dict:
         estimate = None if self.difference is None else [round(x, 4) for x in self.difference]
@@ -564,25 +618,74 @@ class VersionComparison:
                 "ci_high": None if estimate is None else estimate[2],
             },
             "probability_b_better": round(self.probability_b_better, 4),
+            "min_n": self.min_n,
+            "decided": self.decided,
+            "more_outcomes_needed": None if self.decided else self.more_outcomes_needed,
             "summary": self.summary(),
         }
 
     def summary(self) -> str:
-        """In words: "v3 beats v2 with 94% probability; +12 points [−3, +25], n = 41 and 57"."""
+        """In words: "v3 beats v2 with 94% probability; +12 points [−3, +25], n = 41 and 57"; below
+        the minimum sample, no verdict: how far each version is and what would decide it."""
         a, b = f"v{self.a.version}", f"v{self.b.version}"
         if self.difference is None:
             return f"Not enough outcomes to compare {b} with {a} (n = {self.a.n} and {self.b.n})."
+        if not self.decided:
+            return self._too_few(a, b)
         p = self.probability_b_better
         verb = f"{b} beats {a}" if p >= 0.5 else f"{a} beats {b}"
         sure = max(p, 1 - p)
         # Rounding 99.7% up to "100%" would claim certainty that a posterior never gives.
         certainty = ">99%" if sure > 0.99 else f"{round(100 * sure)}%"
         estimate, low, high = (round(100 * x) for x in self.difference)
-        sign = lambda x: f"+{x}" if x > 0 else f"−{-x}" if x < 0 else "0"  # noqa: E731
         return (
             f"{verb} with {certainty} probability; "
-            f"{sign(estimate)} points [{sign(low)}, {sign(high)}], n = {self.a.n} and {self.b.n}"
+            f"{_signed(estimate)} points [{_signed(low)}, {_signed(high)}], n = {self.a.n} and {self.b.n}"
         )
+
+    def _too_few(self, a: str, b: str) -> str:
+        rates = f"{b} {_percent_of(self.b)} (n = {self.b.n}), {a} {_percent_of(self.a)} (n = {self.a.n}) so far"
+        more = self.more_outcomes_needed
+        if more is None:
+            decide = "at these rates no number of turns would tell them apart"
+        else:
+            decide = f"about {more:,} more outcomes of each version would decide it, if these rates hold"
+        return f"Too few outcomes to compare yet (at least {self.min_n} of each version): {rates}; {decide}"
+
+
+def _signed(points: int) -> str:
+    return f"+{points}" if points > 0 else f"−{-points}" if points < 0 else "0"
+
+
+def _percent_of(stats: SkillStats) -> str:
+    return "—" if stats.success_rate is None else f"{round(100 * stats.success_rate)}%"
+
+
+def more_outcomes_to_decide(s_a: int, n_a: int, s_b: int, n_b: int, *, min_n: int) -> int | None:
+    """The fewest more outcomes x of each version for which, at the rates seen so far, both have
+    min_n and Newcombe's 95% interval of the difference leaves out 0 (None: no x up to
+    MORE_OUTCOMES_CAP does; 0: decided already)."""
+    if not n_a or not n_b or s_a * n_b == s_b * n_a:
+        return None
+    p_a, p_b = s_a / n_a, s_b / n_b
+
+    def decides(extra: int) -> bool:
+        if min(n_a, n_b) + extra < min_n:
+            return False
+        m_a, m_b = n_a + extra, n_b + extra
+        # Expected counts at the same rates: Wilson's and Newcombe's formulas take real numbers.
+        found = newcombe_difference(p_a * m_a, m_a, p_b * m_b, m_b)  # type: ignore[arg-type]
+        return found is not None and (found[1] > 0 or found[2] < 0)
+
+    if decides(0):
+        return 0
+    if not decides(MORE_OUTCOMES_CAP):
+        return None
+    low, high = 0, MORE_OUTCOMES_CAP  # decides(low) is False, decides(high) is True
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (low, middle) if decides(middle) else (middle, high)
+    return high
 
 
 def skill_versions_compare(

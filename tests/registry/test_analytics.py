@@ -16,6 +16,10 @@ from hypothesis import strategies as st
 from registry.errors import ApplicationError
 from registry.models import DailyRollup, HourlyRollup, QueuedOffer, UsageEvent, WeeklyRollup
 from registry.selectors.analytics import (
+    SkillStats,
+    more_outcomes_to_decide,
+    newcombe_difference,
+    skill_rankings,
     AnalyticsFilter,
     best_first,
     failing_first,
@@ -289,6 +293,77 @@ def test_working_skills_rank_by_the_wilson_lower_bound_equal_bounds_by_name():
     # The dashboard ranks one read of the table both ways.
     assert [s.skill for s in best_first(table, min_n=10, limit=2)] == ["sure", "alpha"]
     assert failing_first(table, min_n=10, limit=2) == skills_failing(min_n=10, limit=2)
+
+
+def stats(name: str, succeeded: int, failed: int) -> SkillStats:
+    return SkillStats(skill=name, version=None, source="user", succeeded=succeeded, failed=failed)
+
+
+def test_a_skill_that_never_failed_is_never_failing_and_no_skill_is_ranked_twice():
+    # The dashboard once listed a lone skill with 5 of 5 under both "working best" and "failing most".
+    alone = skill_rankings([stats("steady", 5, 0)])
+    assert [s.skill for s in alone.best] == ["steady"] and alone.failing == []
+    table = [
+        stats("steady", 5, 0),
+        stats("shaky", 2, 4),  # upper bound 0.70: failing
+        stats("solid", 40, 2),
+        stats("fine", 9, 1),  # upper bound 0.98: the lower half of four by upper bound, with a failure
+        stats("new", 2, 0),  # below the minimum: not ranked, counted as such
+        stats("gone", 0, 0),  # no outcomes at all: not counted
+    ]
+    rankings = skill_rankings(table, min_n=5, limit=5)
+    assert [s.skill for s in rankings.failing] == ["shaky", "fine"]
+    # By the lower bound: 40 of 42 (0.84) surely works better than 5 of 5 (0.57).
+    assert [s.skill for s in rankings.best] == ["solid", "steady"]
+    assert rankings.unranked == 1 and rankings.min_n == 5
+    assert not {s.skill for s in rankings.best} & {s.skill for s in rankings.failing}
+    assert skill_rankings([stats("bad", 0, 5), stats("worse", 0, 9)]).best == []
+
+
+@given(st.lists(st.tuples(st.integers(0, 40), st.integers(0, 40)), max_size=12))
+def test_rankings_are_disjoint_and_failing_skills_have_failures(counts):
+    table = [stats(f"s{i}", s, f) for i, (s, f) in enumerate(counts)]
+    rankings = skill_rankings(table, min_n=5, limit=50)
+    best, failing = {s.skill for s in rankings.best}, {s.skill for s in rankings.failing}
+    assert not best & failing
+    assert all(s.failed > 0 and s.n >= 5 for s in rankings.failing)
+    assert all(s.succeeded > 0 and s.n >= 5 for s in rankings.best)
+    assert best | failing == {s.skill for s in table if s.n >= 5 and (s.succeeded or s in rankings.failing)}
+
+
+def test_below_the_minimum_a_comparison_is_no_verdict_but_how_many_more_turns_decide_it():
+    usage_record(events=outcomes("pdf", 2, 2, 2) + outcomes("pdf", 3, 4, 2))  # 50% (n = 4), 67% (n = 6)
+
+    comparison = skill_versions_compare(name="pdf", a=2, b=3)
+
+    assert not comparison.decided
+    more = comparison.more_outcomes_needed
+    assert more is not None and more > 30
+    assert comparison.summary() == (
+        "Too few outcomes to compare yet (at least 30 of each version): v3 67% (n = 6), v2 50% (n = 4) so far; "
+        f"about {more:,} more outcomes of each version would decide it, if these rates hold"
+    )
+    assert "beats" not in comparison.summary() and "probability" not in comparison.summary()
+    assert comparison.as_dict()["more_outcomes_needed"] == more and comparison.as_dict()["decided"] is False
+
+
+@pytest.mark.parametrize(("a", "b"), [((2, 4), (4, 6)), ((30, 40), (20, 40)), ((1, 3), (9, 10)), ((45, 50), (40, 50))])
+def test_more_outcomes_is_the_fewest_that_decide_at_the_same_rates(a, b):
+    more = more_outcomes_to_decide(*a, *b, min_n=30)
+    assert more is not None
+
+    def decided(extra: int) -> bool:
+        (s_a, n_a), (s_b, n_b) = a, b
+        m_a, m_b = n_a + extra, n_b + extra
+        _, low, high = newcombe_difference(s_a / n_a * m_a, m_a, s_b / n_b * m_b, m_b)
+        return min(m_a, m_b) >= 30 and (low > 0 or high < 0)
+
+    assert decided(more) and (more == 0 or not decided(more - 1))
+
+
+def test_equal_rates_or_a_version_without_outcomes_decide_at_no_number():
+    assert more_outcomes_to_decide(5, 10, 5, 10, min_n=30) is None
+    assert more_outcomes_to_decide(5, 10, 0, 0, min_n=30) is None
 
 
 # --- rollups against raw events ---------------------------------------------------------------
