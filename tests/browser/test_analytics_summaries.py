@@ -88,12 +88,12 @@ def test_feedback_stands_beside_the_success_rate(live_server, open_page, people,
     page.goto(f"{live_server.url}/analytics/")
     pdf = page.locator("#skills-table tr[data-skill='pdf']")
     expect(pdf.locator("td.rate")).to_have_text("75%")
-    expect(pdf.locator("td.feedback [data-count='feedback_up']")).to_contain_text("3")
-    expect(pdf.locator("td.feedback [data-count='feedback_down']")).to_contain_text("1")
-    expect(pdf.locator("td.feedback .feedback-counts")).to_have_attribute(
+    expect(pdf.locator("td.thumbs [data-count='feedback_up']")).to_contain_text("3")
+    expect(pdf.locator("td.thumbs [data-count='feedback_down']")).to_contain_text("1")
+    expect(pdf.locator("td.thumbs .feedback-counts")).to_have_attribute(
         "title", "Feedback on its turns: 3 thumbs up, 1 thumbs down"
     )
-    expect(page.locator("#skills-table tr[data-skill='xlsx'] td.feedback")).to_contain_text("0")
+    expect(page.locator("#skills-table tr[data-skill='xlsx'] td.thumbs")).to_contain_text("0")
     screenshot(page, f"analytics-feedback-overview-{role}")
 
     page.locator("#skills-table th a", has_text="pdf").click()
