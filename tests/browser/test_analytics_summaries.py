@@ -40,7 +40,7 @@ def people():
 
 
 def ranked(page, ranking: str) -> list[str]:
-    return page.locator(f"#{ranking} table.ranking tbody tr").evaluate_all("rows => rows.map(r => r.dataset.skill)")
+    return page.locator(f"#{ranking} table.ranking tbody tr").evaluate_all("rows => rows.map(r => r.dataset.ranked)")
 
 
 @pytest.mark.parametrize(("username", "role"), ROLES)
@@ -60,7 +60,7 @@ def test_a_skill_with_no_failures_is_only_working_best_and_rankings_say_what_the
     expect(page.locator("#failing-most .ranking-basis")).to_contain_text("upper end of the 95% interval")
     expect(page.locator("#working-best th").nth(2)).to_have_text("Ranked by: at least")
     # 5 of 5: a Wilson lower bound of 57%, the figure the ranking goes by.
-    expect(page.locator("#working-best tr[data-skill='steady'] td.bound")).to_have_text("57%")
+    expect(page.locator("#working-best tr[data-ranked='steady'] td.bound")).to_have_text("57%")
     screenshot(page, f"dashboard-rankings-one-skill-{role}")
 
     # A failing skill and one below the minimum join it.
@@ -68,7 +68,7 @@ def test_a_skill_with_no_failures_is_only_working_best_and_rankings_say_what_the
     page.reload()
     assert ranked(page, "working-best") == ["steady"]
     assert ranked(page, "failing-most") == ["shaky"]
-    expect(page.locator("#failing-most tr[data-skill='shaky'] td.bound")).to_have_text("70%")
+    expect(page.locator("#failing-most tr[data-ranked='shaky'] td.bound")).to_have_text("70%")
     expect(page.locator("#working-best .ranking-basis")).to_contain_text("1 with fewer is not ranked")
     screenshot(page, f"dashboard-rankings-{role}")
 
