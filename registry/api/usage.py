@@ -349,7 +349,7 @@ class AnalyticsFailingApi(AnalyticsApi):
         operation_id="analytics_failing",
         parameters=[s.AnalyticsFailingQuerySerializer],
         responses=_json_or_csv(s.FailingSerializer, "The rows"),
-        summary="Skills failing most surely: lowest Wilson upper bound first, among those with n ≥ min_n.",
+        summary="Skills failing most surely: lowest Wilson upper bound first, of those with n ≥ min_n and a failure.",
     )
     def get(self, request, format=None):
         params = self.query(s.AnalyticsFailingQuerySerializer)
