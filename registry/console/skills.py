@@ -35,7 +35,12 @@ from registry.selectors.analytics import AnalyticsFilter, SkillStats, skill_anal
 from registry.selectors.evals import eval_latest_per_version
 from registry.selectors.label_policies import label_policy_list
 from registry.selectors.resolve import render_prompt_block
-from registry.selectors.rollouts import skill_rollbacks, skill_rollout_panels, skill_rollouts
+from registry.selectors.rollouts import (
+    rollouts_active_by_skill,
+    skill_rollbacks,
+    skill_rollout_panels,
+    skill_rollouts,
+)
 from registry.services.audit import Actor
 from registry.services.label_policies import LabelGate, label_gate, label_policy_enforce
 from registry.services.labels import IMPLICIT_LABEL, LABEL_NAME, label_delete, label_move, label_name_check
@@ -128,7 +133,13 @@ def skill_list(request):
         rows.sort(key=SORTS[sort][1])
     page = Paginator(rows, PAGE_SIZE).get_page(request.GET.get("page"))
     params = {key: value for key, value in request.GET.items() if key != "page" and value}
-    context = {"form": form, "page": page, "params": urlencode(params), "filtered": bool(params)}
+    context = {
+        "form": form,
+        "page": page,
+        "params": urlencode(params),
+        "filtered": bool(params),
+        "canaries": rollouts_active_by_skill([row.skill.pk for row in page.object_list]),
+    }
     template = "registry/skills/list.html#skill-table" if request.htmx else "registry/skills/list.html"
     return render(request, template, context)
 
@@ -177,12 +188,14 @@ def skill_detail(request, name: str):
     usage = next(iter(skill_analytics(filters=AnalyticsFilter(skill=skill.name, skill_source=skill.source))), None)
     evals = _version_evals(skill)
     api_url = request.build_absolute_uri(reverse("api-skill-md", args=[skill.name]))
+    canaries = {label.name: label for label in skill_rollouts(skill) if label.rollout_active}
     context = {
         **_page_context(skill),
         "version": version,
         "labels": labels,
         # Label name -> its running rollout, so "served" never hides the share a canary gets.
-        "canaries": {label.name: label for label in skill_rollouts(skill) if label.rollout_active},
+        "canaries": canaries,
+        "canary_numbers": {label.canary_number for label in canaries.values()},
         "version_labels": sorted(name for name, number in labels.items() if number == version.number),
         "served": served,
         "served_by": "production" if labels.get("production") == served.number else "latest",
@@ -659,12 +672,17 @@ def _versions_page(request, skill: Skill, *, refusal: ApplicationError | None = 
     versions = selectors.skill_versions(skill)
     policies = label_policy_list()
     rollouts = skill_rollout_panels(skill)
+    canaries: dict[int, list] = {}  # version number -> the labels it is the running canary of
+    for panel in rollouts:
+        if panel.label.rollout_active:
+            canaries.setdefault(panel.label.canary_number, []).append(panel.label)
     context = {
         **_page_context(skill),
         "versions": [(version, by_version.get(version.number, [])) for version in versions],
         "labels": sorted(labels.items(), key=lambda item: (item[0] != "production", item[0] != "staging", item[0])),
         "production": labels.get("production"),
         "served": selectors.skill_version_for(skill=skill).number,  # what a reader naming no label gets
+        "canaries": canaries,
         "history": selectors.skill_label_history(skill, limit=50),
         "rollouts": rollouts,
         "policies": policies,
