@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, replace
 from functools import cached_property, lru_cache
 from types import SimpleNamespace
 
@@ -46,6 +47,7 @@ from registry.services.label_policies import LabelGate, label_gate, label_policy
 from registry.services.labels import IMPLICIT_LABEL, LABEL_NAME, label_delete, label_move, label_name_check
 from registry.services.rollouts import label_rollout_abort, label_rollout_set
 from registry.services.skills import (
+    ACCEPT_HINT,
     PublishResult,
     SkillMdCheck,
     registry_limits,
@@ -276,12 +278,35 @@ def _from_textarea(text: str, *, like: str = "") -> str:
     return text.replace("\n", "\r\n") if "\r\n" in like else text
 
 
+# Service messages tell API callers which field to send; in the console the advice is what to
+# do on this page.
+_CONSOLE_ADVICE = (
+    (
+        re.compile(re.escape(ACCEPT_HINT)),
+        "Fix the YAML, or accept this reading: Publish shows what would be stored, with a Publish as read button.",
+    ),
+    (
+        re.compile(r" A new version of it is published from the version you read \([^)]*\)\."),
+        "",
+    ),
+)
+
+
+def console_advice(issue: Issue) -> Issue:
+    """The issue with the API's advice replaced by the console's."""
+    message = issue.message
+    for api_advice, advice in _CONSOLE_ADVICE:
+        message = api_advice.sub(advice, message)  # the advice has no backslashes
+    return issue if message == issue.message else replace(issue, message=message)
+
+
 class LiveCheck:
     """What the editor shows beside the text: problems by line (computed at once), and the
     preview (computed when a template asks for it: the problems fragment never pays for it)."""
 
     def __init__(self, check: SkillMdCheck, *, taken: SkillVersion | None = None) -> None:
-        self.issues = sorted(check.issues, key=lambda issue: (issue.line, issue.level != "error"))
+        issues = map(console_advice, check.issues)
+        self.issues = sorted(issues, key=lambda issue: (issue.line, issue.level != "error"))
         self.parsed = check.parsed
         self.taken = taken  # creating: the newest version of the skill that has the name already
 
@@ -378,7 +403,7 @@ def _as_read(text: str, *, expected_name: str | None) -> AsRead | None:
 
 def _error_issues(exc: ApplicationError) -> list[Issue]:
     listed = [Issue(**issue) for issue in exc.extra.get("issues", []) if issue.get("level") == "error"]
-    return listed or [Issue(level="error", line=exc.line or 0, message=exc.detail)]
+    return [console_advice(issue) for issue in listed or [Issue(level="error", line=exc.line or 0, message=exc.detail)]]
 
 
 @console_view(scope=WRITE)
@@ -674,8 +699,9 @@ def _versions_page(request, skill: Skill, *, refusal: ApplicationError | None = 
     rollouts = skill_rollout_panels(skill)
     canaries: dict[int, list] = {}  # version number -> the labels it is the running canary of
     for panel in rollouts:
-        if panel.label.rollout_active:
-            canaries.setdefault(panel.label.canary_number, []).append(panel.label)
+        canary = panel.label.canary_number
+        if panel.label.rollout_active and canary is not None:
+            canaries.setdefault(canary, []).append(panel.label)
     context = {
         **_page_context(skill),
         "versions": [(version, by_version.get(version.number, [])) for version in versions],

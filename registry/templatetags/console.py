@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from django import template
 from django.utils import timezone
 from django.utils.duration import duration_iso_string
-from django.utils.html import format_html
+from django.utils.html import conditional_escape, format_html
 from django.utils.safestring import mark_safe
 
 from registry.skillformat.skillmd import tag_list
@@ -69,6 +69,17 @@ def canary_sentence(label) -> str:
 def lookup(mapping: dict, key):
     """`mapping[key]`, or None: per-row data a view keys by id (`canaries|lookup:row.skill.pk`)."""
     return mapping.get(key)
+
+
+_CODE_SPAN = re.compile(r"`([^`\n]+)`")
+
+
+@register.filter
+def code_spans(text) -> str:
+    """A problem message with its `code` spans as <code>: the text is escaped first, so only
+    the <code> elements added here are markup."""
+    escaped = str(conditional_escape(str(text)))
+    return mark_safe(_CODE_SPAN.sub(r"<code>\1</code>", escaped))  # noqa: S308 - escaped above
 
 
 @register.filter
