@@ -856,8 +856,10 @@ def skill_rollout(request, name: str):
     actor, role = _actor(request), acting_role(user_roles(request.user))
     reason = request.POST.get("override_reason") or None
     if action == "abort":
-        label_rollout_abort(skill=skill, label=label, actor=actor)
-        messages.success(request, f"Aborted the rollout of {label}: every subject reads the stable version.")
+        aborted = label_rollout_abort(skill=skill, label=label, actor=actor)
+        messages.success(
+            request, f"Aborted the rollout of {label}: every subject reads v{aborted.version.number} again."
+        )
     else:
         target = _version(skill, request.POST.get("version"))
         weight = request.POST.get("weight", "")
@@ -870,7 +872,7 @@ def skill_rollout(request, name: str):
             role=role,
             override_reason=reason,
         )
-        messages.success(request, f"v{target.number} now reaches {weight}% of {label}'s subjects.")
+        messages.success(request, f"v{target.number} now serves {weight}% of {label}.")
     return redirect(versions_url)
 
 

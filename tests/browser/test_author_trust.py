@@ -103,6 +103,7 @@ def test_a_canary_is_said_the_same_way_on_every_page(live_server, open_page, can
     v3 = version_row(3)
     expect(v3.locator(".badge-canary")).to_have_text("canary v3 · 10%")
     expect(version_row(2).locator(".badge-canary")).to_have_count(0)
+    expect(page.locator(".rollout[data-label=production] .rollout-sentence")).to_have_text(CANARY_SENTENCE)
     history = page.locator("tr.history-rollout_start")
     expect(history).to_contain_text("rollout of v3 started at 10%")
     screenshot(page, f"canary-versions-{role}")

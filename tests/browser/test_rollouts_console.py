@@ -47,7 +47,7 @@ def test_an_admin_starts_raises_and_promotes_a_rollout(browser, live_server, two
     expect(page.locator("#rollouts")).to_contain_text("No rollout")
 
     _start(page, 2, 10)
-    expect(page.locator(".flash-success")).to_contain_text("v2 now reaches 10%")
+    expect(page.locator(".flash-success")).to_contain_text("v2 now serves 10% of production")
     label = _production(two_versions)
     assert (label.version.number, label.canary_version.number, label.weight) == (1, 2, 10)
 
