@@ -132,7 +132,8 @@ class _Turn:
         forced = self.forced
         if forced:
             self.journal.activate(forced.document, "forced")
-            if forced.fallback:
+            # A skill that declares no tools needs none in particular: all of them, without a warning.
+            if forced.fallback and forced.document.tools:
                 self.journal.emit(
                     "warning",
                     {

@@ -148,7 +148,7 @@ def agent_turn_create(
     _check_forced_skill(message=message, forced_skill=forced_skill, label=label, pins=pins)
 
     with transaction.atomic():
-        conversation = _conversation_for(user=user, conversation_id=conversation_id, message=message)
+        conversation = _conversation_for(user=user, conversation_id=conversation_id, message=message, pins=pins)
         turn = AgentTurn.objects.create(
             conversation=conversation,
             user=user if getattr(user, "is_authenticated", False) else None,
@@ -301,9 +301,13 @@ def _validate_script(script: Any) -> None:
         ) from None
 
 
-def _conversation_for(*, user: Any, conversation_id: str | None, message: str) -> Conversation:
+def _conversation_for(*, user: Any, conversation_id: str | None, message: str, pins: Mapping[str, int]) -> Conversation:
     if conversation_id is None:
-        return Conversation.objects.create(user=user if user.is_authenticated else None, title=message[:200])
+        # A new conversation's title is its first message, and the versions it pins: the two
+        # sides of a side-by-side run are two conversations, which a list must tell apart.
+        pinned = ", ".join(f"{name} v{number}" for name, number in sorted(pins.items()) if number)
+        title = f"{message[: max(0, 197 - len(pinned))]} ({pinned})" if pinned else message
+        return Conversation.objects.create(user=user if user.is_authenticated else None, title=title[:200])
     conversation = Conversation.objects.filter(pk=conversation_id).first()
     if conversation is None or (conversation.user_id and conversation.user_id != user.pk and not user.is_superuser):
         raise NotFound(f"No conversation {conversation_id}.", fields={"conversation": "unknown"})

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, replace
 from functools import cached_property, lru_cache
 from types import SimpleNamespace
 
@@ -35,12 +36,18 @@ from registry.selectors.analytics import AnalyticsFilter, SkillStats, skill_anal
 from registry.selectors.evals import eval_latest_per_version
 from registry.selectors.label_policies import label_policy_list
 from registry.selectors.resolve import render_prompt_block
-from registry.selectors.rollouts import skill_rollbacks, skill_rollout_panels, skill_rollouts
+from registry.selectors.rollouts import (
+    rollouts_active_by_skill,
+    skill_rollbacks,
+    skill_rollout_panels,
+    skill_rollouts,
+)
 from registry.services.audit import Actor
 from registry.services.label_policies import LabelGate, label_gate, label_policy_enforce
 from registry.services.labels import IMPLICIT_LABEL, LABEL_NAME, label_delete, label_move, label_name_check
 from registry.services.rollouts import label_rollout_abort, label_rollout_set
 from registry.services.skills import (
+    ACCEPT_HINT,
     PublishResult,
     SkillMdCheck,
     registry_limits,
@@ -128,7 +135,13 @@ def skill_list(request):
         rows.sort(key=SORTS[sort][1])
     page = Paginator(rows, PAGE_SIZE).get_page(request.GET.get("page"))
     params = {key: value for key, value in request.GET.items() if key != "page" and value}
-    context = {"form": form, "page": page, "params": urlencode(params), "filtered": bool(params)}
+    context = {
+        "form": form,
+        "page": page,
+        "params": urlencode(params),
+        "filtered": bool(params),
+        "canaries": rollouts_active_by_skill([row.skill.pk for row in page.object_list]),
+    }
     template = "registry/skills/list.html#skill-table" if request.htmx else "registry/skills/list.html"
     return render(request, template, context)
 
@@ -177,12 +190,14 @@ def skill_detail(request, name: str):
     usage = next(iter(skill_analytics(filters=AnalyticsFilter(skill=skill.name, skill_source=skill.source))), None)
     evals = _version_evals(skill)
     api_url = request.build_absolute_uri(reverse("api-skill-md", args=[skill.name]))
+    canaries = {label.name: label for label in skill_rollouts(skill) if label.rollout_active}
     context = {
         **_page_context(skill),
         "version": version,
         "labels": labels,
         # Label name -> its running rollout, so "served" never hides the share a canary gets.
-        "canaries": {label.name: label for label in skill_rollouts(skill) if label.rollout_active},
+        "canaries": canaries,
+        "canary_numbers": {label.canary_number for label in canaries.values()},
         "version_labels": sorted(name for name, number in labels.items() if number == version.number),
         "served": served,
         "served_by": "production" if labels.get("production") == served.number else "latest",
@@ -263,12 +278,35 @@ def _from_textarea(text: str, *, like: str = "") -> str:
     return text.replace("\n", "\r\n") if "\r\n" in like else text
 
 
+# Service messages tell API callers which field to send; in the console the advice is what to
+# do on this page.
+_CONSOLE_ADVICE = (
+    (
+        re.compile(re.escape(ACCEPT_HINT)),
+        "Fix the YAML, or accept this reading: Publish shows what would be stored, with a Publish as read button.",
+    ),
+    (
+        re.compile(r" A new version of it is published from the version you read \([^)]*\)\."),
+        "",
+    ),
+)
+
+
+def console_advice(issue: Issue) -> Issue:
+    """The issue with the API's advice replaced by the console's."""
+    message = issue.message
+    for api_advice, advice in _CONSOLE_ADVICE:
+        message = api_advice.sub(advice, message)  # the advice has no backslashes
+    return issue if message == issue.message else replace(issue, message=message)
+
+
 class LiveCheck:
     """What the editor shows beside the text: problems by line (computed at once), and the
     preview (computed when a template asks for it: the problems fragment never pays for it)."""
 
     def __init__(self, check: SkillMdCheck, *, taken: SkillVersion | None = None) -> None:
-        self.issues = sorted(check.issues, key=lambda issue: (issue.line, issue.level != "error"))
+        issues = map(console_advice, check.issues)
+        self.issues = sorted(issues, key=lambda issue: (issue.line, issue.level != "error"))
         self.parsed = check.parsed
         self.taken = taken  # creating: the newest version of the skill that has the name already
 
@@ -365,7 +403,7 @@ def _as_read(text: str, *, expected_name: str | None) -> AsRead | None:
 
 def _error_issues(exc: ApplicationError) -> list[Issue]:
     listed = [Issue(**issue) for issue in exc.extra.get("issues", []) if issue.get("level") == "error"]
-    return listed or [Issue(level="error", line=exc.line or 0, message=exc.detail)]
+    return [console_advice(issue) for issue in listed or [Issue(level="error", line=exc.line or 0, message=exc.detail)]]
 
 
 @console_view(scope=WRITE)
@@ -659,12 +697,18 @@ def _versions_page(request, skill: Skill, *, refusal: ApplicationError | None = 
     versions = selectors.skill_versions(skill)
     policies = label_policy_list()
     rollouts = skill_rollout_panels(skill)
+    canaries: dict[int, list] = {}  # version number -> the labels it is the running canary of
+    for panel in rollouts:
+        canary = panel.label.canary_number
+        if panel.label.rollout_active and canary is not None:
+            canaries.setdefault(canary, []).append(panel.label)
     context = {
         **_page_context(skill),
         "versions": [(version, by_version.get(version.number, [])) for version in versions],
         "labels": sorted(labels.items(), key=lambda item: (item[0] != "production", item[0] != "staging", item[0])),
         "production": labels.get("production"),
         "served": selectors.skill_version_for(skill=skill).number,  # what a reader naming no label gets
+        "canaries": canaries,
         "history": selectors.skill_label_history(skill, limit=50),
         "rollouts": rollouts,
         "policies": policies,
@@ -812,8 +856,10 @@ def skill_rollout(request, name: str):
     actor, role = _actor(request), acting_role(user_roles(request.user))
     reason = request.POST.get("override_reason") or None
     if action == "abort":
-        label_rollout_abort(skill=skill, label=label, actor=actor)
-        messages.success(request, f"Aborted the rollout of {label}: every subject reads the stable version.")
+        aborted = label_rollout_abort(skill=skill, label=label, actor=actor)
+        messages.success(
+            request, f"Aborted the rollout of {label}: every subject reads v{aborted.version.number} again."
+        )
     else:
         target = _version(skill, request.POST.get("version"))
         weight = request.POST.get("weight", "")
@@ -826,7 +872,7 @@ def skill_rollout(request, name: str):
             role=role,
             override_reason=reason,
         )
-        messages.success(request, f"v{target.number} now reaches {weight}% of {label}'s subjects.")
+        messages.success(request, f"v{target.number} now serves {weight}% of {label}.")
     return redirect(versions_url)
 
 

@@ -5,6 +5,7 @@ through `registry.services.webhooks`, audited with the console as the channel.""
 from __future__ import annotations
 
 from django import forms
+from django.conf import settings
 from django.contrib import messages
 from django.shortcuts import redirect, render
 from django.urls import path, reverse
@@ -27,9 +28,23 @@ class WebhookCreateForm(forms.Form):
     secret = forms.CharField(max_length=SECRET_MAX, required=False, strip=False)
 
 
+# How often the page asks for its deliveries again while one is unfinished.
+POLL_EVERY = "2s"
+
+
 def _page(request, *, form: WebhookCreateForm | None = None, new_webhook=None, secret: str = "", status: int = 200):
+    rows = webhook_rows()
+    polling = any(row.unfinished for row in rows)
+    if request.htmx and request.method == "GET":
+        # The poll: the hooks and their deliveries; 286 once none is unfinished, so htmx stops asking.
+        context = {"rows": rows, "recent_count": RECENT_DELIVERIES, "polling": polling, "poll_every": POLL_EVERY}
+        return render(request, "registry/webhooks/list.html#hooks", context, status=200 if polling else 286)
     context = {
-        "rows": webhook_rows(),
+        "rows": rows,
+        "polling": polling,
+        "poll_every": POLL_EVERY,
+        # The URL hint says what this server accepts (webhook_url_check reads the same setting).
+        "private_allowed": settings.WEBHOOK_ALLOW_PRIVATE_ADDRESSES,
         "recent_count": RECENT_DELIVERIES,
         "form": form,
         "event_choices": WebhookEvent.values,

@@ -73,7 +73,7 @@ class LabelChange(models.TextChoices):
     ROLLOUT_START = "rollout_start"
     ROLLOUT_STEP = "rollout_step"  # the canary's weight changed
     PROMOTE = "promote"  # the canary became the label's version
-    ABORT = "abort"  # the rollout ended; the label stays on from_version
+    ABORT = "abort"  # the rollout ended at `weight`; the label stays on from_version
     # The label went back: the guard set the canary's weight to 0 (`weight` 0, `reason` holds the
     # figures), or a move to a version it served within its policy's rollback_window (no weight).
     ROLLBACK = "rollback"

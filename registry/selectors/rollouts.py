@@ -27,6 +27,16 @@ def skill_rollouts(skill: Skill) -> list[Label]:
     return list(found.select_related("skill", "version", "canary_version", "rollout_started_by"))
 
 
+def rollouts_active_by_skill(skill_ids: list[int]) -> dict[int, list[Label]]:
+    """Skill id -> its labels with a running rollout (canary weight above 0), for lists that
+    badge each skill's canary."""
+    found: dict[int, list[Label]] = {}
+    labels = Label.objects.filter(skill_id__in=skill_ids, canary_version__isnull=False, weight__gt=0)
+    for label in labels.select_related("canary_version").order_by("skill_id", "name"):
+        found.setdefault(label.skill_id, []).append(label)
+    return found
+
+
 @dataclass(frozen=True)
 class RolloutSide:
     version: int

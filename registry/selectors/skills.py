@@ -26,6 +26,7 @@ from registry.readmodel.served import skill_sources as skill_sources
 from registry.readmodel.served import skill_version_for as skill_version_for
 from registry.readmodel.served import skills_named as skills_named
 from registry.readmodel.skill import EffectiveSkill as EffectiveSkill
+from registry.skillformat.skillmd import tag_list
 
 
 @dataclass(frozen=True)
@@ -125,7 +126,7 @@ def skill_catalog(
             if applied is None:
                 continue
             version = entry.label_versions.get(applied, version)
-        if tag and tag not in {str(t).lower() for t in version.tags or ()}:
+        if tag and tag not in {t.lower() for t in tag_list(version.tags or ())}:
             continue
         if trigger and trigger not in {str(t).lower() for t in version.triggers or ()}:
             continue

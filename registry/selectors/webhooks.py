@@ -8,7 +8,7 @@ from django.db.models import F, QuerySet, Window
 from django.db.models.functions import RowNumber
 
 from registry.errors import NotFound
-from registry.models import Webhook, WebhookDelivery
+from registry.models import DeliveryStatus, Webhook, WebhookDelivery
 
 # How many of a hook's latest deliveries the console's list shows beside it.
 RECENT_DELIVERIES = 5
@@ -18,6 +18,11 @@ RECENT_DELIVERIES = 5
 class WebhookRow:
     webhook: Webhook
     recent: tuple[WebhookDelivery, ...]
+
+    @property
+    def unfinished(self) -> bool:
+        """Some of its latest deliveries wait for an attempt or an answer: the console polls."""
+        return any(d.status in (DeliveryStatus.PENDING, DeliveryStatus.SENDING) for d in self.recent)
 
 
 def webhook_list() -> list[Webhook]:

@@ -129,7 +129,7 @@ def label_rollout_abort(*, skill: Skill, label: str, actor: Actor = SYSTEM) -> L
         if current is None or current.canary_version_id is None:
             raise NotFound(f"'{skill.name}' has no rollout at label '{label}'.")
         before = _rollout_state(current)
-        canary = current.canary_number
+        canary, weight = current.canary_number, current.weight
         current.rollout_end()
         current.updated_by = actor.user_or_none
         current.save()
@@ -141,6 +141,7 @@ def label_rollout_abort(*, skill: Skill, label: str, actor: Actor = SYSTEM) -> L
             actor=actor,
             action="label.rollout_abort",
             before=before,
+            weight=weight,  # the share it was aborted at, not the 0 it leaves
         )
     return current
 
@@ -157,6 +158,7 @@ def _rollout_recorded(
     reason: str = "",
     unmet: list[dict] | None = None,
     figures: dict | None = None,
+    weight: int | None = None,
 ) -> None:
     """One rollout step (`label` as saved) everywhere it is read: the label history, the audit
     log (with the guard's `figures` when it rolled back), and the generation every reader checks."""
@@ -166,7 +168,7 @@ def _rollout_recorded(
         kind=kind,
         from_version=label.version.number,
         to_version=to_version,
-        weight=label.weight,
+        weight=label.weight if weight is None else weight,
         actor=actor,
         reason=reason,
         unmet=unmet,

@@ -42,7 +42,21 @@ def skill_template(kind: str, *, name: str, description: str | None = None) -> S
         files = (("scripts/check.sh", _SHELL_SCRIPT.encode(), True),)
     else:
         body = _PROMPT_BODY.format(title=title)
-    return SkillTemplate(skill_md=render_skill_md(frontmatter, body), files=files)
+    return SkillTemplate(skill_md=_with_tags_hint(render_skill_md(frontmatter, body)), files=files)
+
+
+# Tags have no good default (a placeholder would be matched on if left in), so the template
+# shows where they go as a comment under `metadata`, in the form the registry reads.
+TAGS_HINT = "  # tags: csv, data   (comma-separated words requests find this skill by)"
+
+
+def _with_tags_hint(skill_md: str) -> str:
+    lines = skill_md.split("\n")
+    metadata = lines.index("metadata:")
+    end = metadata + 1
+    while lines[end].startswith("  "):
+        end += 1
+    return "\n".join([*lines[:end], TAGS_HINT, *lines[end:]])
 
 
 _PROMPT_BODY = """# {title}

@@ -36,7 +36,7 @@ import datetime as dt
 import json
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, get_args
 
@@ -347,7 +347,7 @@ def _field_values(fields: _Fields, *, folder_name: str | None, flow_lines: dict[
         "name": name,
         "description": description,
         "metadata": metadata,
-        "tags": _unique(fields.text_list("tags") + _comma_list(metadata.get("tags", ""))),
+        "tags": tag_list([*fields.text_list("tags"), *_comma_list(metadata.get("tags", ""))]),
         "triggers": fields.triggers(also=metadata.get("triggers", "")),
         "tools": _unique(tools + tools_required + allowed_tools + _split_tools(metadata.get("tools", ""))),
         "allowed_tools": allowed_tools,
@@ -623,6 +623,9 @@ def _yaml_load(text: str, *, first_line: int) -> _Loaded:
     return _Loaded(data=data, root=loader.root, lines=lines, issues=issues, flow_lines=flow_lines)
 
 
+_UNCLOSED = " is never closed: end it with "  # in _yaml_problem's problem of an unclosed bracket
+
+
 def _yaml_problem(exc: BaseException, text: str, first_line: int) -> tuple[str, int]:
     """A readable description of a YAML failure, and the file line it happened on."""
     mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
@@ -632,6 +635,14 @@ def _yaml_problem(exc: BaseException, text: str, first_line: int) -> tuple[str, 
             _LineMap(text, first_line).line(exc.position),
         )
     problem = getattr(exc, "problem", None) or str(exc).split("\n")[0] or type(exc).__name__
+    context, opened = getattr(exc, "context", None) or "", getattr(exc, "context_mark", None)
+    if opened is not None and context.startswith("while parsing a flow "):
+        # An unclosed `[` or `{`: the parser only notices lines later, where the next field
+        # starts; the author needs the line the bracket is on.
+        bracket = text[opened.index : opened.index + 1] or ("[" if "sequence" in context else "{")
+        closer = "]" if bracket == "[" else "}"
+        line = _LineMap(text, first_line).line(opened.index)
+        return f"the `{bracket}` on line {line}{_UNCLOSED}`{closer}`", line
     if mark is None:
         return problem, first_line
     if text[mark.index : mark.index + 1] == "\t":
@@ -739,13 +750,14 @@ def _fallback(fm_text: str, *, first_line: int, report: _Report, reason: tuple[s
         )
     for number, (key, index, block) in enumerate(blocks):
         line = first_line + index
+        warning_line = line
         if number < MAX_FALLBACK_FIELDS:
-            value, warning = _read_block(key, block, first_line=line, report=report)
+            value, warning, warning_line = _read_block(key, block, first_line=line, report=report)
         else:
             value, warning = _plain_value(block), None
         if warning:
             specific_warnings = True
-            report.warn(line, warning, key, fallback=True)
+            report.warn(warning_line, warning, key, fallback=True)
         if key in frontmatter:
             report.warn(
                 line, f"`{key}` appears more than once (first on line {key_lines[key]}); the last value is used.", key
@@ -785,10 +797,11 @@ def _bracket_balance(text: str) -> int:
     return balance
 
 
-def _read_block(key: str, block: list[str], *, first_line: int, report: _Report) -> tuple[Any, str | None]:
+def _read_block(key: str, block: list[str], *, first_line: int, report: _Report) -> tuple[Any, str | None, int]:
     """One top-level field: as YAML if it is valid on its own, else as plain text.
 
-    Returns the value and, when it needed recovering, a warning saying how.
+    Returns the value and, when it needed recovering, a warning saying how and the line it is
+    about (the key's, or the line of a bracket that is never closed).
     """
     text = "\n".join(block)
     try:
@@ -800,7 +813,7 @@ def _read_block(key: str, block: list[str], *, first_line: int, report: _Report)
     else:
         if isinstance(loaded.data, dict) and len(loaded.data) == 1:
             report.issues.extend(loaded.issues)
-            return next(iter(loaded.data.values())), None
+            return next(iter(loaded.data.values())), None, first_line
         problem, line = "it is not a single `key: value` field", first_line
 
     if "\t" in text:
@@ -819,9 +832,11 @@ def _read_block(key: str, block: list[str], *, first_line: int, report: _Report)
             if isinstance(loaded.data, dict) and len(loaded.data) == 1:
                 report.issues.extend(loaded.issues)
                 tab_line = next(first_line + n for n, row in enumerate(block) if "\t" in row)
-                return next(iter(loaded.data.values())), (
+                return (
+                    next(iter(loaded.data.values())),
                     f"`{key}` uses a tab on line {tab_line}; YAML allows only spaces for indentation and "
-                    "after the colon. It was read as if the tab were spaces."
+                    "after the colon. It was read as if the tab were spaces.",
+                    first_line,
                 )
 
     value = _plain_value(block)
@@ -829,9 +844,13 @@ def _read_block(key: str, block: list[str], *, first_line: int, report: _Report)
     # An unclosed bracket takes the lines after it (other fields included) into this value.
     last = first_line + max(n for n, row in enumerate(block) if row.strip())
     lines = f"lines {first_line}-{last}" if last > first_line else f"line {first_line}"
-    return value, (
+    if _UNCLOSED in problem:  # said on the bracket's own line, which it names
+        return value, f"`{key}` is not valid YAML: {problem}; its value ({lines}) was read as the plain text.", line
+    return (
+        value,
         f"`{key}` is not valid YAML ({problem}, line {line}); its value ({lines}) was read as the plain text "
-        f"after the first ': '.{hint}"
+        f"after the first ': '.{hint}",
+        first_line,
     )
 
 
@@ -1175,6 +1194,27 @@ def _outside_spec(key: str) -> str:
             "as text, where it is not read."
         )
     return f"{spec} To load everywhere, move it under `metadata` as text."
+
+
+_TAG_QUOTES = "\"'"
+
+
+def tag_list(items: Iterable[object]) -> list[str]:
+    """Tags as people mean them, whichever way they were written: `[csv, data]`, `csv, data`,
+    `["csv", "data"]` (a list under `metadata`, kept as JSON text) all give `csv` and `data`.
+    Also applied to stored tags when shown, for versions published before tags were read so."""
+    tags: list[str] = []
+    for item in items:
+        text = str(item).strip()
+        if text.startswith("[") and text.endswith("]"):
+            text = text[1:-1]
+        for part in text.split(","):
+            tag = part.strip().lstrip("[").rstrip("]").strip()
+            if len(tag) >= 2 and tag[0] == tag[-1] and tag[0] in _TAG_QUOTES:
+                tag = tag[1:-1].strip()
+            if tag:
+                tags.append(tag)
+    return _unique(tags)
 
 
 def _comma_list(text: str) -> list[str]:

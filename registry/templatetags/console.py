@@ -9,8 +9,10 @@ from dataclasses import dataclass
 from django import template
 from django.utils import timezone
 from django.utils.duration import duration_iso_string
-from django.utils.html import format_html
+from django.utils.html import conditional_escape, format_html
 from django.utils.safestring import mark_safe
+
+from registry.skillformat.skillmd import tag_list
 
 register = template.Library()
 
@@ -40,6 +42,51 @@ def reltime(moment) -> str:
 def label_badge(name: str) -> str:
     kind = name if name in ("production", "staging") else "custom"
     return format_html('<span class="badge label label-{}">{}</span>', kind, name)
+
+
+def canary_text(label) -> str:
+    """A label's running rollout in words, the same on every page: "v3 serves 10% of production"."""
+    return f"v{label.canary_number} serves {label.weight}% of {label.name}"
+
+
+@register.simple_tag
+def canary_badge(label, *, title: str = "") -> str:
+    """The badge of a running rollout (`canary v3 · 10%`), its sentence on hover."""
+    return format_html(
+        '<span class="badge badge-canary" title="{}">canary v{} · {}%</span>',
+        title or canary_text(label),
+        label.canary_number,
+        label.weight,
+    )
+
+
+@register.simple_tag
+def canary_sentence(label) -> str:
+    return canary_text(label)
+
+
+@register.filter
+def lookup(mapping: dict, key):
+    """`mapping[key]`, or None: per-row data a view keys by id (`canaries|lookup:row.skill.pk`)."""
+    return mapping.get(key)
+
+
+_CODE_SPAN = re.compile(r"`([^`\n]+)`")
+
+
+@register.filter
+def code_spans(text) -> str:
+    """A problem message with its `code` spans as <code>: the text is escaped first, so only
+    the <code> elements added here are markup."""
+    escaped = str(conditional_escape(str(text)))
+    return mark_safe(_CODE_SPAN.sub(r"<code>\1</code>", escaped))  # noqa: S308 - escaped above
+
+
+@register.filter
+def tag_chips(tags) -> list[str]:
+    """A version's tags as chips show them: versions stored before tags were read whichever
+    way they were written may hold `["csv"` for `csv`."""
+    return tag_list(tags or ())
 
 
 @register.simple_tag

@@ -97,6 +97,7 @@
           CM.EditorState.tabSize.of(2),
           CM.keymap.of([].concat(CM.searchKeymap, CM.historyKeymap, [CM.indentWithTab], CM.defaultKeymap)),
           CM.EditorView.contentAttributes.of(contentAttributes),
+          CM.EditorView.lineWrapping,
           theme,
           CM.EditorView.updateListener.of(function (update) {
             if (!update.docChanged) { return; }
@@ -137,6 +138,12 @@
     showProblems();
     document.addEventListener("htmx:afterSettle", showProblems);
     document.addEventListener("click", function (event) {
+      // The skip link puts the caret in the editor (its target, the hidden textarea, cannot take focus).
+      if (event.target.closest && event.target.closest("[data-skip-editor]")) {
+        event.preventDefault();
+        view.focus();
+        return;
+      }
       var jump = event.target.closest && event.target.closest("[data-jump]");
       if (jump) { event.preventDefault(); jumpTo(view, parseInt(jump.getAttribute("data-jump"), 10)); }
     });

@@ -32,7 +32,8 @@ def test_an_unclosed_list_is_refused_with_its_line_then_published_as_read(live_s
     expect(problem).to_have_count(1)
     expect(problem).to_have_attribute("data-line", "4")
     expect(problem).to_contain_text("line 4:")
-    expect(problem).to_contain_text("`tags` is not valid YAML")
+    expect(problem).to_contain_text("tags is not valid YAML")
+    expect(problem.locator("code").first).to_have_text("tags")  # a code span, not backticks
     expect(problem).to_contain_text("lines 4-5")
     expect(page.locator("#preview")).to_contain_text("The preview appears once the problems marked × are fixed")
     screenshot(page, "skills-lenient-live-error-author")
@@ -47,7 +48,7 @@ def test_an_unclosed_list_is_refused_with_its_line_then_published_as_read(live_s
     as_read = page.locator("#as-read")
     expect(as_read).to_be_visible()
     expect(as_read.locator('tr[data-field="tags"] code.stored')).to_have_text(AS_TEXT)
-    expect(as_read.locator('tr[data-field="tags"]')).to_contain_text("line 4: `tags` is not valid YAML")
+    expect(as_read.locator('tr[data-field="tags"]')).to_contain_text("line 4: tags is not valid YAML")
     expect(as_read.locator('tr[data-field="name"] code.stored')).to_have_text("release-checklist")
     expect(as_read.locator('tr[data-field="triggers"]')).to_have_count(0)
     expect(as_read.locator('tr[data-read="triggers"] code.stored')).to_have_text("[] (none)")

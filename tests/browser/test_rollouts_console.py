@@ -47,7 +47,7 @@ def test_an_admin_starts_raises_and_promotes_a_rollout(browser, live_server, two
     expect(page.locator("#rollouts")).to_contain_text("No rollout")
 
     _start(page, 2, 10)
-    expect(page.locator(".flash-success")).to_contain_text("v2 now reaches 10%")
+    expect(page.locator(".flash-success")).to_contain_text("v2 now serves 10% of production")
     label = _production(two_versions)
     assert (label.version.number, label.canary_version.number, label.weight) == (1, 2, 10)
 
@@ -121,15 +121,15 @@ def test_an_author_starts_and_aborts_and_sees_a_rollback_banner(browser, live_se
 
 def test_the_skill_page_says_a_canary_gets_a_share_of_the_served_label(browser, live_server, two_versions):
     """ "Agents get v1" is not the whole truth while 20% of subjects read v2: the overview says so
-    beside the served label and links the rollout."""
+    beside the served label, in the words every page uses, and links the rollout."""
     label_rollout_set(skill=two_versions, label="production", version_number=2, weight=20)
     user_with_role("viv", "analyst")
     page = new_page(browser)
     log_in(page, live_server.url, "viv")
     page.goto(f"{live_server.url}/skills/canary-ui/")
-    expect(page.locator("#served")).to_contain_text("except the 20% of subjects in its canary rollout, who get v2")
+    expect(page.locator("#served")).to_contain_text("v2 serves 20% of production (canary rollout)")
     note = page.locator(".canary-note")
-    expect(note).to_have_text("· canary v2 at 20% (rollout)")
+    expect(note).to_have_text("canary v2 · 20% rollout")
     note.get_by_role("link", name="rollout").click()
-    expect(page).to_have_url(f"{live_server.url}/skills/canary-ui/versions/")
+    expect(page).to_have_url(f"{live_server.url}/skills/canary-ui/versions/#rollouts")
     screenshot(page, "skill-detail-canary")

@@ -68,7 +68,7 @@ def test_publish_with_the_reading_accepted_stores_it_with_its_warning():
 
     version = result.version
     assert result.created and version.triggers == []
-    assert version.tags == ["[release", "checklist triggers: [task_match", "explicit_command]"]
+    assert version.tags == ["release", "checklist triggers: [task_match", "explicit_command"]
     assert version.skill_md == UNCLOSED_TAGS
     assert any(w["line"] == 4 and "not valid YAML" in w["message"] for w in version.warnings)
 

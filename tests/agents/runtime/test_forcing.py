@@ -82,6 +82,17 @@ def test_forced_skill_without_existing_tools_falls_back_to_all_but_loaders_with_
     assert "exotic" in warning["message"] and "web_search" in warning["message"]
 
 
+def test_forced_skill_that_declares_no_tools_gets_all_but_loaders_without_a_warning(harness, store):
+    store.add("plain-prompt", tools=())
+    model = FakeModel([answer(DONE)])
+
+    harness.run("/plain-prompt go", model)
+
+    offered = model.calls[0]["tools"]
+    assert "read_skill" not in offered and {"file_read", "calculator"} <= set(offered)
+    assert harness.trace.of("warning") == []
+
+
 def test_a_tool_outside_the_allowed_set_is_refused_naming_the_allowed_tools(harness, store, workspace):
     store.add("code-review", tools=("file_read",))
     (workspace / "x.txt").write_text("secret")

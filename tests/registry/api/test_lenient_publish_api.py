@@ -42,7 +42,7 @@ def test_accept_lenient_publishes_the_reading_and_says_which_warnings_were_fallb
     assert [(w["line"], w["field"]) for w in fallbacks] == [(4, "tags")]
     served = api.get("/api/v1/skills/release-checklist").json()
     assert served["triggers"] == []
-    assert served["tags"] == ["[release", "checklist triggers: [task_match", "explicit_command]"]
+    assert served["tags"] == ["release", "checklist triggers: [task_match", "explicit_command"]
 
 
 def test_a_new_version_over_the_api_is_held_to_the_same_rule(api):

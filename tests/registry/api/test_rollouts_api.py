@@ -135,9 +135,7 @@ def _reads(api, subject: str, settings) -> dict[str, int]:
     assert (file.content == b"canary notes\n") == (seen["file"] == 2)
     bundle = api.get(f"/api/v1/skills/canaried/bundle.zip?subject={subject}")
     seen["bundle"] = int(bundle["X-Skill-Version"])
-    assert (_zipped(bundle.content, "notes.txt") == b"canary notes\n") == (
-        seen["bundle"] == 2
-    )
+    assert (_zipped(bundle.content, "notes.txt") == b"canary notes\n") == (seen["bundle"] == 2)
     store = RegistrySkillStore(pins=subject_pins(label=None, subject=subject))
     seen["runtime_store"] = store.load("canaried").version
     assert [s.version for s, _ in store.match("edition") if s.name == "canaried"] == [seen["runtime_store"]]
@@ -183,7 +181,12 @@ def test_abort_sends_everyone_back_to_stable(api, canaried):
     assert skill_served(name="canaried", subject="anyone").version == 1
     assert AuditLog.objects.filter(action="label.rollout_abort").count() == 1
     assert api.delete(f"{LABEL_URL}/rollout").status_code == 404
-    assert LabelHistory.objects.filter(kind="abort").values_list("from_version", "to_version").get() == (1, 2)
+    # The history keeps the share the rollout was aborted at (the label itself is back at 0).
+    assert LabelHistory.objects.filter(kind="abort").values_list("from_version", "to_version", "weight").get() == (
+        1,
+        2,
+        100,
+    )
 
 
 def test_a_put_without_weight_promotes_and_ends_the_rollout(api, canaried):
