@@ -26,6 +26,7 @@ from registry.errors import (
 )
 from registry.models import Blob, Skill, SkillFile, SkillSource, SkillVersion, WebhookEvent
 from registry.services.audit import SYSTEM, Actor, audit_record
+from registry.services.capabilities import version_capabilities_store
 from registry.services.evals import eval_suite_replace
 from registry.services.generation import registry_changed
 from registry.services.webhooks import webhook_event_emit
@@ -344,6 +345,7 @@ def _create_version(
             for f in bundle.files
         ]
     )
+    version_capabilities_store(version=version, bundle=bundle)
     return version
 
 
