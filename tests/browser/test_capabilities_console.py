@@ -105,3 +105,18 @@ def test_under_the_policy_an_author_is_stopped_and_an_admin_approves_with_a_reas
     row = LabelHistory.objects.filter(skill=skill, label="production").first()
     assert row.kind == LabelChange.OVERRIDE and row.to_version == 2
     assert row.unmet[0]["got"] == ADDED
+
+
+def test_an_admin_turns_the_check_on_in_the_policy_form(live_server, open_page):
+    user_with_role("root", "admin")
+    page = open_page("root")
+    page.goto(f"{live_server.url}/labels/policies/")
+
+    page.get_by_label("Approve new capabilities first").check()
+    page.get_by_role("button", name="Save policy").click()
+
+    row = page.locator("#policy-production")
+    expect(row.locator(".new-capabilities-policy")).to_have_text("new capabilities need an admin")
+    screenshot(page, "capabilities-policy-admin")
+    page.get_by_role("link", name="Edit the policy of production").click()
+    expect(page.get_by_label("Approve new capabilities first")).to_be_checked()
