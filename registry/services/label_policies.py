@@ -443,8 +443,8 @@ def _capabilities_phrase(check: dict[str, Any]) -> str:
 
 def _new_capabilities_refusal(*, skill: Skill, gate: LabelGate, check: dict[str, Any]) -> LabelPolicyForbidden:
     return LabelPolicyForbidden(
-        f"v{gate.version} of {skill.name} can do what the version label '{gate.label}' serves cannot "
-        f"({_capabilities_phrase(check)}). The label's policy asks an admin to approve new capabilities: "
+        f"v{gate.version} of {skill.name} can do more than what label '{gate.label}' serves now: "
+        f"{_capabilities_phrase(check)}. The label's policy asks an admin to approve new capabilities: "
         "an admin moves it with an override reason.",
         extra={"policy": gate.label, "unmet": gate.unmet, "gate": gate.status, "new_capabilities": check["got"]},
     )

@@ -175,7 +175,8 @@ _FUNCTION = _re(r"(?m)^\s*(?:function\s+)?([A-Za-z_][A-Za-z0-9_.:-]{0,80})\s*\(\
 _PROGRAM = _re(
     r"^\s*(?:\$\s+)?(?:(?:sudo|env|exec|time|nohup|command)\s+)*(?:[A-Za-z_][A-Za-z0-9_]*=\S*\s+)*([A-Za-z0-9_./-]{1,80})"
 )
-_REDIRECT = _re(r"(?:^|[^0-9&<>])>{1,2}\s*([~/$][^\s;|&)]{0,300})")
+_PLACEHOLDER = _re(r"<[A-Za-z][A-Za-z0-9_ .-]{0,60}>")
+_REDIRECT = _re(r"(?:^|[^0-9&<>=-])>{1,2}\s*([~/$][^\s;|&)]{0,300})")
 _TEE = _re(r"\btee\s+(?:-a\s+)?([~/$][^\s;|&)]{0,300})")
 _DOWNLOAD_TARGET = _re(r"(?:\s-O|\s-o|--output(?:-document)?=?)\s*([~/][^\s;|&)]{0,300})")
 _COPY_TARGET = _re(r"\b(?:cp|mv|install|ln|rsync)\s+(?:-\S+\s+)*\S+\s+([~/$][^\s;|&)]{0,300})\s*$")
@@ -485,8 +486,10 @@ def _shell_line(line: str, path: str, number: int, budget: _Budget, functions: f
         name = match.group(1)
         if _is_secret_name(name):
             budget.add(CREDENTIAL, name, path, number, line)
+    # A `>` in a sed expression, a message or a `<placeholder>` is no redirection.
+    bare = _PLACEHOLDER.sub(lambda match: " " * len(match.group(0)), _unquoted(line))
     for pattern in (_REDIRECT, _TEE, _COPY_TARGET, _DOWNLOAD_TARGET):
-        for match in pattern.finditer(line):
+        for match in pattern.finditer(bare):
             _written(match.group(1), path, number, line, budget)
     case_label = _CASE_LABEL.search(stripped)
     if case_label:  # `cpu|CPU) profile=...`: a case's patterns, then its command
@@ -507,6 +510,23 @@ def _shell_line(line: str, path: str, number: int, budget: _Budget, functions: f
             continue
         budget.add(COMMAND, program, path, number, line)
         _installed(program, segment[found.end() :], path, number, line, budget)
+
+
+def _unquoted(line: str) -> str:
+    """`line` with what is inside single or double quotes blanked (same length)."""
+    out, quote = [], ""
+    for char in line:
+        if quote:
+            if char == quote:
+                quote = ""
+                out.append(char)
+            else:
+                out.append(" ")
+        else:
+            if char in "'\"":
+                quote = char
+            out.append(char)
+    return "".join(out)
 
 
 def _quote_after(line: str, quote: str) -> str:

@@ -89,6 +89,15 @@ def test_under_the_policy_an_author_is_stopped_and_an_admin_approves_with_a_reas
     expect(gate).to_contain_text("network: api.example.com (scripts/sync.py:6)")
     expect(gate).to_contain_text("reads GITHUB_TOKEN (scripts/sync.py:5)")
     screenshot(author, "capabilities-gate-author")
+    # The Move a label form posts anyway: the refusal names the capabilities in place.
+    author.get_by_label("Label", exact=True).fill("production")
+    author.get_by_label("Version", exact=True).select_option("2")
+    author.get_by_role("button", name="Move label", exact=True).click()
+    refusal = author.locator("#label-refusal")
+    expect(refusal).to_contain_text("+ network: api.example.com (scripts/sync.py:6)")
+    expect(refusal).to_contain_text("+ reads GITHUB_TOKEN (scripts/sync.py:5)")
+    expect(refusal.locator("form.override")).to_have_count(0)  # authors cannot override
+    screenshot(author, "capabilities-refused-author")
 
     admin = open_page("root")
     admin.goto(f"{live_server.url}/skills/sync/versions/")

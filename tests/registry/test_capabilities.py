@@ -107,7 +107,9 @@ def test_it_finds_commands_from_subprocess_os_system_shell_lines_and_js():
 def test_it_finds_packages_installed_by_pip_npx_uvx_npm_and_requirements():
     skill_md = (
         SKILL_MD
-        + b"\nInstall with `pip install requests==2.32 'httpx>=0.27'` first.\n```sh\nuvx ruff check .\nnpx -y @scope/tool --flag\nnpm install -g left-pad\npip install -r requirements.txt\n```\n"
+        + b"\nInstall with `pip install requests==2.32 'httpx>=0.27'` first.\n"
+        + b"```sh\nuvx ruff check .\nnpx -y @scope/tool --flag\nnpm install -g left-pad\n"
+        + b"pip install -r requirements.txt\n```\n"
     )
     manifest = files_capabilities([("SKILL.md", skill_md), ("requirements.txt", b"# pinned\nrich==13.7\n")])
     packages = {(e.value, e.file, e.line) for e in manifest.entries if e.kind == caps.PACKAGE}
