@@ -373,9 +373,10 @@ def files_capabilities(files: Iterable[tuple[str, bytes]]) -> Manifest:
             _allowed_tools(content, budget)
         try:
             _READERS[kind](text, path, 1, budget)
-        except (UnicodeError, ValueError, RecursionError, MemoryError, re2.error) as error:
-            # A defect of this analysis, not of the skill: the entries so far stand, the rest
-            # of the file is named as not read, and the other files are still read.
+        except Exception as error:  # noqa: BLE001
+            # A defect of this analysis, not of the skill, must not refuse a publish: the
+            # entries so far stand, the rest of the file is named as not read, and the other
+            # files are still read.
             skipped.append((path, f"not read to the end: {type(error).__name__}"))
     entries = sorted(budget.entries.values(), key=lambda e: (KINDS.index(e.kind), e.value, e.file, e.line))
     return Manifest(entries=tuple(entries), skipped=tuple(skipped), truncated=budget.truncated)

@@ -9,6 +9,8 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from registry.skillformat import capabilities as caps
 from registry.skillformat.bundle import find_skill_folders, read_folder
@@ -332,3 +334,23 @@ def test_every_corpus_skill_is_analysed_within_its_budget(capsys):
         print("distinct values per kind (summed over skills):", dict(distinct))
     # No corpus skill declares allowed-tools; its scripts do run commands and call hosts.
     assert kinds[caps.NETWORK] > 0 and kinds[caps.COMMAND] > 0 and kinds[CREDENTIAL] > 0
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    name=st.sampled_from(["SKILL.md", "a.py", "b.sh", "c.ts", "d.md", ".mcp.json", "package.json", "run"]),
+    text=st.lists(
+        st.sampled_from(
+            [*"abcxyz_$=><|&;'\"`(){}[]#\\/\n .-:@~", "https://", "curl ", "```bash\n", "os.environ[", "\udc9b", "é"]
+        ),
+        max_size=200,
+    ).map("".join),
+    shebang=st.sampled_from([b"", b"#!/bin/sh\n", b"#!/usr/bin/env python3\n"]),
+)
+def test_any_text_in_any_file_gives_a_manifest(name, text, shebang):
+    content = shebang + text.encode("utf-8", "surrogatepass")
+    manifest = files_capabilities([(name, content)])
+    assert Manifest.from_dict(manifest.as_dict()) == manifest
+    assert not [why for _, why in manifest.skipped if why.startswith("not read to the end")]  # no defect hidden
+    for entry in manifest.entries:
+        assert entry.file == name and entry.line >= 1 and entry.kind in caps.KINDS

@@ -210,3 +210,17 @@ def test_a_rollout_to_a_version_with_new_capabilities_is_gated_too(author, sync_
     label_policy_set(label="production", roles=["admin", "author"], new_capabilities="admin")
     response = move(author, 2, weight=10)
     assert response.status_code == 403 and "GITHUB_TOKEN" in response.json()["detail"]
+
+
+def test_removing_a_label_is_not_a_capability_question(author, sync_skill):
+    label_policy_set(label="production", roles=["admin", "author"], new_capabilities="admin")
+    assert author.delete("/api/v1/skills/sync/labels/production").status_code == 204
+
+
+def test_with_nothing_served_everything_the_version_does_is_new(author, sync_skill):
+    label_policy_set(label="staging", roles=["admin", "author"], new_capabilities="admin")
+    assert author.put("/api/v1/skills/sync/labels/staging", {"version": 1}, format="json").status_code == 200
+    author.delete("/api/v1/skills/sync/labels/staging")
+    refused = author.put("/api/v1/skills/sync/labels/staging", {"version": 2}, format="json")
+    assert refused.status_code == 403
+    assert "compared with nothing served" in refused.json()["detail"]
