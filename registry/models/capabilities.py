@@ -8,7 +8,7 @@ from registry.models.skills import SkillVersion
 
 
 class VersionCapabilities(models.Model):
-    """The capability manifest of a version (registry/skillformat/capabilities.py), stored at
+    """The capability manifest of a version (registry/skillformat/capabilities/), stored at
     publish: versions are immutable, so it is read, not recomputed, by the label gate and the
     diff pages. `analyzer` says which analysis wrote it; an older one is computed again."""
 

@@ -1,4 +1,4 @@
-"""The capability manifest (registry/skillformat/capabilities.py): each kind found with its file
+"""The capability manifest (registry/skillformat/capabilities/): each kind found with its file
 and line over small fixtures, the diff between two versions, hostile input bounded and never
 executed, and every skill of shared/corpus analysed. No database: the analysis is plain Python."""
 
