@@ -71,6 +71,15 @@ class LabelPolicyInputSerializer(serializers.Serializer):
         "there without new evidence (a rollback): ISO 8601 (`P7D`, `PT36H`) or `7d`, `36h`, `90m`; 0 to 365 "
         "days, default 7 days.",
     )
+    new_capabilities = serializers.ChoiceField(
+        choices=["admin"],
+        allow_null=True,
+        required=False,
+        default=None,
+        help_text="`admin`: a move to a version that adds a network destination, a command or a credential read "
+        "(compared with the version the label serves) needs an admin's override_reason; others get 403 naming "
+        "the new capabilities. null: no such check.",
+    )
 
 
 @extend_schema_field({"type": "string", "format": "duration", "example": "P7DT00H00M00S"})
@@ -100,8 +109,15 @@ class LabelPolicySerializer(serializers.Serializer):
         help_text="Moving the label back to a version it served this recently "
         "needs the policy's role, not new evidence."
     )
+    new_capabilities = serializers.SerializerMethodField(
+        help_text="`admin` when a move that adds network, command or credential capabilities needs an admin."
+    )
     updated_by = TextField(source="updated_by.username", allow_null=True, default=None)
     updated_at = serializers.DateTimeField()
+
+    @extend_schema_field({"type": "string", "enum": ["admin"], "nullable": True})
+    def get_new_capabilities(self, policy: LabelPolicy) -> str | None:
+        return policy.new_capabilities or None
 
 
 def _shown(policy: LabelPolicy) -> dict:

@@ -31,8 +31,9 @@ from registry.console.access import console_view, user_scopes
 from registry.console.errors import flash_back, on_domain_error
 from registry.errors import ApplicationError, LenientReadingRefused, NameTaken, VersionConflict
 from registry.models import EvalRun, Skill, SkillSource, SkillVersion
-from registry.roles import acting_role, user_roles
+from registry.roles import ADMIN, acting_role, user_roles
 from registry.selectors.analytics import AnalyticsFilter, SkillStats, skill_analytics
+from registry.selectors.capabilities import version_capabilities_diff
 from registry.selectors.evals import eval_latest_per_version
 from registry.selectors.label_policies import label_policy_list
 from registry.selectors.resolve import render_prompt_block
@@ -43,7 +44,7 @@ from registry.selectors.rollouts import (
     skill_rollouts,
 )
 from registry.services.audit import Actor
-from registry.services.label_policies import LabelGate, label_gate, label_policy_enforce
+from registry.services.label_policies import NEW_CAPABILITIES, LabelGate, label_gate, label_policy_enforce
 from registry.services.labels import IMPLICIT_LABEL, LABEL_NAME, label_delete, label_move, label_name_check
 from registry.services.rollouts import label_rollout_abort, label_rollout_set
 from registry.services.skills import (
@@ -763,8 +764,24 @@ def skill_diff(request, name: str):
         **_page_context(skill),
         "diff": selectors.skill_version_diff(old=old, new=new),
         "numbers": list(range(skill.latest_version, 0, -1)),
+        **_capability_context(old=old, new=new),
     }
     return render(request, "registry/skills/diff.html", context)
+
+
+def _capability_context(*, old: SkillVersion | None, new: SkillVersion) -> dict:
+    """What `_capabilities_diff.html` shows: what `new` can do that `old` cannot, and back."""
+    return {
+        "capability_diff": version_capabilities_diff(old=old, new=new),
+        "capability_from": f"v{old.number}" if old is not None else "nothing",
+        "capability_to": new.number,
+    }
+
+
+def _approving_capabilities(gate: LabelGate, role: str) -> bool:
+    """An admin's move whose only unmet check is `new_capabilities`: the confirm page shows what
+    the version adds and asks for the reason that approves it (the override the service records)."""
+    return role == ADMIN and bool(gate.unmet) and all(check["check"] == NEW_CAPABILITIES for check in gate.unmet)
 
 
 @console_view(scope=WRITE)
@@ -793,13 +810,19 @@ def skill_labels(request, name: str):
     if label == "production" and request.POST.get("confirm") != "1" and current != target.number:
         # A move its policy refuses is refused here, before the confirmation asks about it.
         label_name_check(label)
-        label_policy_enforce(skill=skill, label=label, version=target, actor=_actor(request), role=role)
+        gate = label_gate(skill=skill, label=label, version=target, role=role)
+        approving = _approving_capabilities(gate, role)
+        if not approving:
+            label_policy_enforce(skill=skill, label=label, version=target, actor=_actor(request), role=role)
+        served = _version(skill, current) if current else None  # what the policy compares with
         context = {
             **_page_context(skill),
             "label": label,
             "target": target,
             "current": current,
             "audiences": selectors.label_move_audiences(skill=skill, label=label, target=target),
+            **_capability_context(old=served, new=target),
+            "capability_gate": gate if approving else None,
         }
         return render(request, "registry/skills/label_confirm.html", context)
     promoting = any(

@@ -4,6 +4,7 @@ lives in services. Every model is importable from here (`from registry.models im
 from __future__ import annotations
 
 from registry.models.audit import AuditLog
+from registry.models.capabilities import VersionCapabilities
 from registry.models.evals import (
     EVAL_RUN_FINISHED,
     EvalCaseResult,
@@ -65,6 +66,7 @@ __all__ = [
     "UsageEvent",
     "UsageKind",
     "UsageSource",
+    "VersionCapabilities",
     "Webhook",
     "WebhookDelivery",
     "WebhookEvent",

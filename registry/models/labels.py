@@ -120,6 +120,9 @@ class LabelPolicy(models.Model):
     guard = models.JSONField(null=True, blank=True)  # {min_n, p_worse}
     # Moving the label back to a version it served this recently needs a role, not new evidence.
     rollback_window = models.DurationField(default=timedelta(days=7))
+    # "admin": a move to a version that adds a network destination, a command or a credential read
+    # (compared with what the label serves) needs an admin's override; "": no such check.
+    new_capabilities = models.CharField(max_length=16, blank=True, default="")
     updated_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )

@@ -22,6 +22,7 @@ from django.utils.duration import duration_iso_string
 from registry.errors import ApplicationError, NotFound, PermissionDenied
 from registry.models import LabelChange, LabelHistory, LabelPolicy, Skill, SkillVersion
 from registry.roles import ADMIN, ROLE_SCOPES
+from registry.selectors.capabilities import label_capability_change
 from registry.selectors.evals import eval_run_summary_current, eval_runs_compare
 from registry.selectors.label_policies import eval_run_evidence, label_policy_get, label_versions_served_since
 from registry.selectors.suite_reviews import eval_evidence
@@ -122,7 +123,25 @@ def rollback_window_parse(value: Any) -> timedelta:
     return window
 
 
-def label_policy_clean(*, roles: Any, require_eval: Any, guard: Any, rollback_window: Any = None) -> dict[str, Any]:
+NEW_CAPABILITIES_CHOICES = ("admin",)
+
+
+def new_capabilities_clean(value: Any) -> str:
+    """A policy's `new_capabilities`: "admin" (a move that adds a network destination, a command
+    or a credential read needs an admin's override) or "" / None (no such check)."""
+    if value in (None, ""):
+        return ""
+    if value not in NEW_CAPABILITIES_CHOICES:
+        raise InvalidLabelPolicy(
+            f'new_capabilities must be "admin" or null; got {str(value)[:40]!r}.',
+            fields={"new_capabilities": '"admin" or null'},
+        )
+    return str(value)
+
+
+def label_policy_clean(
+    *, roles: Any, require_eval: Any, guard: Any, rollback_window: Any = None, new_capabilities: Any = None
+) -> dict[str, Any]:
     """A policy's parts checked and normalised, or InvalidLabelPolicy naming the field."""
     if not isinstance(roles, list) or not roles or not all(isinstance(role, str) for role in roles):
         raise InvalidLabelPolicy(
@@ -139,6 +158,7 @@ def label_policy_clean(*, roles: Any, require_eval: Any, guard: Any, rollback_wi
         "require_eval": None,
         "guard": None,
         "rollback_window": rollback_window_parse(rollback_window),
+        "new_capabilities": new_capabilities_clean(new_capabilities),
     }
     evidence = _object(require_eval, "require_eval", REQUIRE_EVAL_KEYS)
     if evidence is not None:
@@ -178,10 +198,17 @@ def label_policy_set(
     require_eval: Any = None,
     guard: Any = None,
     rollback_window: Any = None,
+    new_capabilities: Any = None,
     actor: Actor = SYSTEM,
 ) -> LabelPolicy:
     """Create or replace the policy of `label` (the caller has checked the label's name)."""
-    cleaned = label_policy_clean(roles=roles, require_eval=require_eval, guard=guard, rollback_window=rollback_window)
+    cleaned = label_policy_clean(
+        roles=roles,
+        require_eval=require_eval,
+        guard=guard,
+        rollback_window=rollback_window,
+        new_capabilities=new_capabilities,
+    )
     with transaction.atomic():
         policy = LabelPolicy.objects.select_for_update().filter(label=label).first()
         before = _policy_state(policy) if policy else None
@@ -189,6 +216,7 @@ def label_policy_set(
             policy = LabelPolicy(label=label)
         policy.roles, policy.require_eval, policy.guard = cleaned["roles"], cleaned["require_eval"], cleaned["guard"]
         policy.rollback_window = cleaned["rollback_window"]
+        policy.new_capabilities = cleaned["new_capabilities"]
         policy.updated_by = actor.user_or_none
         policy.save()
         audit_record(
@@ -221,6 +249,7 @@ def _policy_state(policy: LabelPolicy) -> dict[str, Any]:
         "require_eval": policy.require_eval,
         "guard": policy.guard,
         "rollback_window": duration_iso_string(policy.rollback_window),
+        "new_capabilities": policy.new_capabilities or None,
     }
 
 
@@ -296,6 +325,10 @@ GATE_TITLES = {ALLOWED: "allowed", NEEDS_EVIDENCE: "needs evidence", ADMIN_ONLY:
 # Removing a label leaves its readers on no version an eval run vouches for: the check a
 # removal of an eval-gated label fails, whoever asks.
 REMOVAL = "removal"
+# A move to a version that can do more than the one the label serves (policy `new_capabilities`).
+NEW_CAPABILITIES = "new_capabilities"
+# Checks no evidence can meet: only an admin's override (with a reason) passes them.
+ADMIN_CHECKS = ("role", REMOVAL, NEW_CAPABILITIES)
 
 
 @dataclass(frozen=True)
@@ -346,6 +379,8 @@ def _needed(check: dict[str, Any], policy: LabelPolicy | None) -> str:
         return f"the policy lets only {', '.join(wanted)} change it"
     if name == REMOVAL:
         return f"removing it leaves its readers on a version no eval run with {wanted['model']} vouches for"
+    if name == NEW_CAPABILITIES:
+        return f"an admin's approval: {_capabilities_phrase(check)}"
     if name == "eval_run":
         if wanted.get("suite_revision") is None:
             return f"an eval suite, then an eval run of v{wanted['version']} with {wanted['model']}"
@@ -372,12 +407,47 @@ def label_gate(*, skill: Skill, label: str, version: SkillVersion | None, role: 
         unmet.append(_unmet(REMOVAL, {"model": policy.require_eval["model"]}, None))
     elif policy.require_eval and version is not None and not rollback:
         unmet += label_policy_unmet(skill=skill, label=label, version=version, require_eval=policy.require_eval)
+    if policy.new_capabilities and version is not None and not rollback:
+        unmet += _capabilities_unmet(skill=skill, label=label, version=version)
     status = ALLOWED
-    if any(check["check"] in ("role", REMOVAL) for check in unmet):
+    if any(check["check"] in ADMIN_CHECKS for check in unmet):
         status = ADMIN_ONLY
     elif unmet:
         status = NEEDS_EVIDENCE
     return LabelGate(label=label, version=number, status=status, unmet=unmet, rollback=rollback, policy=policy)
+
+
+def _capabilities_unmet(*, skill: Skill, label: str, version: SkillVersion) -> list[dict]:
+    """The `new_capabilities` check: what `version` adds that a policy asks an admin about
+    (network destinations, commands, credential reads) compared with the version the label
+    serves now (with none, everything it does is new). Empty when it adds none of them."""
+    change = label_capability_change(skill=skill, label=label, target=version)
+    added = change.diff.gated_added
+    if not added:
+        return []
+    served = change.served.number if change.served is not None else None
+    return [
+        _unmet(
+            NEW_CAPABILITIES,
+            {"approved_by": "admin", "compared_with": f"v{served}" if served else "nothing served"},
+            [item.text for item in added],
+        )
+    ]
+
+
+def _capabilities_phrase(check: dict[str, Any]) -> str:
+    compared = check["wanted"]["compared_with"]
+    shown = "; ".join(check["got"][:6]) + (f"; and {len(check['got']) - 6} more" if len(check["got"]) > 6 else "")
+    return f"it adds, compared with {compared}: {shown}"
+
+
+def _new_capabilities_refusal(*, skill: Skill, gate: LabelGate, check: dict[str, Any]) -> LabelPolicyForbidden:
+    return LabelPolicyForbidden(
+        f"v{gate.version} of {skill.name} can do more than what label '{gate.label}' serves now: "
+        f"{_capabilities_phrase(check)}. The label's policy asks an admin to approve new capabilities: "
+        "an admin moves it with an override reason.",
+        extra={"policy": gate.label, "unmet": gate.unmet, "gate": gate.status, "new_capabilities": check["got"]},
+    )
 
 
 def _served_within_window(*, skill: Skill, policy: LabelPolicy, version: SkillVersion) -> bool:
@@ -420,6 +490,9 @@ def label_policy_enforce(
     if not reason:
         if role not in policy.roles:
             raise _forbidden(policy, role)
+        capabilities = next((check for check in gate.unmet if check["check"] == NEW_CAPABILITIES), None)
+        if capabilities is not None:
+            raise _new_capabilities_refusal(skill=skill, gate=gate, check=capabilities)
         raise _unmet_error(skill=skill, gate=gate)
     audit_record(
         actor=actor if isinstance(actor, Actor) else Actor(user=actor),

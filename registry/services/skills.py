@@ -26,6 +26,7 @@ from registry.errors import (
 )
 from registry.models import Blob, Skill, SkillFile, SkillSource, SkillVersion, WebhookEvent
 from registry.services.audit import SYSTEM, Actor, audit_record
+from registry.services.capabilities import version_capabilities_store
 from registry.services.evals import eval_suite_replace
 from registry.services.generation import registry_changed
 from registry.services.webhooks import webhook_event_emit
@@ -39,6 +40,7 @@ from registry.skillformat.bundle import (
     read_folder,
     read_zip,
 )
+from registry.skillformat.capabilities import bundle_capabilities
 from registry.skillformat.evals import EVALS_FOLDER, SUITE_PATH
 from registry.skillformat.skill_templates import PROMPT, skill_template
 from registry.skillformat.skillmd import Issue, ParsedSkill, read_skill_md
@@ -205,6 +207,9 @@ def skill_version_publish(
     parsed = skill_md_check(
         skill_md=bundle.skill_md, expected_name=expected_name, folder_name=folder_name, accept_lenient=accept_lenient
     ).publishable()
+    # Read before the skill row is locked: the analysis is bounded but not free (about 1 s for
+    # the largest real bundle), and concurrent publishes of the skill should not wait on it.
+    capabilities = bundle_capabilities(bundle)
     with transaction.atomic():
         skill = _locked_skill(name=parsed.name, source=source, actor=actor)
         if create and skill.latest_version:
@@ -222,6 +227,7 @@ def skill_version_publish(
         version = _create_version(
             skill=skill, number=skill.latest_version + 1, parsed=parsed, bundle=bundle, message=message, actor=actor
         )
+        version_capabilities_store(version=version, manifest=capabilities)
         skill.latest_version = version.number
         skill.save(update_fields=["latest_version", "updated_at"])
         audit_record(
