@@ -16,6 +16,7 @@ from registry.models.evals import (
 from registry.models.labels import Label, LabelChange, LabelHistory, LabelPolicy
 from registry.models.logins import LoginCounter
 from registry.models.rules import ForceIncludeRule
+from registry.models.signing import PublisherKey, SigningKey, VersionAttestation
 from registry.models.skills import SOURCE_PRIORITY, Blob, Skill, SkillFile, SkillSource, SkillVersion
 from registry.models.state import RegistryChange, RegistryState
 from registry.models.tokens import ApiToken, TokenScope
@@ -51,6 +52,7 @@ __all__ = [
     "LabelHistory",
     "LabelPolicy",
     "LoginCounter",
+    "PublisherKey",
     "QueuedOffer",
     "ROLLUP_COUNT_COLUMNS",
     "RegistryChange",
@@ -60,11 +62,13 @@ __all__ = [
     "Skill",
     "SkillFile",
     "SkillSource",
+    "SigningKey",
     "SkillVersion",
     "TokenScope",
     "UsageEvent",
     "UsageKind",
     "UsageSource",
+    "VersionAttestation",
     "Webhook",
     "WebhookDelivery",
     "WebhookEvent",

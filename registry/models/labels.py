@@ -120,6 +120,8 @@ class LabelPolicy(models.Model):
     guard = models.JSONField(null=True, blank=True)  # {min_n, p_worse}
     # Moving the label back to a version it served this recently needs a role, not new evidence.
     rollback_window = models.DurationField(default=timedelta(days=7))
+    # A move to a version needs its publisher's signature (registry/services/attestations.py).
+    require_publisher_signature = models.BooleanField(default=False)
     updated_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )

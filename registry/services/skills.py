@@ -25,6 +25,7 @@ from registry.errors import (
     VersionConflict,
 )
 from registry.models import Blob, Skill, SkillFile, SkillSource, SkillVersion, WebhookEvent
+from registry.services.attestations import channel_of, publisher_signature_attach, version_attest
 from registry.services.audit import SYSTEM, Actor, audit_record
 from registry.services.evals import eval_suite_replace
 from registry.services.generation import registry_changed
@@ -190,6 +191,8 @@ def skill_version_publish(
     accept_lenient: bool = False,
     create: bool = False,
     actor: Actor = SYSTEM,
+    channel: str | None = None,
+    publisher_signature: dict | None = None,
 ) -> PublishResult:
     """Publish a bundle as the next version of its skill (created on first publish), or with
     `create` as a new skill only: a name its source has already raises NameTaken.
@@ -200,6 +203,10 @@ def skill_version_publish(
     up behind it, so numbers stay 1..N with no gaps or duplicates. Identical content to the
     newest version creates nothing (`created=False`). A `base_version` that is no longer the
     newest raises VersionConflict, so an edit made on a stale copy is never silently lost.
+
+    Every new version is signed in the same transaction (`version_attest`: `channel` is where
+    the publish came from, by default the actor's); `publisher_signature`, a DSSE envelope the
+    publisher signed, is checked first and refuses the publish when it does not hold.
     """
     source = _validate_source(source)
     parsed = skill_md_check(
@@ -217,10 +224,19 @@ def skill_version_publish(
             )
         newest = skill.versions.filter(number=skill.latest_version).first()
         if newest is not None and _same_content(newest, bundle):
+            if publisher_signature is not None:
+                publisher_signature_attach(version=newest, envelope=publisher_signature, actor=actor)
             return PublishResult(version=newest, created=False, warnings=parsed.warnings)
 
         version = _create_version(
             skill=skill, number=skill.latest_version + 1, parsed=parsed, bundle=bundle, message=message, actor=actor
+        )
+        version_attest(
+            version=version,
+            bundle=bundle,
+            channel=channel or channel_of(actor),
+            actor=actor,
+            publisher_envelope=publisher_signature,
         )
         skill.latest_version = version.number
         skill.save(update_fields=["latest_version", "updated_at"])
@@ -499,6 +515,7 @@ def skill_import_path(
         folder_name=folder_name,
         accept_lenient=True,
         actor=actor,
+        channel="import",
     )
 
 
