@@ -16,7 +16,7 @@ import base64
 import hashlib
 import json
 import sys
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
@@ -53,12 +53,14 @@ def verify(keys_doc: dict, envelope: dict, artifact: bytes, subject_name: str | 
             problems.append(f"bad signature by key {key['keyid']}")
             continue
         expires = when(key.get("expires"))
-        if expires is not None and datetime.now(timezone.utc) >= expires:
+        if expires is not None and datetime.now(UTC) >= expires:
             problems.append(f"key {key['keyid']} expired at {key['expires']}")
             continue
         start, end = when(key["valid_from"]), when(key.get("valid_until"))
         if issued < start or (end is not None and issued > end):
-            problems.append(f"key {key['keyid']} did not sign at {statement['predicate']['issuedAt']} (outside its validity)")
+            problems.append(
+                f"key {key['keyid']} did not sign at {statement['predicate']['issuedAt']} (outside its validity)"
+            )
             continue
         break
     else:

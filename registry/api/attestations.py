@@ -81,4 +81,3 @@ class SigningKeysApi(RawApiView):
         content = json.dumps(signing_keys_document(), separators=(",", ":")).encode("utf-8")
         etag = f'"{hashlib.sha256(content).hexdigest()}"'
         return raw_response(request, content, etag, "application/json", cache_control="public, no-cache")
-

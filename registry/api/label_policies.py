@@ -71,6 +71,12 @@ class LabelPolicyInputSerializer(serializers.Serializer):
         "there without new evidence (a rollback): ISO 8601 (`P7D`, `PT36H`) or `7d`, `36h`, `90m`; 0 to 365 "
         "days, default 7 days.",
     )
+    require_publisher_signature = FlagField(
+        required=False,
+        default=False,
+        help_text="A version needs its publisher's signature (`skillreg push --sign`) before the label may "
+        "point to it; an admin may override with a reason.",
+    )
 
 
 @extend_schema_field({"type": "string", "format": "duration", "example": "P7DT00H00M00S"})
@@ -100,6 +106,7 @@ class LabelPolicySerializer(serializers.Serializer):
         help_text="Moving the label back to a version it served this recently "
         "needs the policy's role, not new evidence."
     )
+    require_publisher_signature = serializers.BooleanField()
     updated_by = TextField(source="updated_by.username", allow_null=True, default=None)
     updated_at = serializers.DateTimeField()
 

@@ -52,6 +52,7 @@ def _values_of(policy) -> dict:
         "min_n": _shown(guard.get("min_n")),
         "p_worse": _shown(guard.get("p_worse")),
         "rollback_window": duration_text(policy.rollback_window),
+        "require_publisher_signature": policy.require_publisher_signature,
     }
 
 
@@ -74,6 +75,7 @@ def label_policy_save(request):
     values |= {"min_n": post.get("min_n", ""), "p_worse": post.get("p_worse", "")}
     values |= {"rollback_window": post.get("rollback_window", "")}
     values |= {"roles": post.getlist("roles"), "not_worse": post.get("not_worse") == "1"}
+    values |= {"require_publisher_signature": post.get("require_publisher_signature") == "1"}
     on_domain_error(request, lambda error: _page(request, values=values, errors=_errors(error), status=error.status))
     label = label_name_check(values["label"].strip())
     require_eval = None
@@ -96,6 +98,7 @@ def label_policy_save(request):
         require_eval=require_eval,
         guard=guard,
         rollback_window=values["rollback_window"].strip() or None,
+        require_publisher_signature=values["require_publisher_signature"],
         actor=Actor(user=request.user, via="console"),
     )
     messages.success(request, f"Saved the policy of {label}.")

@@ -67,13 +67,30 @@ class PublisherSigner:
     revoked: bool
 
 
-def version_publisher_signer(*, version: SkillVersion) -> PublisherSigner | None:
+@dataclass(frozen=True)
+class VersionSignatures:
+    """What the version page says of a version's signatures."""
+
+    registry_keyid: str | None  # None: published before the registry signed releases
+    publisher: PublisherSigner | None
+    scan_verdict: str | None
+
+
+def version_signatures(*, version: SkillVersion) -> VersionSignatures:
     attestation = VersionAttestation.objects.select_related("publisher_key__user").filter(version=version).first()
-    key = attestation.publisher_key if attestation else None
-    if key is None:
-        return None
-    return PublisherSigner(
-        username=key.user.get_username(), keyid=key.keyid, key_name=key.name, revoked=key.revoked_at is not None
+    if attestation is None:
+        return VersionSignatures(registry_keyid=None, publisher=None, scan_verdict=None)
+    key = attestation.publisher_key
+    signer = None
+    if key is not None:
+        signer = PublisherSigner(
+            username=key.user.get_username(), keyid=key.keyid, key_name=key.name, revoked=key.revoked_at is not None
+        )
+    scan = statement_of(attestation.envelope)["predicate"].get("scan") or {}
+    return VersionSignatures(
+        registry_keyid=attestation.envelope["signatures"][0]["keyid"],
+        publisher=signer,
+        scan_verdict=scan.get("verdict"),
     )
 
 

@@ -28,6 +28,7 @@ from django.utils import timezone
 from config.local_state import private_file_create
 from registry.errors import ApplicationError, Conflict, NotFound
 from registry.models import PublisherKey, SigningKey, SkillVersion, VersionAttestation
+from registry.selectors.versions import version_bundle
 from registry.services.audit import SYSTEM, Actor, audit_record
 from registry.skillformat import attestation as dsse
 from registry.skillformat.bundle import SKILL_MD, Bundle, write_zip
@@ -303,7 +304,9 @@ class _Signed:
     statement: dict[str, Any]
 
 
-def _publisher_signature_check(*, envelope: Any, skill: str, files: list[tuple[str, str]], actor: Actor) -> PublisherKey:
+def _publisher_signature_check(
+    *, envelope: Any, skill: str, files: list[tuple[str, str]], actor: Actor
+) -> PublisherKey:
     """The publisher key that signed `envelope`, which must be a publisher statement naming
     `skill` and exactly `files`; refusals name the key or the file."""
     user = actor.user_or_none
@@ -344,7 +347,9 @@ def _publisher_signature_check(*, envelope: Any, skill: str, files: list[tuple[s
             f"The signed statement names skill {predicate.get('skill')!r}, not {skill!r}.",
             fields={"signature": "another skill"},
         )
-    want = {item["name"]: item["digest"]["sha256"] for item in dsse.subjects(skill=skill, files=files, archive_sha256=None)}
+    want = {
+        item["name"]: item["digest"]["sha256"] for item in dsse.subjects(skill=skill, files=files, archive_sha256=None)
+    }
     have = dsse.envelope_open(envelope).digests
     for name in sorted(want.keys() | have.keys()):
         if want.get(name) != have.get(name):
@@ -376,3 +381,23 @@ def publisher_signature_attach(*, version: SkillVersion, envelope: Any, actor: A
             after={"version": version.number, "keyid": key.keyid},
         )
         return _reissue(attestation, publisherSignature=_publisher_claim(key))
+
+
+def versions_attest_missing(*, progress: Any = None) -> int:
+    """Sign every version published before the registry signed releases (source `import`: the
+    registry vouches for what it stored, not for how it arrived). Each in its own transaction."""
+    signed = 0
+    for version_id in SkillVersion.objects.filter(attestation__isnull=True).order_by("pk").values_list("pk", flat=True):
+        with transaction.atomic():
+            version = (
+                SkillVersion.objects.select_related("skill", "author")
+                .select_for_update(of=("self",))
+                .get(pk=version_id)
+            )
+            if VersionAttestation.objects.filter(version=version).exists():
+                continue
+            version_attest(version=version, bundle=version_bundle(version), channel="import")
+            signed += 1
+        if progress:
+            progress(version)
+    return signed

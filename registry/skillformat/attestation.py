@@ -145,7 +145,9 @@ def parse_public_key(text: str) -> ParsedPublicKey:
 
 
 def private_key_pem(key: Ed25519PrivateKey) -> bytes:
-    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    return key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
 
 
 def private_key_load(data: bytes) -> Ed25519PrivateKey:

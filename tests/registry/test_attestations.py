@@ -56,7 +56,15 @@ def _verify(tmp_path: Path, keys: dict, envelope: dict, artifact: bytes, subject
     (tmp_path / "keys.json").write_text(json.dumps(keys))
     (tmp_path / "envelope.json").write_text(json.dumps(envelope))
     (tmp_path / "artifact").write_bytes(artifact)
-    args = [sys.executable, "-I", str(VERIFIER), "keys.json", "envelope.json", "artifact", *([subject] if subject else [])]
+    args = [
+        sys.executable,
+        "-I",
+        str(VERIFIER),
+        "keys.json",
+        "envelope.json",
+        "artifact",
+        *([subject] if subject else []),
+    ]
     return subprocess.run(args, cwd=tmp_path, capture_output=True, text=True, timeout=60)
 
 
@@ -96,10 +104,15 @@ def test_the_source_names_where_the_publish_came_from(api, make_token):
     user = UserFactory(username="ann", is_superuser=True)
     body = {"skill_md": make_skill_md("from-api"), "files": []}
     assert api.post("/api/v1/skills", body, format="json").status_code == 201
-    assert api.post(
-        "/api/v1/skills", {"skill_md": make_skill_md("from-skillreg")}, format="json",
-        HTTP_USER_AGENT="skill-registry-client/0.1",
-    ).status_code == 201
+    assert (
+        api.post(
+            "/api/v1/skills",
+            {"skill_md": make_skill_md("from-skillreg")},
+            format="json",
+            HTTP_USER_AGENT="skill-registry-client/0.1",
+        ).status_code
+        == 201
+    )
     bundle = bundle_from_parts(make_skill_md("from-console").encode(), [])
     skill_version_publish(bundle=bundle, actor=Actor(user=user, via="console"))
     sources = {
@@ -230,3 +243,34 @@ def test_an_unchanged_publish_signs_nothing_new_and_attestation_errors_are_clear
     assert missing.status_code == 404 and "not signed by its publisher" in missing.json()["detail"]
     bad = api.get("/api/v1/skills/steady/versions/1/attestation?signer=someone")
     assert bad.status_code == 400 and "signer" in bad.json()["fields"]
+
+
+def test_keys_command_lists_rotates_expires_and_signs_older_versions(api):
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    result = publish("older")
+    VersionAttestation.objects.filter(version=result.version).delete()  # as if published before signing
+    out = StringIO()
+    call_command("keys", "attest-missing", stdout=out)
+    assert "Signed 1 versions." in out.getvalue()
+    assert _statement(_attestation(api, "older", 1))["predicate"]["source"] == "import"
+
+    first = SigningKey.objects.get().keyid
+    call_command("keys", "rotate", stdout=out)
+    assert f"endorsed by {first}" in out.getvalue()
+    call_command("keys", "expire", first, "--at", "2030-01-01T00:00:00Z", stdout=out)
+    listed = StringIO()
+    call_command("keys", "list", stdout=listed)
+    lines = listed.getvalue().splitlines()
+    assert lines[0].split()[:2] == ["KEY", "VALID"]
+    assert first in lines[1] and "2030-01-01T00:00:00Z" in lines[1]
+    assert "(signing)" in lines[2]
+    from django.core.management.base import CommandError
+
+    current = SigningKey.objects.get(valid_until=None).keyid
+    with pytest.raises(CommandError, match="current signing key"):
+        call_command("keys", "expire", current)
+    with pytest.raises(CommandError, match="No signing key"):
+        call_command("keys", "expire", "SHA256:nope")
