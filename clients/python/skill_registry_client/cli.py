@@ -68,24 +68,20 @@ def _download(transport: Transport, name: str, *, version: int, source: str | No
 
 
 class KeySet:
-    """The registry keys a run trusts: skills.lock's, pinned from keys.json on first use, and
-    extended only by keys an already trusted key endorsed (attestation.keys_update)."""
+    """The registry keys a run trusts: skills.lock's, pinned from keys.json on first use. keys.json
+    is read once per run: it may only narrow a pinned key (rotated out, expired) or add a key an
+    already trusted key endorsed (attestation.keys_update)."""
 
     def __init__(self, transport: Transport, lock: Lockfile) -> None:
         self.transport = transport
         self.lock = lock
-        self.refreshed = False
+        self.read = False
 
-    def _document(self) -> dict:
-        self.refreshed = True
-        return self.transport.request("GET", KEYS_PATH).json()
-
-    def trusted_for(self, envelope: dict) -> dict[str, dict]:
-        if not self.lock.keys:
-            self.lock.keys = keys_first_use(self._document())
-        named = {item.get("keyid") for item in envelope.get("signatures") or [] if isinstance(item, dict)}
-        if not named & self.lock.keys.keys() and not self.refreshed:
-            self.lock.keys = keys_update(self.lock.keys, self._document())
+    def trusted(self) -> dict[str, dict]:
+        if not self.read:
+            document = self.transport.request("GET", KEYS_PATH).json()
+            self.lock.keys = keys_update(self.lock.keys, document) if self.lock.keys else keys_first_use(document)
+            self.read = True
         return self.lock.keys
 
 
@@ -104,7 +100,7 @@ def _attestation(transport: Transport, name: str, *, version: int, source: str |
 
 def _verified(keys: KeySet, envelope: dict, bundle: SkillBundle, *, where: str = "") -> Verified:
     """The statement vouching for exactly `bundle`'s files, or SignatureRefused naming the key or file."""
-    verified = envelope_verify(envelope, keys.trusted_for(envelope), skill=bundle.name)
+    verified = envelope_verify(envelope, keys.trusted(), skill=bundle.name)
     files = {f.path: f.sha256 for f in bundle.files}
     files_check(verified, skill=bundle.name, version=bundle.version, files=files, where=where or f"{bundle.name}/")
     return verified
