@@ -25,6 +25,11 @@ urlpatterns = [
         discovery.DiscoverySkillMdApi.as_view(),
         name="discovery-skill-md",
     ),
+    path(
+        ".well-known/agent-skills/<str:name>.intoto.json",
+        discovery.DiscoveryAttestationApi.as_view(),
+        name="discovery-attestation",
+    ),
     path(".well-known/agent-skills/<str:name>.zip", discovery.DiscoveryArchiveApi.as_view(), name="discovery-archive"),
     # The registry's release-signing public keys: anonymous, what every verifier starts from.
     path(".well-known/skill-registry/keys.json", attestations.SigningKeysApi.as_view(), name="signing-keys"),

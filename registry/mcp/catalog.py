@@ -25,6 +25,7 @@ from registry.models import Blob, SkillFile, SkillVersion
 from registry.readmodel.generation import current_generation
 from registry.readmodel.memo import GenerationMemo
 from registry.readmodel.rollouts import canary_names, subject_pins
+from registry.selectors.attestations import KEYS_PATH
 from registry.selectors.resolve import cache_namespace, registry_snapshot
 from registry.selectors.skills import EffectiveSkill
 
@@ -82,12 +83,25 @@ class SkillEntry:
         is the canary of the label's rollout."""
         return {
             "uri": self.uri,
-            "_meta": {"version": self.version, "canary": canary},
+            "_meta": {
+                "version": self.version,
+                "canary": canary,
+                ATTESTATION_META: {"url": attestation_path(self.name, self.version), "keys": KEYS_PATH},
+            },
             "frontmatter": self.frontmatter,
             "resources": [
                 {"uri": file_uri(self.name, f.path), "digest": f"sha256:{f.sha256}", "size": f.size} for f in self.files
             ],
         }
+
+
+# Where the served version's signed release statement is (the REST API, with a read token) and
+# the keys that verify it (anyone): registry/api/attestations.py.
+ATTESTATION_META = "io.skill-registry/attestation"
+
+
+def attestation_path(name: str, version: int) -> str:
+    return f"/api/v1/skills/{quote(name, safe='')}/versions/{version}/attestation"
 
 
 def file_uri(name: str, path: str) -> str:

@@ -274,3 +274,29 @@ def test_keys_command_lists_rotates_expires_and_signs_older_versions(api):
         call_command("keys", "expire", current)
     with pytest.raises(CommandError, match="No signing key"):
         call_command("keys", "expire", "SHA256:nope")
+
+
+def test_the_discovery_index_and_mcp_entries_say_where_the_attestation_is(api, tmp_path):
+    from urllib.parse import urljoin
+
+    from registry.mcp.catalog import mcp_skill_catalog
+
+    publish("listed-archive", files=[("scripts/run.sh", SCRIPT, True)])
+    publish("listed-plain")
+    anonymous = Client()
+    index_url = "http://testserver/.well-known/agent-skills/index.json"
+    keys = anonymous.get(KEYS).json()
+    for entry in anonymous.get(index_url).json()["skills"]:
+        assert entry["attestation"] == f"{entry['name']}.intoto.json"
+        envelope = anonymous.get(urljoin(index_url, entry["attestation"]))
+        assert envelope.status_code == 200 and envelope["X-Skill-Version"] == entry["version"]
+        artifact = anonymous.get(urljoin(index_url, entry["url"])).content
+        subject = f"{entry['name']}.zip" if entry["type"] == "archive" else f"{entry['name']}/SKILL.md"
+        checked = _verify(tmp_path, keys, envelope.json(), artifact, subject)
+        assert checked.returncode == 0, checked.stderr
+    assert anonymous.get("/.well-known/agent-skills/nope.intoto.json").status_code == 404
+
+    wire = next(entry for entry in mcp_skill_catalog().entries if entry.name == "listed-plain")
+    meta = wire.as_wire(canary=False)["_meta"]["io.skill-registry/attestation"]
+    assert meta == {"url": "/api/v1/skills/listed-plain/versions/1/attestation", "keys": KEYS}
+    assert api.get(meta["url"]).status_code == 200
