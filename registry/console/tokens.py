@@ -134,7 +134,8 @@ def publisher_key_add_view(request):
     values = {"name": request.POST.get("name", ""), "public_key": request.POST.get("public_key", "")}
 
     def refused(error: ApplicationError):
-        errors = {field: str(problem) for field, problem in error.fields.items()} | {"form": error.detail}
+        # A problem with a field is shown beside it; anything else above the form.
+        errors = {field: str(problem) for field, problem in error.fields.items()} or {"form": error.detail}
         return _page(request, key_values=values, key_errors=errors, status=error.status)
 
     on_domain_error(request, refused)

@@ -200,14 +200,15 @@ def version_attest(
             envelope=publisher_envelope, skill=version.skill.name, files=files, actor=actor
         )
     author = version.author.get_username() if version.author else None
-    predicate = {
+    source = channel if channel in CHANNELS else "import"
+    predicate: dict[str, Any] = {
         "skill": version.skill.name,
         "version": version.number,
         "skillSource": version.skill.source,
         "fingerprint": version.fingerprint,
         "publisher": author,
         "publishedAt": _iso(version.created_at),
-        "source": channel if channel in CHANNELS else "import",
+        "source": source,
         "scan": None,
         "publisherSignature": _publisher_claim(publisher_key),
     }
@@ -215,7 +216,7 @@ def version_attest(
     return VersionAttestation.objects.create(
         version=version,
         envelope=_issue(subject=subject, predicate=predicate),
-        channel=predicate["source"],
+        channel=source,
         publisher_envelope=publisher_envelope,
         publisher_key=publisher_key,
     )

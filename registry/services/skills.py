@@ -238,25 +238,30 @@ def skill_version_publish(
             actor=actor,
             publisher_envelope=publisher_signature,
         )
-        skill.latest_version = version.number
-        skill.save(update_fields=["latest_version", "updated_at"])
-        audit_record(
-            actor=actor,
-            action="version.publish",
-            object_type="skill",
-            object_repr=f"{skill.name}@{skill.source}",
-            before={"version": newest.number if newest else None},
-            after={"version": version.number, "fingerprint": version.fingerprint},
-        )
-        registry_changed(skill=skill.name)
-        webhook_event_emit(
-            event=WebhookEvent.SKILL_PUBLISHED,
-            actor=actor,
-            skill=skill.name,
-            version=version.number,
-            from_version=newest.number if newest else None,
-        )
+        _announce_version(skill=skill, version=version, previous=newest, actor=actor)
     return PublishResult(version=version, created=True, warnings=parsed.warnings)
+
+
+def _announce_version(*, skill: Skill, version: SkillVersion, previous: SkillVersion | None, actor: Actor) -> None:
+    """Make `version` the skill's newest, in the audit log, the read model and the webhooks."""
+    skill.latest_version = version.number
+    skill.save(update_fields=["latest_version", "updated_at"])
+    audit_record(
+        actor=actor,
+        action="version.publish",
+        object_type="skill",
+        object_repr=f"{skill.name}@{skill.source}",
+        before={"version": previous.number if previous else None},
+        after={"version": version.number, "fingerprint": version.fingerprint},
+    )
+    registry_changed(skill=skill.name)
+    webhook_event_emit(
+        event=WebhookEvent.SKILL_PUBLISHED,
+        actor=actor,
+        skill=skill.name,
+        version=version.number,
+        from_version=previous.number if previous else None,
+    )
 
 
 def _locked_skill(*, name: str, source: str, actor: Actor) -> Skill:

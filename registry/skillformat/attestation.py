@@ -152,6 +152,7 @@ def private_key_pem(key: Ed25519PrivateKey) -> bytes:
 
 def private_key_load(data: bytes) -> Ed25519PrivateKey:
     """A PEM (PKCS8) or OpenSSH private Ed25519 key, unencrypted."""
+    key: object
     try:
         if b"OPENSSH PRIVATE KEY" in data:
             key = serialization.load_ssh_private_key(data, password=None)

@@ -46,7 +46,7 @@ class Command(BaseCommand):
                 if options["at"] and at is None:
                     raise CommandError(f"--at {options['at']!r} is not an ISO 8601 time.")
                 row = signing_key_expire(keyid=options["keyid"], at=at, actor=actor)
-                self.stdout.write(f"{row.keyid} expires at {row.expires_at.isoformat()}.")
+                self.stdout.write(f"{row.keyid} expires at {row.expires_at}.")
             else:
                 count = versions_attest_missing()
                 self.stdout.write(f"Signed {count} versions.")
