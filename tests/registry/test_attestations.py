@@ -14,8 +14,10 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from django.test import Client
 from django.utils import timezone
+from rest_framework.test import APIClient
 
 from registry.models import SigningKey, VersionAttestation
 from registry.services.attestations import (
@@ -300,3 +302,58 @@ def test_the_discovery_index_and_mcp_entries_say_where_the_attestation_is(api, t
     meta = wire.as_wire(canary=False)["_meta"]["io.skill-registry/attestation"]
     assert meta == {"url": "/api/v1/skills/listed-plain/versions/1/attestation", "keys": KEYS}
     assert api.get(meta["url"]).status_code == 200
+
+
+def test_a_policy_requiring_the_publishers_signature_through_the_api(api):
+    body = {"roles": ["admin", "author"], "require_publisher_signature": True}
+    assert api.put("/api/v1/label-policies/production", body, format="json").status_code == 200
+    assert api.get("/api/v1/label-policies/production").json()["require_publisher_signature"] is True
+    bad = api.put("/api/v1/label-policies/production", {**body, "require_publisher_signature": "maybe"}, format="json")
+    assert bad.status_code == 400 and "require_publisher_signature" in bad.json()["fields"]
+
+    publish("unsigned-skill")
+    refused = api.put("/api/v1/skills/unsigned-skill/labels/production", {"version": 1}, format="json")
+    assert refused.status_code == 409
+    assert refused.json()["unmet"][0]["check"] == "publisher_signature"
+    assert "its publisher's signature" in refused.json()["needs"]
+    overridden = api.put(
+        "/api/v1/skills/unsigned-skill/labels/production",
+        {"version": 1, "override_reason": "signed offline, checked by hand"},
+        format="json",
+    )
+    assert overridden.status_code == 200
+
+
+def test_bad_publisher_signatures_refuse_the_publish_naming_the_problem(api, make_token):
+    from skill_registry_client.attestation import publisher_envelope
+
+    from registry.services.attestations import publisher_key_add
+    from tests.factories import user_with_role
+
+    ann = user_with_role("author", username="ann")
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {make_token(['skills:read', 'skills:write'], user=ann)}")
+    key = Ed25519PrivateKey.generate()
+    public = dsse.b64(dsse.raw_public_key(key.public_key()))
+    publisher_key_add(user=ann, name="laptop", public_key=public)
+    skill_md = make_skill_md("sig-checked")
+    digest = hashlib.sha256(skill_md.encode()).hexdigest()
+
+    def post(envelope):
+        return client.post("/api/v1/skills", {"skill_md": skill_md, "signature": envelope}, format="json")
+
+    other = publisher_envelope(key, skill="sig-checked", files={"SKILL.md": "0" * 64})
+    refused = post(other)
+    assert (
+        refused.status_code == 400
+        and "does not match the published files at sig-checked/SKILL.md" in refused.json()["detail"]
+    )
+    wrong_skill = publisher_envelope(key, skill="another", files={"SKILL.md": digest})
+    assert "names skill 'another'" in post(wrong_skill).json()["detail"]
+    good = publisher_envelope(key, skill="sig-checked", files={"SKILL.md": digest})
+    tampered = {**good, "signatures": [{**good["signatures"][0], "sig": dsse.b64(b"\0" * 64)}]}
+    assert "does not verify" in post(tampered).json()["detail"]
+    assert post({"payloadType": "text/plain"}).json()["fields"]["signature"]
+    assert not VersionAttestation.objects.exists()  # every refusal left nothing behind
+    assert post(good).status_code == 201
+    assert VersionAttestation.objects.get().publisher_key.user == ann
