@@ -357,3 +357,13 @@ def test_bad_publisher_signatures_refuse_the_publish_naming_the_problem(api, mak
     assert not VersionAttestation.objects.exists()  # every refusal left nothing behind
     assert post(good).status_code == 201
     assert VersionAttestation.objects.get().publisher_key.user == ann
+
+
+def test_a_signing_key_file_others_can_read_is_warned_about(key_file):
+    from registry.checks import var_dir_is_private
+
+    publish("makes-the-key")
+    assert not [w for w in var_dir_is_private(None) if str(key_file) in w.msg]
+    key_file.chmod(0o644)
+    warned = [w for w in var_dir_is_private(None) if str(key_file) in w.msg]
+    assert warned and warned[0].hint == f"chmod 600 {key_file}"
