@@ -126,27 +126,31 @@ def token_revoke(request, token_id: int):
     return redirect(reverse("token-list"))
 
 
-@console_view(scope=ANY_ROLE)
+# Signing keys are for those who publish.
+@console_view(scope=TokenScope.SKILLS_WRITE.value)
 def publisher_key_add_view(request):
     """POST: register one of the user's Ed25519 public keys; problems beside their field."""
     if request.method != "POST":
         return redirect(reverse("token-list") + "#signing-keys")
-    values = {"name": request.POST.get("name", ""), "public_key": request.POST.get("public_key", "")}
+    values = {"key_name": request.POST.get("key_name", ""), "public_key": request.POST.get("public_key", "")}
 
     def refused(error: ApplicationError):
-        # A problem with a field is shown beside it; anything else above the form.
-        errors = {field: str(problem) for field, problem in error.fields.items()} or {"form": error.detail}
+        # A problem with a field is shown beside it (the service's `name` is the form's `key_name`);
+        # anything else above the form.
+        errors = {
+            ("key_name" if field == "name" else field): str(problem) for field, problem in error.fields.items()
+        } or {"form": error.detail}
         return _page(request, key_values=values, key_errors=errors, status=error.status)
 
     on_domain_error(request, refused)
     key = publisher_key_add(
-        user=request.user, name=values["name"], public_key=values["public_key"], actor=_actor(request)
+        user=request.user, name=values["key_name"], public_key=values["public_key"], actor=_actor(request)
     )
     messages.success(request, f"Added signing key {key.name} ({key.keyid}).")
     return redirect(reverse("token-list") + "#signing-keys")
 
 
-@console_view(scope=ANY_ROLE)
+@console_view(scope=TokenScope.SKILLS_WRITE.value)
 def publisher_key_revoke_view(request, key_id: int):
     if request.method != "POST":
         return redirect(reverse("token-list") + "#signing-keys")
