@@ -367,3 +367,32 @@ def test_a_signing_key_file_others_can_read_is_warned_about(key_file):
     key_file.chmod(0o644)
     warned = [w for w in var_dir_is_private(None) if str(key_file) in w.msg]
     assert warned and warned[0].hint == f"chmod 600 {key_file}"
+
+
+def test_pushing_the_same_content_signed_adds_the_signature_to_that_version(api, tmp_path):
+    from skill_registry_client.attestation import publisher_envelope
+
+    from registry.services.attestations import publisher_key_add
+    from tests.factories import user_with_role
+
+    ann = user_with_role("author", username="ann")
+    key = Ed25519PrivateKey.generate()
+    registered = publisher_key_add(user=ann, name="laptop", public_key=dsse.b64(dsse.raw_public_key(key.public_key())))
+    actor = Actor(user=ann, via="api token ci")
+    bundle = bundle_from_parts(make_skill_md("signed-later").encode(), [("scripts/run.sh", SCRIPT, True)])
+    skill_version_publish(bundle=bundle, actor=actor)
+    files = {
+        "SKILL.md": hashlib.sha256(bundle.skill_md).hexdigest(),
+        "scripts/run.sh": hashlib.sha256(SCRIPT).hexdigest(),
+    }
+    again = skill_version_publish(
+        bundle=bundle, actor=actor, publisher_signature=publisher_envelope(key, skill="signed-later", files=files)
+    )
+    assert again.created is False and again.version.number == 1
+    statement = _statement(_attestation(api, "signed-later", 1))
+    assert statement["predicate"]["publisherSignature"] == {"keyid": registered.keyid, "publisher": "ann"}
+    skill_md = api.get("/api/v1/skills/signed-later/SKILL.md").content
+    checked = _verify(
+        tmp_path, Client().get(KEYS).json(), _attestation(api, "signed-later", 1), skill_md, "signed-later/SKILL.md"
+    )
+    assert checked.returncode == 0, checked.stderr
