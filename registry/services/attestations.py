@@ -51,12 +51,26 @@ class InvalidPublisherSignature(ApplicationError):
 # --- the registry's key -----------------------------------------------------------------------
 
 
+def _key_file_create(path) -> None:
+    """Write a new private key to `path` unless one is there, all at once: it is written 0600 to
+    a file of its own, then linked into place, so a process racing to make the first key either
+    wins or reads the winner's whole key, never half of it."""
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    pending = path.with_name(f".{path.name}.{os.getpid()}.new")
+    pending.unlink(missing_ok=True)
+    private_file_create(pending, dsse.private_key_pem(Ed25519PrivateKey.generate()).decode("ascii"))
+    try:
+        os.link(pending, path)
+    except FileExistsError:
+        pass
+    finally:
+        pending.unlink(missing_ok=True)
+
+
 def _read_key_file() -> Ed25519PrivateKey:
     path = settings.SIGNING_KEY_FILE
     if not path.exists():
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        # O_EXCL: of two processes making the first key at once, one writes and both read it.
-        private_file_create(path, dsse.private_key_pem(Ed25519PrivateKey.generate()).decode("ascii"))
+        _key_file_create(path)
     try:
         return dsse.private_key_load(path.read_bytes())
     except (OSError, dsse.AttestationError) as error:
@@ -351,7 +365,7 @@ def _publisher_signature_check(
     want = {
         item["name"]: item["digest"]["sha256"] for item in dsse.subjects(skill=skill, files=files, archive_sha256=None)
     }
-    have = dsse.envelope_open(envelope).digests
+    have = opened.digests
     for name in sorted(want.keys() | have.keys()):
         if want.get(name) != have.get(name):
             raise InvalidPublisherSignature(
