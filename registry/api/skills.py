@@ -104,6 +104,9 @@ def _read_upload(request) -> tuple[Bundle, dict]:
     return _bundle_from_json(options), options
 
 
+SKILLREG_USER_AGENT = "skill-registry-client/"
+
+
 def publish_channel(request) -> str:
     """`cli` for skillreg (its User-Agent), `api` for any other caller."""
     agent = request.META.get("HTTP_USER_AGENT", "")
@@ -130,7 +133,6 @@ def _publish(view: ApiView, *, expected_name: str | None, default_source: str, c
     )
 
 
-SKILLREG_USER_AGENT = "skill-registry-client/"
 UPLOAD_PARSERS = [SafeJSONParser, parsers.MultiPartParser, ZipParser]
 PUBLISH_REQUEST = {
     "application/json": s.SkillPublishInputSerializer,

@@ -143,7 +143,10 @@ def envelope_verify(envelope: Any, keys: dict[str, dict], *, skill: str, now: da
         keyid = signature.get("keyid", "")
         key = keys.get(keyid)
         if key is None:
-            problems.append(f"signed by unknown key {keyid} (not in the key set pinned in skills.lock)")
+            problems.append(
+                f"signed by unknown key {keyid} (skills.lock pins other keys, and none of them endorsed it; if the "
+                "registry's keys were replaced on purpose, remove `keys` from skills.lock to pin its keys again)"
+            )
             continue
         if not _verifies(key["public_key"], payload, signature.get("sig", ""), PAYLOAD_TYPE):
             problems.append(f"the signature by key {keyid} does not verify (the attestation was altered)")
