@@ -338,6 +338,12 @@ if DISCOVERY_LABEL is not None and not re.fullmatch(r"[a-z0-9_.-]{1,36}", DISCOV
         "e.g. production."
     )
 
+# --- Signed releases --------------------------------------------------------------------
+# The registry's Ed25519 signing key (PEM, 0600), made on first use when missing; `manage.py keys
+# rotate` replaces it. Its public half, and every older one, are at
+# /.well-known/skill-registry/keys.json (registry/services/attestations.py).
+SIGNING_KEY_FILE = Path(env.str("SIGNING_KEY_FILE", default=str(VAR_DIR / "signing_key.pem")))
+
 # --- Webhooks ---------------------------------------------------------------------------
 # Off, a webhook URL that resolves to a loopback, private, link-local or other non-public address
 # is refused when the hook is created and again before each delivery (SSRF). On only where the

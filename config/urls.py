@@ -4,7 +4,7 @@ from django.templatetags.static import static
 from django.urls import include, path
 from django.views.generic import RedirectView
 
-from registry.api import discovery, errors
+from registry.api import attestations, discovery, errors
 from registry.api.docs import ApiSchemaView, api_docs
 from registry.api.health import healthz
 from registry.console.login import ThrottledLoginView
@@ -25,7 +25,14 @@ urlpatterns = [
         discovery.DiscoverySkillMdApi.as_view(),
         name="discovery-skill-md",
     ),
+    path(
+        ".well-known/agent-skills/<str:name>.intoto.json",
+        discovery.DiscoveryAttestationApi.as_view(),
+        name="discovery-attestation",
+    ),
     path(".well-known/agent-skills/<str:name>.zip", discovery.DiscoveryArchiveApi.as_view(), name="discovery-archive"),
+    # The registry's release-signing public keys: anonymous, what every verifier starts from.
+    path(".well-known/skill-registry/keys.json", attestations.SigningKeysApi.as_view(), name="signing-keys"),
     # Browsers and bookmarks ask for /favicon.ico whatever the page's <link rel="icon"> says.
     path("favicon.ico", RedirectView.as_view(url=static("favicon.svg"), permanent=True)),
     path("login/", ThrottledLoginView.as_view(), name="login"),

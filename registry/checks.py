@@ -26,7 +26,8 @@ def _too_open(path: Path, allowed: int, *, exposed: str, check_id: str) -> list[
 
 def _private_files() -> list[Path]:
     var_dir = Path(settings.VAR_DIR)
-    files = [var_dir / "secret_key", var_dir / "admin-password.txt"]
+    # The release-signing key too: whoever reads it can sign skills as the registry.
+    files = [var_dir / "secret_key", var_dir / "admin-password.txt", Path(settings.SIGNING_KEY_FILE)]
     database = settings.DATABASES["default"]
     if database["ENGINE"] == "django.db.backends.sqlite3" and str(database["NAME"]) != ":memory:":
         files.append(Path(database["NAME"]))

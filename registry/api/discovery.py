@@ -20,6 +20,7 @@ from registry.api.base import RawApiView, if_none_match, not_modified, raw_respo
 from registry.api.schema import errors
 from registry.errors import NotFound
 from registry.readmodel.rollouts import subject_of
+from registry.selectors.attestations import version_attestation
 from registry.selectors.discovery import (
     ARCHIVE_TYPE,
     DISCOVERY_SCHEMA,
@@ -48,6 +49,10 @@ class DiscoveryEntrySerializer(serializers.Serializer):
         r"^sha256:[0-9a-f]{64}$", help_text="`sha256:<hex>` of exactly the bytes `url` serves."
     )
     version = serializers.CharField(help_text="The registry's version number of the skill that is served.")
+    attestation = serializers.CharField(
+        help_text="The served version's signed release statement (a DSSE envelope of an in-toto statement whose "
+        "subjects include `digest`), relative to the index; the keys are at /.well-known/skill-registry/keys.json."
+    )
 
 
 class DiscoveryIndexSerializer(serializers.Serializer):
@@ -138,6 +143,7 @@ class DiscoveryIndexApi(DiscoveryApi):
                     "url": entry.url,
                     "digest": entry.digest,
                     "version": str(entry.version),
+                    "attestation": entry.attestation,
                 }
                 for entry in discovery_index(label=label, subject=_subject(request))
             ],
@@ -163,6 +169,29 @@ class DiscoverySkillMdApi(DiscoveryApi):
     )
     def get(self, request, name: str):
         return self.artifact(request, name, SKILL_MD_TYPE)
+
+
+class DiscoveryAttestationApi(DiscoveryApi):
+    @extend_schema(
+        operation_id="discovery_attestation",
+        auth=[],
+        tags=["discovery"],
+        parameters=[NAME_PATH, SUBJECT],
+        responses={(200, "application/json"): OpenApiResponse(OpenApiTypes.OBJECT), **errors(400, 404)},
+        summary="The signed release statement (DSSE envelope) of the version a published skill serves.",
+        description=OFF_OR_UNKNOWN,
+    )
+    def get(self, request, name: str):
+        label = _published_label()
+        target = None
+        if publishable(name):
+            target = discovery_target(label=label, name=name, type=SKILL_MD_TYPE, subject=_subject(request))
+        if target is None:
+            raise NotFound(f"No skill '{name}' is published at label '{label}'.")
+        content = json.dumps(version_attestation(version=target.version).envelope, separators=(",", ":")).encode()
+        etag = f'"{hashlib.sha256(content).hexdigest()}"'
+        extra = {"X-Skill-Version": str(target.version.number)}
+        return raw_response(request, content, etag, "application/json", extra=extra, cache_control=CACHE_CONTROL)
 
 
 class DiscoveryArchiveApi(DiscoveryApi):

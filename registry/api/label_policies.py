@@ -80,6 +80,12 @@ class LabelPolicyInputSerializer(serializers.Serializer):
         "(compared with the version the label serves) needs an admin's override_reason; others get 403 naming "
         "the new capabilities. null: no such check.",
     )
+    require_publisher_signature = FlagField(
+        required=False,
+        default=False,
+        help_text="A version needs its publisher's signature (`skillreg push --sign`) before the label may "
+        "point to it; an admin may override with a reason.",
+    )
 
 
 @extend_schema_field({"type": "string", "format": "duration", "example": "P7DT00H00M00S"})
@@ -112,6 +118,7 @@ class LabelPolicySerializer(serializers.Serializer):
     new_capabilities = serializers.SerializerMethodField(
         help_text="`admin` when a move that adds network, command or credential capabilities needs an admin."
     )
+    require_publisher_signature = serializers.BooleanField()
     updated_by = TextField(source="updated_by.username", allow_null=True, default=None)
     updated_at = serializers.DateTimeField()
 

@@ -286,6 +286,14 @@ class SkillPublishInputSerializer(serializers.Serializer):
     )
     source = PublishSourceField(required=False, default=None, allow_null=True)
     accept_lenient = FlagField(required=False, default=False, help_text=ACCEPT_LENIENT_HELP)
+    signature = serializers.DictField(
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="The publisher's signature: a DSSE envelope of an in-toto statement (predicateType "
+        "https://skill-registry.dev/attestation/publisher/v1) whose subjects are every file's sha256, signed "
+        "with an Ed25519 key the user registered (`skillreg push --sign KEY`). A bad one refuses the publish.",
+    )
 
 
 class SkillUploadOptionsSerializer(serializers.Serializer):

@@ -104,6 +104,15 @@ def _read_upload(request) -> tuple[Bundle, dict]:
     return _bundle_from_json(options), options
 
 
+SKILLREG_USER_AGENT = "skill-registry-client/"
+
+
+def publish_channel(request) -> str:
+    """`cli` for skillreg (its User-Agent), `api` for any other caller."""
+    agent = request.META.get("HTTP_USER_AGENT", "")
+    return "cli" if agent.startswith(SKILLREG_USER_AGENT) else "api"
+
+
 def _publish(view: ApiView, *, expected_name: str | None, default_source: str, create: bool = False) -> Response:
     bundle, options = _read_upload(view.request)
     result = skill_version_publish(
@@ -115,6 +124,8 @@ def _publish(view: ApiView, *, expected_name: str | None, default_source: str, c
         accept_lenient=options.get("accept_lenient", False),
         create=create,
         actor=view.actor(),
+        channel=publish_channel(view.request),
+        publisher_signature=options.get("signature"),
     )
     return Response(
         s.PublishResultSerializer(result).data,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from registry.api import capabilities, label_policies, resolve, rules, skills, usage, webhooks
+from registry.api import attestations, capabilities, label_policies, resolve, rules, skills, usage, webhooks
 
 urlpatterns = [
     path("skills", skills.SkillListCreateApi.as_view(), name="api-skills"),
@@ -19,6 +19,11 @@ urlpatterns = [
         "skills/<str:name>/versions/<int:number>/capabilities",
         capabilities.SkillVersionCapabilitiesApi.as_view(),
         name="api-skill-version-capabilities",
+    ),
+    path(
+        "skills/<str:name>/versions/<int:number>/attestation",
+        attestations.VersionAttestationApi.as_view(),
+        name="api-skill-version-attestation",
     ),
     path("skills/<str:name>/diff", skills.SkillDiffApi.as_view(), name="api-skill-diff"),
     path("skills/<str:name>/labels", skills.SkillLabelListApi.as_view(), name="api-skill-labels"),

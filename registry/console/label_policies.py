@@ -53,6 +53,7 @@ def _values_of(policy) -> dict:
         "p_worse": _shown(guard.get("p_worse")),
         "rollback_window": duration_text(policy.rollback_window),
         "new_capabilities": policy.new_capabilities == "admin",
+        "require_publisher_signature": policy.require_publisher_signature,
     }
 
 
@@ -76,6 +77,7 @@ def label_policy_save(request):
     values |= {"rollback_window": post.get("rollback_window", "")}
     values |= {"roles": post.getlist("roles"), "not_worse": post.get("not_worse") == "1"}
     values |= {"new_capabilities": post.get("new_capabilities") == "admin"}
+    values |= {"require_publisher_signature": post.get("require_publisher_signature") == "1"}
     on_domain_error(request, lambda error: _page(request, values=values, errors=_errors(error), status=error.status))
     label = label_name_check(values["label"].strip())
     require_eval = None
@@ -99,6 +101,7 @@ def label_policy_save(request):
         guard=guard,
         rollback_window=values["rollback_window"].strip() or None,
         new_capabilities="admin" if values["new_capabilities"] else None,
+        require_publisher_signature=values["require_publisher_signature"],
         actor=Actor(user=request.user, via="console"),
     )
     messages.success(request, f"Saved the policy of {label}.")

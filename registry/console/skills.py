@@ -33,6 +33,7 @@ from registry.errors import ApplicationError, LenientReadingRefused, NameTaken, 
 from registry.models import EvalRun, Skill, SkillSource, SkillVersion
 from registry.roles import ADMIN, acting_role, user_roles
 from registry.selectors.analytics import AnalyticsFilter, SkillStats, skill_analytics
+from registry.selectors.attestations import version_signatures
 from registry.selectors.capabilities import version_capabilities_diff
 from registry.selectors.evals import eval_latest_per_version
 from registry.selectors.label_policies import label_policy_list
@@ -211,6 +212,7 @@ def skill_detail(request, name: str):
         "curl": f'curl -H "Authorization: Bearer $SKILL_REGISTRY_TOKEN" {api_url}',
         "is_latest": version.number == skill.latest_version,
         "is_served": version.number == served.number,
+        "signatures": version_signatures(version=version),
     }
     return render(request, "registry/skills/detail.html", context)
 

@@ -20,6 +20,8 @@ from registry.console.errors import form_add_domain_error, on_domain_error
 from registry.errors import ApplicationError
 from registry.models import ApiToken, TokenScope
 from registry.roles import ANY_ROLE, token_access
+from registry.selectors.attestations import publisher_key_get_for_user, publisher_keys_for_user
+from registry.services.attestations import publisher_key_add, publisher_key_revoke
 from registry.services.audit import Actor
 from registry.services.tokens import NAME_MAX, api_token_create, api_token_revoke
 
@@ -45,7 +47,16 @@ def _actor(request) -> Actor:
     return Actor(user=request.user, via="console")
 
 
-def _page(request, *, form: TokenCreateForm | None = None, new_token=None, secret: str = "", status: int = 200):
+def _page(
+    request,
+    *,
+    form: TokenCreateForm | None = None,
+    new_token=None,
+    secret: str = "",
+    status: int = 200,
+    key_values: dict | None = None,
+    key_errors: dict | None = None,
+):
     access = token_access(request.user)
     context = {
         "rows": selectors.api_tokens_for_user(user=request.user),
@@ -58,6 +69,9 @@ def _page(request, *, form: TokenCreateForm | None = None, new_token=None, secre
         "owner": (form.data.get("owner") if form is not None else "") or request.user.get_username(),
         "new_token": new_token,
         "secret": secret,
+        "publisher_keys": publisher_keys_for_user(user=request.user),
+        "key_values": key_values or {},
+        "key_errors": key_errors or {},
     }
     return render(request, "registry/tokens/list.html", context, status=status)
 
@@ -112,7 +126,43 @@ def token_revoke(request, token_id: int):
     return redirect(reverse("token-list"))
 
 
+# Signing keys are for those who publish.
+@console_view(scope=TokenScope.SKILLS_WRITE.value)
+def publisher_key_add_view(request):
+    """POST: register one of the user's Ed25519 public keys; problems beside their field."""
+    if request.method != "POST":
+        return redirect(reverse("token-list") + "#signing-keys")
+    values = {"key_name": request.POST.get("key_name", ""), "public_key": request.POST.get("public_key", "")}
+
+    def refused(error: ApplicationError):
+        # A problem with a field is shown beside it (the service's `name` is the form's `key_name`);
+        # anything else above the form.
+        errors = {
+            ("key_name" if field == "name" else field): str(problem) for field, problem in error.fields.items()
+        } or {"form": error.detail}
+        return _page(request, key_values=values, key_errors=errors, status=error.status)
+
+    on_domain_error(request, refused)
+    key = publisher_key_add(
+        user=request.user, name=values["key_name"], public_key=values["public_key"], actor=_actor(request)
+    )
+    messages.success(request, f"Added signing key {key.name} ({key.keyid}).")
+    return redirect(reverse("token-list") + "#signing-keys")
+
+
+@console_view(scope=TokenScope.SKILLS_WRITE.value)
+def publisher_key_revoke_view(request, key_id: int):
+    if request.method != "POST":
+        return redirect(reverse("token-list") + "#signing-keys")
+    key = publisher_key_get_for_user(user=request.user, key_id=key_id)
+    publisher_key_revoke(key=key, actor=_actor(request))
+    messages.success(request, f"Revoked signing key {key.name}: new signatures by it are refused.")
+    return redirect(reverse("token-list") + "#signing-keys")
+
+
 urlpatterns = [
     path("tokens/", token_list, name="token-list"),
+    path("tokens/keys/", publisher_key_add_view, name="publisher-key-add"),
+    path("tokens/keys/<int:key_id>/revoke/", publisher_key_revoke_view, name="publisher-key-revoke"),
     path("tokens/<int:token_id>/revoke/", token_revoke, name="token-revoke"),
 ]

@@ -25,6 +25,7 @@ from registry.models import Blob, SkillFile, SkillVersion
 from registry.readmodel.generation import current_generation
 from registry.readmodel.memo import GenerationMemo
 from registry.readmodel.rollouts import canary_names, subject_pins
+from registry.selectors.attestations import KEYS_PATH
 from registry.selectors.resolve import cache_namespace, registry_snapshot
 from registry.selectors.skills import EffectiveSkill
 
@@ -36,6 +37,9 @@ DIRECTORY_TYPE = "inode/directory"
 META_PREFIX = "io.skill-registry/"
 VERSION_META = f"{META_PREFIX}version"
 CANARY_META = f"{META_PREFIX}canary"
+# Where the served version's signed release statement is (the REST API, with a read token) and
+# the keys that verify it (anyone): registry/api/attestations.py.
+ATTESTATION_META = f"{META_PREFIX}attestation"
 
 # The stable Skills Extension's per-skill limits: every conforming host loads a skill within
 # them, and a server should not serve one beyond them. Such a skill is left out of `skills/list`
@@ -87,7 +91,8 @@ class SkillEntry:
         is the canary of the label's rollout."""
         return {
             "uri": self.uri,
-            "_meta": served_meta(version=self.version, canary=canary),
+            "_meta": served_meta(version=self.version, canary=canary)
+            | {ATTESTATION_META: {"url": attestation_path(self.name, self.version), "keys": KEYS_PATH}},
             "frontmatter": self.frontmatter,
             "resources": [
                 {"uri": file_uri(self.name, f.path), "digest": f"sha256:{f.sha256}", "size": f.size} for f in self.files
@@ -100,6 +105,10 @@ def served_meta(*, version: int, canary: bool) -> dict[str, Any]:
     canary of the label's rollout. Keys are reverse-domain prefixed, as `_meta` keys that are not
     the protocol's own must be."""
     return {VERSION_META: version, CANARY_META: canary}
+
+
+def attestation_path(name: str, version: int) -> str:
+    return f"/api/v1/skills/{quote(name, safe='')}/versions/{version}/attestation"
 
 
 def file_uri(name: str, path: str) -> str:

@@ -17,6 +17,7 @@ from registry.models.evals import (
 from registry.models.labels import Label, LabelChange, LabelHistory, LabelPolicy
 from registry.models.logins import LoginCounter
 from registry.models.rules import ForceIncludeRule
+from registry.models.signing import PublisherKey, SigningKey, VersionAttestation
 from registry.models.skills import SOURCE_PRIORITY, Blob, Skill, SkillFile, SkillSource, SkillVersion
 from registry.models.state import RegistryChange, RegistryState
 from registry.models.tokens import ApiToken, TokenScope
@@ -52,6 +53,7 @@ __all__ = [
     "LabelHistory",
     "LabelPolicy",
     "LoginCounter",
+    "PublisherKey",
     "QueuedOffer",
     "ROLLUP_COUNT_COLUMNS",
     "RegistryChange",
@@ -61,12 +63,14 @@ __all__ = [
     "Skill",
     "SkillFile",
     "SkillSource",
+    "SigningKey",
     "SkillVersion",
     "TokenScope",
     "UsageEvent",
     "UsageKind",
     "UsageSource",
     "VersionCapabilities",
+    "VersionAttestation",
     "Webhook",
     "WebhookDelivery",
     "WebhookEvent",

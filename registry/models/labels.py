@@ -123,6 +123,8 @@ class LabelPolicy(models.Model):
     # "admin": a move to a version that adds a network destination, a command or a credential read
     # (compared with what the label serves) needs an admin's override; "": no such check.
     new_capabilities = models.CharField(max_length=16, blank=True, default="")
+    # A move to a version needs its publisher's signature (registry/services/attestations.py).
+    require_publisher_signature = models.BooleanField(default=False)
     updated_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )

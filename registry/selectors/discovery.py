@@ -34,6 +34,7 @@ DISCOVERY_SCHEMA = "https://schemas.agentskills.io/discovery/0.2.0/schema.json"
 SKILL_MD_TYPE = "skill-md"
 ARCHIVE_TYPE = "archive"
 ARCHIVE_SUFFIX = ".zip"
+ATTESTATION_SUFFIX = ".intoto.json"  # the DSSE envelope of the served version's in-toto statement
 # The Agent Skills name rule (1-64 of a-z, 0-9 and single inner hyphens): clients skip an entry
 # whose name breaks it, and install a skill into a folder of that name (`publishable`).
 PUBLISHABLE_NAME = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
@@ -53,6 +54,11 @@ class DiscoveryEntry:
     url: str
     digest: str
     version: int
+
+    @property
+    def attestation(self) -> str:
+        """Where the version's signed release statement is, relative to `index.json`."""
+        return attestation_url(name=self.name)
 
 
 @dataclass(frozen=True)
@@ -80,6 +86,10 @@ def publishable(name: str) -> bool:
 def artifact_url(*, name: str, type: str) -> str:
     """Where a skill's artifact is, relative to `index.json`."""
     return f"{name}/{SKILL_MD}" if type == SKILL_MD_TYPE else f"{name}{ARCHIVE_SUFFIX}"
+
+
+def attestation_url(*, name: str) -> str:
+    return f"{name}{ATTESTATION_SUFFIX}"
 
 
 def _published(label: str, names: list[str] | None = None, *, pins: Pins | None = None) -> list[EffectiveSkill]:

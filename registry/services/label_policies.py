@@ -22,6 +22,7 @@ from django.utils.duration import duration_iso_string
 from registry.errors import ApplicationError, NotFound, PermissionDenied
 from registry.models import LabelChange, LabelHistory, LabelPolicy, Skill, SkillVersion
 from registry.roles import ADMIN, ROLE_SCOPES
+from registry.selectors.attestations import version_publisher_signed
 from registry.selectors.capabilities import label_capability_change
 from registry.selectors.evals import eval_run_summary_current, eval_runs_compare
 from registry.selectors.label_policies import eval_run_evidence, label_policy_get, label_versions_served_since
@@ -87,6 +88,14 @@ def _object(value: Any, field: str, allowed: set[str]) -> dict[str, Any] | None:
     return value
 
 
+def _flag(value: Any, field: str) -> bool:
+    if value is None:
+        return False
+    if not isinstance(value, bool):
+        raise InvalidLabelPolicy(f"{field} must be true or false.", fields={field: "boolean"})
+    return value
+
+
 def _model(value: Any) -> str:
     """An eval gate's model: one of AGENT_MODELS, the only models an eval run may use (any
     other gate could never be met)."""
@@ -140,7 +149,13 @@ def new_capabilities_clean(value: Any) -> str:
 
 
 def label_policy_clean(
-    *, roles: Any, require_eval: Any, guard: Any, rollback_window: Any = None, new_capabilities: Any = None
+    *,
+    roles: Any,
+    require_eval: Any,
+    guard: Any,
+    rollback_window: Any = None,
+    new_capabilities: Any = None,
+    require_publisher_signature: Any = False,
 ) -> dict[str, Any]:
     """A policy's parts checked and normalised, or InvalidLabelPolicy naming the field."""
     if not isinstance(roles, list) or not roles or not all(isinstance(role, str) for role in roles):
@@ -159,6 +174,7 @@ def label_policy_clean(
         "guard": None,
         "rollback_window": rollback_window_parse(rollback_window),
         "new_capabilities": new_capabilities_clean(new_capabilities),
+        "require_publisher_signature": _flag(require_publisher_signature, "require_publisher_signature"),
     }
     evidence = _object(require_eval, "require_eval", REQUIRE_EVAL_KEYS)
     if evidence is not None:
@@ -199,6 +215,7 @@ def label_policy_set(
     guard: Any = None,
     rollback_window: Any = None,
     new_capabilities: Any = None,
+    require_publisher_signature: Any = False,
     actor: Actor = SYSTEM,
 ) -> LabelPolicy:
     """Create or replace the policy of `label` (the caller has checked the label's name)."""
@@ -208,6 +225,7 @@ def label_policy_set(
         guard=guard,
         rollback_window=rollback_window,
         new_capabilities=new_capabilities,
+        require_publisher_signature=require_publisher_signature,
     )
     with transaction.atomic():
         policy = LabelPolicy.objects.select_for_update().filter(label=label).first()
@@ -217,6 +235,7 @@ def label_policy_set(
         policy.roles, policy.require_eval, policy.guard = cleaned["roles"], cleaned["require_eval"], cleaned["guard"]
         policy.rollback_window = cleaned["rollback_window"]
         policy.new_capabilities = cleaned["new_capabilities"]
+        policy.require_publisher_signature = cleaned["require_publisher_signature"]
         policy.updated_by = actor.user_or_none
         policy.save()
         audit_record(
@@ -250,6 +269,7 @@ def _policy_state(policy: LabelPolicy) -> dict[str, Any]:
         "guard": policy.guard,
         "rollback_window": duration_iso_string(policy.rollback_window),
         "new_capabilities": policy.new_capabilities or None,
+        "require_publisher_signature": policy.require_publisher_signature,
     }
 
 
@@ -261,6 +281,8 @@ def _unmet(check: str, wanted: Any, got: Any, run: Any = None) -> dict[str, Any]
 
 
 SUITE_UNACCEPTED = "suite_accepted"
+# A version its publisher did not sign, under `require_publisher_signature`.
+PUBLISHER_SIGNATURE = "publisher_signature"
 
 
 def _suite_unaccepted(number: int, run: Any) -> dict[str, Any]:
@@ -388,6 +410,8 @@ def _needed(check: dict[str, Any], policy: LabelPolicy | None) -> str:
         return f"an eval run of v{wanted['version']} with {wanted['model']} {on}{_thresholds(require_eval)}"
     if name == SUITE_UNACCEPTED:
         return f"{label_policy_unmet_phrase(check)}: someone in the policy's roles accepts it"
+    if name == PUBLISHER_SIGNATURE:
+        return "its publisher's signature (`skillreg push --sign KEY`, with a key registered on the Tokens page)"
     if name == "min_task_rate":
         return f"task pass rate ≥ {wanted:g} (its run has {_figure(got)})"
     if name == "min_trigger_f1":
@@ -409,6 +433,8 @@ def label_gate(*, skill: Skill, label: str, version: SkillVersion | None, role: 
         unmet += label_policy_unmet(skill=skill, label=label, version=version, require_eval=policy.require_eval)
     if policy.new_capabilities and version is not None and not rollback:
         unmet += _capabilities_unmet(skill=skill, label=label, version=version)
+    if policy.require_publisher_signature and version is not None and not version_publisher_signed(version=version):
+        unmet.append(_unmet(PUBLISHER_SIGNATURE, True, False))
     status = ALLOWED
     if any(check["check"] in ADMIN_CHECKS for check in unmet):
         status = ADMIN_ONLY

@@ -25,6 +25,7 @@ from registry.errors import (
     VersionConflict,
 )
 from registry.models import Blob, Skill, SkillFile, SkillSource, SkillVersion, WebhookEvent
+from registry.services.attestations import channel_of, publisher_signature_attach, version_attest
 from registry.services.audit import SYSTEM, Actor, audit_record
 from registry.services.capabilities import version_capabilities_store
 from registry.services.evals import eval_suite_replace
@@ -192,6 +193,8 @@ def skill_version_publish(
     accept_lenient: bool = False,
     create: bool = False,
     actor: Actor = SYSTEM,
+    channel: str | None = None,
+    publisher_signature: dict | None = None,
 ) -> PublishResult:
     """Publish a bundle as the next version of its skill (created on first publish), or with
     `create` as a new skill only: a name its source has already raises NameTaken.
@@ -202,6 +205,10 @@ def skill_version_publish(
     up behind it, so numbers stay 1..N with no gaps or duplicates. Identical content to the
     newest version creates nothing (`created=False`). A `base_version` that is no longer the
     newest raises VersionConflict, so an edit made on a stale copy is never silently lost.
+
+    Every new version is signed in the same transaction (`version_attest`: `channel` is where
+    the publish came from, by default the actor's); `publisher_signature`, a DSSE envelope the
+    publisher signed, is checked first and refuses the publish when it does not hold.
     """
     source = _validate_source(source)
     parsed = skill_md_check(
@@ -222,31 +229,45 @@ def skill_version_publish(
             )
         newest = skill.versions.filter(number=skill.latest_version).first()
         if newest is not None and _same_content(newest, bundle):
+            if publisher_signature is not None:
+                publisher_signature_attach(version=newest, envelope=publisher_signature, actor=actor)
             return PublishResult(version=newest, created=False, warnings=parsed.warnings)
 
         version = _create_version(
             skill=skill, number=skill.latest_version + 1, parsed=parsed, bundle=bundle, message=message, actor=actor
         )
         version_capabilities_store(version=version, manifest=capabilities)
-        skill.latest_version = version.number
-        skill.save(update_fields=["latest_version", "updated_at"])
-        audit_record(
+        version_attest(
+            version=version,
+            bundle=bundle,
+            channel=channel or channel_of(actor),
             actor=actor,
-            action="version.publish",
-            object_type="skill",
-            object_repr=f"{skill.name}@{skill.source}",
-            before={"version": newest.number if newest else None},
-            after={"version": version.number, "fingerprint": version.fingerprint},
+            publisher_envelope=publisher_signature,
         )
-        registry_changed(skill=skill.name)
-        webhook_event_emit(
-            event=WebhookEvent.SKILL_PUBLISHED,
-            actor=actor,
-            skill=skill.name,
-            version=version.number,
-            from_version=newest.number if newest else None,
-        )
+        _announce_version(skill=skill, version=version, previous=newest, actor=actor)
     return PublishResult(version=version, created=True, warnings=parsed.warnings)
+
+
+def _announce_version(*, skill: Skill, version: SkillVersion, previous: SkillVersion | None, actor: Actor) -> None:
+    """Make `version` the skill's newest, in the audit log, the read model and the webhooks."""
+    skill.latest_version = version.number
+    skill.save(update_fields=["latest_version", "updated_at"])
+    audit_record(
+        actor=actor,
+        action="version.publish",
+        object_type="skill",
+        object_repr=f"{skill.name}@{skill.source}",
+        before={"version": previous.number if previous else None},
+        after={"version": version.number, "fingerprint": version.fingerprint},
+    )
+    registry_changed(skill=skill.name)
+    webhook_event_emit(
+        event=WebhookEvent.SKILL_PUBLISHED,
+        actor=actor,
+        skill=skill.name,
+        version=version.number,
+        from_version=previous.number if previous else None,
+    )
 
 
 def _locked_skill(*, name: str, source: str, actor: Actor) -> Skill:
@@ -505,6 +526,7 @@ def skill_import_path(
         folder_name=folder_name,
         accept_lenient=True,
         actor=actor,
+        channel="import",
     )
 
 

@@ -16,17 +16,16 @@ from hypothesis import strategies as st
 from registry.errors import ApplicationError
 from registry.models import DailyRollup, HourlyRollup, QueuedOffer, UsageEvent, WeeklyRollup
 from registry.selectors.analytics import (
-    SkillStats,
-    more_outcomes_to_decide,
-    newcombe_difference,
-    skill_rankings,
     AnalyticsFilter,
+    SkillStats,
     best_first,
     failing_first,
     funnel_of,
+    more_outcomes_to_decide,
     newcombe_difference,
     probability_b_better,
     skill_analytics,
+    skill_rankings,
     skill_timeseries,
     skill_versions_compare,
     skills_failing,

@@ -211,13 +211,13 @@ def test_mcp(live_server, make_token, registry_table, revision, asked):
     token = make_token(["skills:read"])
 
     async def steps(host: Host, _):
-        listed = {s["frontmatter"]["name"]: s["_meta"]["version"] for s in await host.all_skills()}
+        listed = {s["frontmatter"]["name"]: s["_meta"]["io.skill-registry/version"] for s in await host.all_skills()}
         got: dict[str, int | None] = {}
         read: dict[str, int | None] = {}
         for name in TABLE:
             uri = f"skill://{name}/SKILL.md"
             try:
-                got[name] = (await host.skills_get(uri))["skill"]["_meta"]["version"]
+                got[name] = (await host.skills_get(uri))["skill"]["_meta"]["io.skill-registry/version"]
             except MCPError as error:
                 assert error.code == -32602 and (not asked or f"at label '{asked}'" in error.message)
                 got[name] = None

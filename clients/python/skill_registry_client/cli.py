@@ -8,9 +8,22 @@ import argparse
 import base64
 import os
 import sys
+import zipfile
+import zlib
 from pathlib import Path
 
-from skill_registry_client.errors import ContentMismatch, RegistryError, VersionConflict
+from skill_registry_client.attestation import (
+    KEYS_PATH,
+    SignatureRefused,
+    Verified,
+    envelope_verify,
+    files_check,
+    keys_first_use,
+    keys_update,
+    private_key_read,
+    publisher_envelope,
+)
+from skill_registry_client.errors import ContentMismatch, NotFound, RegistryError, VersionConflict
 from skill_registry_client.folders import (
     LOCK_NAME,
     SKILL_MD,
@@ -48,7 +61,49 @@ def _every_skill(transport: Transport, label: str | None) -> list[str]:
 
 def _download(transport: Transport, name: str, *, version: int, source: str | None) -> SkillBundle:
     answer = transport.request("GET", skill_path(name, "bundle.zip"), params={"version": version, "source": source})
-    return bundle_from_zip(name, answer.body, version=version, source=source)
+    try:
+        return bundle_from_zip(name, answer.body, version=version, source=source)
+    except (zipfile.BadZipFile, zlib.error, EOFError, ValueError) as error:
+        raise SignatureRefused(f"{name}: the download of version {version} is damaged ({error}).", skill=name) from None
+
+
+class KeySet:
+    """The registry keys a run trusts: skills.lock's, pinned from keys.json on first use. keys.json
+    is read once per run: it may only narrow a pinned key (rotated out, expired) or add a key an
+    already trusted key endorsed (attestation.keys_update)."""
+
+    def __init__(self, transport: Transport, lock: Lockfile) -> None:
+        self.transport = transport
+        self.lock = lock
+        self.read = False
+
+    def trusted(self) -> dict[str, dict]:
+        if not self.read:
+            document = self.transport.request("GET", KEYS_PATH).json()
+            self.lock.keys = keys_update(self.lock.keys, document) if self.lock.keys else keys_first_use(document)
+            self.read = True
+        return self.lock.keys
+
+
+def _attestation(transport: Transport, name: str, *, version: int, source: str | None) -> dict:
+    try:
+        return transport.request(
+            "GET", skill_path(name, "versions", str(version), "attestation"), params={"source": source}
+        ).json()
+    except NotFound:
+        raise SignatureRefused(
+            f"{name}: version {version} has no attestation, so its bytes cannot be checked; refusing it "
+            "(an operator signs older versions with `manage.py keys attest-missing`).",
+            skill=name,
+        ) from None
+
+
+def _verified(keys: KeySet, envelope: dict, bundle: SkillBundle, *, where: str = "") -> Verified:
+    """The statement vouching for exactly `bundle`'s files, or SignatureRefused naming the key or file."""
+    verified = envelope_verify(envelope, keys.trusted(), skill=bundle.name)
+    files = {f.path: f.sha256 for f in bundle.files}
+    files_check(verified, skill=bundle.name, version=bundle.version, files=files, where=where or f"{bundle.name}/")
+    return verified
 
 
 def pull(args: argparse.Namespace) -> int:
@@ -73,18 +128,21 @@ def pull(args: argparse.Namespace) -> int:
                 "push the changes first, or pass --force to replace them."
             )
     pulled = 0
+    keys = KeySet(transport, lock)
     try:
         for name in names:
             detail = transport.request("GET", skill_path(name), params={"label": args.label}).json()
             bundle = _download(transport, name, version=detail["version"], source=detail["source"])
+            envelope = _attestation(transport, name, version=detail["version"], source=detail["source"])
+            verified = _verified(keys, envelope, bundle)
             if bundle.fingerprint != detail["fingerprint"]:
                 raise ContentMismatch(
                     f"{name}: the zip of version {detail['version']} does not match its fingerprint.", skill=name
                 )
             write_folder(bundle, skill_folder(directory, name))
-            lock.skills[name] = {**bundle.lock_entry(), "label": args.label}
+            lock.skills[name] = {**bundle.lock_entry(), "label": args.label, "attestation": envelope}
             pulled += 1
-            print(f"{name}: version {bundle.version} ({len(bundle.files)} files)")
+            print(f"{name}: version {bundle.version} ({len(bundle.files)} files, signed by {verified.keyid})")
     finally:
         if pulled:
             lock.write()  # what was written so far is recorded, even when a later skill fails
@@ -121,9 +179,11 @@ def _pull_frozen(transport: Transport, directory: Path, names: list[str], args: 
     chosen = names or sorted(lock.skills)
     # Everything is checked before anything is written: a mismatch leaves the folder as it was.
     bundles = []
+    keys = KeySet(transport, lock)  # not written back: --frozen changes nothing but the folders
     for name in chosen:
         locked = lock.skills[name]
         bundle = _download(transport, name, version=locked["version"], source=locked.get("source"))
+        _verified(keys, _attestation(transport, name, version=locked["version"], source=locked.get("source")), bundle)
         problems = lock_differences(name, locked, bundle)
         if problems:
             raise ContentMismatch(
@@ -159,6 +219,8 @@ def push(args: argparse.Namespace) -> int:
     directory = Path(args.dir)
     transport = _transport(args)
     lock = Lockfile.read(directory)
+    signing_key = private_key_read(args.sign) if args.sign else None
+    keys = KeySet(transport, lock)
     failed = 0
     for folder in skill_folders(directory):
         name = folder.name
@@ -170,12 +232,13 @@ def push(args: argparse.Namespace) -> int:
         # An edit of a bundled skill becomes a user skill of that name, new on the registry: 0 says
         # "nobody has made one yet", so someone else's override is a conflict, not overwritten.
         base = locked["version"] if locked is not None and locked.get("source") != "bundled" else 0
+        body = _publish_body(bundle, base_version=base, message=args.message)
+        if signing_key is not None:
+            body["signature"] = publisher_envelope(
+                signing_key, skill=name, files={f.path: f.sha256 for f in bundle.files}
+            )
         try:
-            result = transport.request(
-                "POST",
-                skill_path(name, "versions"),
-                json_body=_publish_body(bundle, base_version=base, message=args.message),
-            ).json()
+            result = transport.request("POST", skill_path(name, "versions"), json_body=body).json()
         except VersionConflict as error:
             failed += 1
             print(
@@ -189,10 +252,48 @@ def push(args: argparse.Namespace) -> int:
             print(f"{name}: not published: {error}", file=sys.stderr)
             continue
         published = SkillBundle(name=name, files=bundle.files, version=result["version"], source=result["source"])
-        lock.skills[name] = {**published.lock_entry(), "label": (locked or {}).get("label")}
+        envelope = _attestation(transport, name, version=result["version"], source=result["source"])
+        _verified(keys, envelope, published)  # what the registry signed is what was sent
+        lock.skills[name] = {**published.lock_entry(), "label": (locked or {}).get("label"), "attestation": envelope}
         lock.write()
         what = "published version" if result["created"] else "identical to version"
-        print(f"{name}: {what} {result['version']}")
+        signed = " (signed)" if signing_key is not None else ""
+        print(f"{name}: {what} {result['version']}{signed}")
+    return 1 if failed else 0
+
+
+def verify(args: argparse.Namespace) -> int:
+    """Check every skill folder skills.lock records against the attestation stored with it and
+    the keys it pins, offline: exit 1 naming each file that differs from what was signed."""
+    directory = Path(args.dir)
+    lock = Lockfile.read(directory, required=True)
+    if not lock.keys:
+        raise RegistryError(f"{lock.path} pins no registry keys: pull with this client first.")
+    failed = 0
+    for name in sorted(lock.skills):
+        locked = lock.skills[name]
+        try:
+            envelope = locked.get("attestation")
+            if not envelope:
+                raise SignatureRefused(f"{name}: {LOCK_NAME} holds no attestation for it; pull it again.", skill=name)
+            folder = skill_folder(directory, name)
+            if not folder.is_dir():
+                raise SignatureRefused(f"{folder}: missing.", skill=name)
+            found = bundle_from_folder(folder)
+            bundle = SkillBundle(name=name, files=found.files, version=locked.get("version"))
+            verified = envelope_verify(envelope, lock.keys, skill=name)
+            files_check(
+                verified,
+                skill=name,
+                version=bundle.version,
+                files={f.path: f.sha256 for f in bundle.files},
+                where=f"{folder}/",
+            )
+        except RegistryError as error:
+            failed += 1
+            print(f"skillreg: error: {error}", file=sys.stderr)
+            continue
+        print(f"{name}: version {locked.get('version')} verified ({len(bundle.files)} files, key {verified.keyid})")
     return 1 if failed else 0
 
 
@@ -229,7 +330,14 @@ def parser() -> argparse.ArgumentParser:
     p = commands.add_parser("push", help="publish changed folders, based on the versions in DIR/skills.lock")
     p.add_argument("dir", metavar="DIR")
     p.add_argument("-m", "--message", default="Published with skillreg push", help="the version's message")
+    p.add_argument(
+        "--sign", metavar="KEY", help="sign each release with this Ed25519 private key (OpenSSH or PEM, unencrypted)"
+    )
     p.set_defaults(run=push)
+
+    p = commands.add_parser("verify", help="check DIR's skill folders against their signed attestations, offline")
+    p.add_argument("dir", metavar="DIR")
+    p.set_defaults(run=verify)
 
     p = commands.add_parser("validate", help="check SKILL.md of a skill folder, or of each folder in DIR")
     p.add_argument("dir", metavar="DIR")

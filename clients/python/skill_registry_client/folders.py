@@ -195,11 +195,14 @@ def skill_folders(directory: Path) -> list[Path]:
 
 @dataclass
 class Lockfile:
-    """`DIR/skills.lock`: per skill its version, source, fingerprint and every file's sha256.
-    Written with sorted keys, so the same skills give the same bytes."""
+    """`DIR/skills.lock`: per skill its version, source, fingerprint, every file's sha256 and the
+    registry's signed attestation; and the registry's signing keys, pinned on first use
+    (skill_registry_client/attestation.py). Written with sorted keys, so the same skills give the
+    same bytes."""
 
     path: Path
     skills: dict[str, dict] = field(default_factory=dict)
+    keys: dict[str, dict] = field(default_factory=dict)
 
     @classmethod
     def read(cls, directory: Path, *, required: bool = False) -> Lockfile:
@@ -214,10 +217,16 @@ class Lockfile:
                 raise ValueError("unknown format")
         except ValueError as error:
             raise RegistryError(f"{path} is not a skills.lock this client can read ({error}).") from None
-        return cls(path=path, skills=stored["skills"])
+        keys = stored.get("keys") or {}
+        if not isinstance(keys, dict):
+            raise RegistryError(f"{path}: `keys` must map key ids to keys.")
+        return cls(path=path, skills=stored["skills"], keys=keys)
 
     def write(self) -> None:
-        text = json.dumps({"lockfile_version": LOCK_FORMAT, "skills": self.skills}, indent=2, sort_keys=True) + "\n"
+        stored: dict = {"lockfile_version": LOCK_FORMAT, "skills": self.skills}
+        if self.keys:
+            stored["keys"] = self.keys
+        text = json.dumps(stored, indent=2, sort_keys=True) + "\n"
         handle, temporary = tempfile.mkstemp(dir=self.path.parent, prefix=".skills.lock.")
         with os.fdopen(handle, "w", encoding="utf-8") as out:
             out.write(text)

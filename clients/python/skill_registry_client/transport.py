@@ -41,6 +41,8 @@ class Transport:
 
     def url(self, path: str, params: dict | None = None) -> str:
         query = {key: value for key, value in (params or {}).items() if value is not None}
+        if path.startswith("/"):  # from the site's root (`/.well-known/...`), not the API's
+            return f"{self.base_url}{path}" + (f"?{urlencode(query)}" if query else "")
         return f"{self.base_url}/api/v1/{path}" + (f"?{urlencode(query)}" if query else "")
 
     def request(
