@@ -1,0 +1,145 @@
+"""`GET /api/v1/catalog/routing`: the model-free routing report names the two skills whose
+descriptions compete (as an overlap and as a confusion) and not the distinct third; a skill
+without trigger cases is "no evidence"; a label nobody uses is an empty report; a bad label is a
+400 naming `label`; a large catalog is answered 202 while a worker computes it."""
+
+from __future__ import annotations
+
+import pytest
+
+from registry.selectors import skill_get
+from registry.services.evals import eval_suite_replace
+from registry.services.labels import label_move
+from tests.factories import publish
+
+pytestmark = pytest.mark.django_db
+
+URL = "/api/v1/catalog/routing"
+
+
+def trigger_suite(*queries: str, negative: str = "what is the capital of France") -> dict:
+    cases = [{"id": f"t-{n}", "kind": "trigger", "query": q, "should_trigger": True} for n, q in enumerate(queries)]
+    return {"cases": [*cases, {"id": "t-no", "kind": "trigger", "query": negative, "should_trigger": False}]}
+
+
+@pytest.fixture
+def catalog(db):
+    """Two skills whose descriptions compete, a distinct third, and one without evidence."""
+    publish(
+        "invoice-summary",
+        description="Summarizes PDF invoices and billing statements into totals, due dates and vendors.",
+        tags=["invoice", "billing", "pdf"],
+    )
+    publish(
+        "invoice-digest",
+        description="Condenses PDF invoices and billing statements into a digest of totals, due dates and vendors.",
+        tags=["invoice", "billing", "digest"],
+    )
+    publish("unit-convert", description="Converts units, miles to kilometers and celsius to fahrenheit.", tags=["units"])
+    publish("no-cases", description="Translates emails into formal Japanese.", tags=["translation"])
+    for name, queries in {
+        "invoice-summary": ("summarize this pdf invoice: totals and due date", "summary of the billing statement"),
+        # Its second query reads as much like the other's: where descriptions compete, queries do.
+        "invoice-digest": ("give me a digest of these invoices", "summarize the totals and due dates of these pdf invoices"),
+        "unit-convert": ("convert 5 miles to kilometers", "30 celsius in fahrenheit"),
+    }.items():
+        eval_suite_replace(skill=skill_get(name=name), document=trigger_suite(*queries))
+
+
+def by_name(report: dict) -> dict:
+    return {entry["name"]: entry for entry in report["skills"]}
+
+
+def test_the_report_names_the_competing_pair_and_not_the_third(api, catalog):
+    response = api.get(URL)
+
+    assert response.status_code == 200
+    report = response.json()
+    assert report["status"] == "ready"
+    assert {"recall_at_1", "recall_at_5", "skills", "confusions", "overlaps"} <= set(report)
+    overlaps = {(o["a"], o["b"]) for o in report["overlaps"]}
+    assert overlaps == {("invoice-digest", "invoice-summary")}
+    pair = report["overlaps"][0]
+    assert pair["score"] >= report["overlap_threshold"]
+    assert {"invoices", "billing"} <= set(pair["shared_terms"]) or {"invoice", "billing"} <= set(pair["shared_terms"])
+    confused = {(c["skill"], c["with"]) for c in report["confusions"]}
+    assert confused and confused <= {("invoice-summary", "invoice-digest"), ("invoice-digest", "invoice-summary")}
+    assert all("unit-convert" not in (c["skill"], c["with"]) for c in report["confusions"])
+    assert all(c["shared_terms"] for c in report["confusions"])
+
+    skills = by_name(report)
+    assert skills["unit-convert"]["status"] == "measured"
+    assert skills["unit-convert"]["recall_at_1"] == 1.0
+    assert [r["rank"] for r in skills["unit-convert"]["results"]] == [1, 1]
+    assert skills["invoice-summary"]["cases"] == 2  # the negative case is not counted
+    assert skills["no-cases"]["status"] == "no evidence"
+    assert skills["no-cases"]["recall_at_1"] is None
+    assert report["cases"] == 6
+    measured = [r for entry in report["skills"] for r in entry["results"]]
+    assert report["recall_at_1"] == round(sum(r["rank"] == 1 for r in measured) / 6, 4)
+    assert report["recall_at_1"] < 1.0 and report["recall_at_5"] == 1.0
+
+
+def test_a_confused_case_says_who_ranked_above_it(api, catalog):
+    report = api.get(URL).json()
+    for entry in report["skills"]:
+        for result in entry["results"]:
+            if result["rank"] and result["rank"] > 1:
+                assert len(result["above"]) == result["rank"] - 1
+                assert entry["name"] not in result["above"]
+
+
+def test_it_reads_the_catalog_at_the_label(api, catalog):
+    label_move(skill=skill_get(name="unit-convert"), label="production", version_number=1)
+
+    report = api.get(URL, {"label": "production"}).json()
+
+    assert [entry["name"] for entry in report["skills"]] == ["unit-convert"]
+    assert report["overlaps"] == [] and report["recall_at_1"] == 1.0
+
+
+def test_a_label_the_catalog_does_not_use_is_an_empty_report(api, catalog):
+    response = api.get(URL, {"label": "nobody-uses-this"})
+
+    assert response.status_code == 200
+    report = response.json()
+    assert report["skills"] == [] and report["confusions"] == [] and report["overlaps"] == []
+    assert report["recall_at_1"] is None and report["cases"] == 0
+
+
+@pytest.mark.parametrize("label", ["Not A Label", "x" * 37, "bad/label"])
+def test_a_bad_label_is_a_400_naming_label(api, catalog, label):
+    response = api.get(URL, {"label": label})
+
+    assert response.status_code == 400
+    assert "label" in response.json()["fields"]
+
+
+def test_a_change_gives_a_new_report(api, catalog):
+    first = api.get(URL).json()
+    eval_suite_replace(
+        skill=skill_get(name="no-cases"), document=trigger_suite("translate this email into formal japanese")
+    )
+
+    second = api.get(URL).json()
+
+    assert second["digest"] != first["digest"]
+    assert by_name(second)["no-cases"]["status"] == "measured"
+
+
+def test_it_needs_the_skills_read_scope(client, catalog, make_token):
+    assert client.get(URL).status_code == 401
+    token = make_token(["usage:write"])
+    assert client.get(URL, HTTP_AUTHORIZATION=f"Bearer {token}").status_code == 403
+    token = make_token(["skills:read"])
+    assert client.get(URL, HTTP_AUTHORIZATION=f"Bearer {token}").status_code == 200
+
+
+def test_a_large_catalog_is_202_while_a_worker_computes_it(api, catalog, settings):
+    settings.CATALOG_ROUTING_INLINE_MAX = 2  # four skills, six cases: too large to compute here
+
+    response = api.get(URL, {"label": "latest"})
+
+    assert response.status_code == 202
+    assert response.json()["status"] == "computing"
+    assert response.json()["skills"] == []  # nothing computed for this label yet
