@@ -15,8 +15,10 @@ READ = "skills:read"
 
 
 class RoutingQuerySerializer(serializers.Serializer):
-    label = LabelField(help_text="The label agents resolve at (`latest` for the newest versions); without it, "
-                       "resolve's default: `production` where a skill has it, else its newest version.")
+    label = LabelField(
+        help_text="The label agents resolve at (`latest` for the newest versions); without it, "
+        "resolve's default: `production` where a skill has it, else its newest version."
+    )
 
 
 class RoutingCaseSerializer(serializers.Serializer):
@@ -24,7 +26,8 @@ class RoutingCaseSerializer(serializers.Serializer):
     query = serializers.CharField()
     rank = serializers.IntegerField(allow_null=True, help_text="1-based place in the prompt block; null: not in it.")
     above = serializers.ListField(
-        child=serializers.CharField(), help_text="The skills ranked above it (at most five; all in the block when missing)."
+        child=serializers.CharField(),
+        help_text="The skills ranked above it (at most five; all in the block when missing).",
     )
 
 

@@ -72,7 +72,9 @@ def catalog_routing_inputs(*, label: str | None) -> RoutingInputs:
     digest.update(json.dumps([label, settings.MAX_SKILLS_IN_PROMPT, settings.MAX_PROMPT_CHARS]).encode())
     digest.update(json.dumps([settings.CATALOG_OVERLAP_THRESHOLD, sorted(cases.items())], sort_keys=True).encode())
     for skill in snapshot.skills:
-        digest.update(f"{skill.skill_id}:{skill.name}:{skill.version}:{skill.fingerprint}:{skill.model_invocable};".encode())
+        digest.update(
+            f"{skill.skill_id}:{skill.name}:{skill.version}:{skill.fingerprint}:{skill.model_invocable};".encode()
+        )
     for rule, _ in snapshot.rules:
         digest.update(json.dumps([rule.name, rule.pattern, rule.skills, rule.priority]).encode())
     return RoutingInputs(label=label, snapshot=snapshot, cases=cases, digest=digest.hexdigest()[:32])

@@ -34,7 +34,11 @@ def background(settings):
 
 
 def suite(*queries: str) -> dict:
-    return {"cases": [{"id": f"t-{n}", "kind": "trigger", "query": q, "should_trigger": True} for n, q in enumerate(queries)]}
+    return {
+        "cases": [
+            {"id": f"t-{n}", "kind": "trigger", "query": q, "should_trigger": True} for n, q in enumerate(queries)
+        ]
+    }
 
 
 def ready(api, params=None):

@@ -10,40 +10,16 @@ import pytest
 from registry.selectors import skill_get
 from registry.services.evals import eval_suite_replace
 from registry.services.labels import label_move
-from tests.factories import publish
+from tests.registry.routing_catalog import competing_catalog, trigger_suite
 
 pytestmark = pytest.mark.django_db
 
 URL = "/api/v1/catalog/routing"
 
 
-def trigger_suite(*queries: str, negative: str = "what is the capital of France") -> dict:
-    cases = [{"id": f"t-{n}", "kind": "trigger", "query": q, "should_trigger": True} for n, q in enumerate(queries)]
-    return {"cases": [*cases, {"id": "t-no", "kind": "trigger", "query": negative, "should_trigger": False}]}
-
-
 @pytest.fixture
 def catalog(db):
-    """Two skills whose descriptions compete, a distinct third, and one without evidence."""
-    publish(
-        "invoice-summary",
-        description="Summarizes PDF invoices and billing statements into totals, due dates and vendors.",
-        tags=["invoice", "billing", "pdf"],
-    )
-    publish(
-        "invoice-digest",
-        description="Condenses PDF invoices and billing statements into a digest of totals, due dates and vendors.",
-        tags=["invoice", "billing", "digest"],
-    )
-    publish("unit-convert", description="Converts units, miles to kilometers and celsius to fahrenheit.", tags=["units"])
-    publish("no-cases", description="Translates emails into formal Japanese.", tags=["translation"])
-    for name, queries in {
-        "invoice-summary": ("summarize this pdf invoice: totals and due date", "summary of the billing statement"),
-        # Its second query reads as much like the other's: where descriptions compete, queries do.
-        "invoice-digest": ("give me a digest of these invoices", "summarize the totals and due dates of these pdf invoices"),
-        "unit-convert": ("convert 5 miles to kilometers", "30 celsius in fahrenheit"),
-    }.items():
-        eval_suite_replace(skill=skill_get(name=name), document=trigger_suite(*queries))
+    competing_catalog()
 
 
 def by_name(report: dict) -> dict:
