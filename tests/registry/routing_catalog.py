@@ -26,7 +26,9 @@ def competing_catalog() -> None:
         tags=["invoice", "billing", "digest"],
     )
     publish(
-        "unit-convert", description="Converts units, miles to kilometers and celsius to fahrenheit.", tags=["units"]
+        "haiku-poems",
+        description="Writes haiku poems about the seasons, in five, seven and five syllables.",
+        tags=["haiku", "poetry"],
     )
     publish("no-cases", description="Translates emails into formal Japanese.", tags=["translation"])
     for name, queries in {
@@ -36,6 +38,6 @@ def competing_catalog() -> None:
             "give me a digest of these invoices",
             "summarize the totals and due dates of these pdf invoices",
         ),
-        "unit-convert": ("convert 5 miles to kilometers", "30 celsius in fahrenheit"),
+        "haiku-poems": ("write a haiku about autumn leaves", "a short poem in haiku form about snow"),
     }.items():
         eval_suite_replace(skill=skill_get(name=name), document=trigger_suite(*queries))

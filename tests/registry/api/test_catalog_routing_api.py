@@ -40,13 +40,13 @@ def test_the_report_names_the_competing_pair_and_not_the_third(api, catalog):
     assert {"invoices", "billing"} <= set(pair["shared_terms"]) or {"invoice", "billing"} <= set(pair["shared_terms"])
     confused = {(c["skill"], c["with"]) for c in report["confusions"]}
     assert confused and confused <= {("invoice-summary", "invoice-digest"), ("invoice-digest", "invoice-summary")}
-    assert all("unit-convert" not in (c["skill"], c["with"]) for c in report["confusions"])
+    assert all("haiku-poems" not in (c["skill"], c["with"]) for c in report["confusions"])
     assert all(c["shared_terms"] for c in report["confusions"])
 
     skills = by_name(report)
-    assert skills["unit-convert"]["status"] == "measured"
-    assert skills["unit-convert"]["recall_at_1"] == 1.0
-    assert [r["rank"] for r in skills["unit-convert"]["results"]] == [1, 1]
+    assert skills["haiku-poems"]["status"] == "measured"
+    assert skills["haiku-poems"]["recall_at_1"] == 1.0
+    assert [r["rank"] for r in skills["haiku-poems"]["results"]] == [1, 1]
     assert skills["invoice-summary"]["cases"] == 2  # the negative case is not counted
     assert skills["no-cases"]["status"] == "no evidence"
     assert skills["no-cases"]["recall_at_1"] is None
@@ -66,11 +66,11 @@ def test_a_confused_case_says_who_ranked_above_it(api, catalog):
 
 
 def test_it_reads_the_catalog_at_the_label(api, catalog):
-    label_move(skill=skill_get(name="unit-convert"), label="production", version_number=1)
+    label_move(skill=skill_get(name="haiku-poems"), label="production", version_number=1)
 
     report = api.get(URL, {"label": "production"}).json()
 
-    assert [entry["name"] for entry in report["skills"]] == ["unit-convert"]
+    assert [entry["name"] for entry in report["skills"]] == ["haiku-poems"]
     assert report["overlaps"] == [] and report["recall_at_1"] == 1.0
 
 

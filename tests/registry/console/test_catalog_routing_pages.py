@@ -33,7 +33,7 @@ def test_the_live_check_warns_of_an_overlapping_description_naming_the_skill(aut
 
     assert "overlaps the skill &#x27;invoice-summary&#x27;" in html
     assert "overlaps the skill &#x27;invoice-digest&#x27;" in html
-    assert "unit-convert" not in html and "no-cases" not in html
+    assert "haiku-poems" not in html and "no-cases" not in html
     assert 'data-level="warning"' in html and "shared" in html
 
 
@@ -45,12 +45,12 @@ def test_a_distinct_description_gets_no_overlap_warning(author_client, catalog):
 
 def test_editing_a_skill_does_not_compare_it_with_itself(author_client, catalog):
     text = make_skill_md(
-        "unit-convert",
-        description="Converts units, miles to kilometers and celsius to fahrenheit.",
-        tags=["units"],
+        "haiku-poems",
+        description="Writes haiku poems about the seasons, in five, seven and five syllables.",
+        tags=["haiku", "poetry"],
     )
 
-    assert "overlaps the skill" not in problems(author_client, "/skills/unit-convert/edit/", text)
+    assert "overlaps the skill" not in problems(author_client, "/skills/haiku-poems/edit/", text)
 
 
 def test_an_analyst_sees_the_routing_report(analyst_client, catalog):
@@ -60,7 +60,7 @@ def test_an_analyst_sees_the_routing_report(analyst_client, catalog):
     assert response.status_code == 200
     assert "recall@1" in html and "Overlapping descriptions" in html and "Confusions" in html
     overlaps = html.split('class="routing-overlaps"')[1].split("</table>")[0]
-    assert "invoice-summary" in overlaps and "invoice-digest" in overlaps and "unit-convert" not in overlaps
+    assert "invoice-summary" in overlaps and "invoice-digest" in overlaps and "haiku-poems" not in overlaps
     assert "no evidence" in html
     assert 'href="/catalog/routing/"' in html  # in the nav
 
