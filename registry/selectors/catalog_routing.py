@@ -89,11 +89,11 @@ def _case_result(snapshot: Snapshot, skill: EffectiveSkill, case: dict[str, Any]
     result = resolve_in_snapshot(snapshot=snapshot, query=case["query"])
     listed = [(entry.skill.name, entry.score, bool(entry.forced_by)) for entry in result.skills]
     names = [name for name, _, _ in listed]
+    rank: int | None = None
     if skill.name in names:
-        rank: int | None = names.index(skill.name) + 1
+        rank = names.index(skill.name) + 1
         above = names[: rank - 1]
     else:
-        rank = None
         above = [name for name, score, forced in listed if score > 0 or forced]
     return {"case": case["id"], "query": case["query"], "rank": rank, "above": above[:RANKS_COUNTED]}
 

@@ -119,3 +119,18 @@ def test_a_large_catalog_is_202_while_a_worker_computes_it(api, catalog, setting
     assert response.status_code == 202
     assert response.json()["status"] == "computing"
     assert response.json()["skills"] == []  # nothing computed for this label yet
+
+
+def test_a_fresh_install_s_report_measures_every_bundled_skill(api):
+    from django.conf import settings
+
+    from registry.services.skills import skills_sync_bundled
+
+    assert not skills_sync_bundled().failed
+    bundled = {path.parent.name for path in settings.BUNDLED_SKILLS_DIR.glob("*/SKILL.md")}
+
+    report = api.get(URL).json()
+
+    assert {entry["name"] for entry in report["skills"]} == bundled
+    assert all(entry["status"] == "measured" and entry["cases"] >= 3 for entry in report["skills"])
+    assert report["cases"] >= 3 * len(bundled) and report["recall_at_1"] is not None
