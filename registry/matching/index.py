@@ -284,9 +284,6 @@ class TermIndex:
     def keys(self) -> list[Any]:
         return list(self._docs)
 
-    def document_frequency(self, term: str) -> int:
-        return len(self._postings.get(term, ()))
-
     def holding(self, term: str) -> frozenset[Any]:
         """The keys of the skills that have `term`."""
         return self._postings.get(term, frozenset())

@@ -19,9 +19,23 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
-from registry.matching.index import TermIndex
+
+class TermIndex(Protocol):
+    """What this module reads of registry/matching/index.py's `TermIndex` (named by its methods,
+    not imported: this module reads no settings)."""
+
+    def __len__(self) -> int: ...
+
+    def keys(self) -> list[Any]: ...
+
+    def weights(self, key: Any) -> dict[str, float]: ...
+
+    def holding(self, term: str) -> frozenset[Any]: ...
+
+    def surface(self, key: Any, term: str) -> str: ...
+
 
 SHARED_TERMS_SHOWN = 8
 
