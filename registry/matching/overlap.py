@@ -17,7 +17,6 @@ a candidate's score is then its exact cosine over all its terms.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -100,16 +99,18 @@ def catalog_overlaps(index: TermIndex, *, threshold: float, max_holders: int | N
     return sorted((o for o in found if o.score >= threshold), key=lambda o: (-o.score, o.a, o.b))
 
 
-def overlaps_with(index: TermIndex, key: Any, *, threshold: float, among: Iterable[Any] | None = None) -> list[Overlap]:
+def overlaps_with(index: TermIndex, key: Any, *, threshold: float, max_holders: int | None = None) -> list[Overlap]:
     """The skills of `index` whose similarity with the one keyed `key` (in `index` too) is at least
-    `threshold`, most similar first; every skill sharing a term with it is compared."""
+    `threshold`, most similar first: what `catalog_overlaps` lists for that skill, for one skill
+    (the editor's live check)."""
+    limit = max_holders_for(len(index)) if max_holders is None else max_holders
     vectors = _Vectors(index)
-    others = set(among) if among is not None else None
     candidates = {
         other
         for term in vectors.of(key)[0]
-        for other in index.holding(term)
-        if other != key and (others is None or other in others)
+        if len(holders := index.holding(term)) <= limit
+        for other in holders
+        if other != key
     }
     found = (vectors.overlap(key, other) for other in candidates)
     return sorted((o for o in found if o.score >= threshold), key=lambda o: (-o.score, o.b))

@@ -78,3 +78,15 @@ def test_competing_descriptions_overlap_and_a_distinct_one_does_not():
     assert {"invoice", "totals"} <= set(overlaps[0].shared_terms)  # as `a` first wrote them (a tag)
     assert [o.b for o in overlaps_with(index, "invoice-summary", threshold=0.3)] == ["invoice-digest"]
     assert overlaps_with(index, "haiku-poems", threshold=0.3) == []
+
+
+def test_one_skill_s_overlaps_are_the_catalog_s_pairs_that_name_it():
+    rng = random.Random(5)
+    for _ in range(10):
+        index = TermIndex(random_catalog(rng, rng.randint(2, 60)))
+        limit = rng.choice([2, 5, 50])
+        pairs = catalog_overlaps(index, threshold=0.2, max_holders=limit)
+        for key in index.keys():
+            expected = sorted(((o.b if o.a == key else o.a), o.score) for o in pairs if key in (o.a, o.b))
+            found = sorted((o.b, o.score) for o in overlaps_with(index, key, threshold=0.2, max_holders=limit))
+            assert found == expected
