@@ -9,6 +9,7 @@ from playwright.sync_api import expect
 
 from registry.services.skills import skills_sync_bundled
 from tests.browser.console_helpers import screenshot, user_with_role
+from tests.factories import make_skill_md
 from tests.registry.routing_catalog import competing_catalog
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -43,3 +44,25 @@ def test_an_analyst_reads_the_routing_report(live_server, open_page):
     page.get_by_role("button", name="Show").click()
     expect(page.locator("#label-error")).to_be_visible()
     screenshot(page, "catalog-routing-bad-label")
+
+
+def test_the_editor_warns_of_an_overlapping_description_as_you_type(live_server, open_page):
+    user_with_role("ada", "author")
+    competing_catalog()
+    page = open_page("ada")
+    page.goto(f"{live_server.url}/skills/new/")
+
+    page.fill(
+        "[data-skill-editor]",
+        make_skill_md(
+            "invoice-brief",
+            description="Summarizes PDF invoices and billing statements into totals, due dates and vendors, briefly.",
+            tags=["invoice", "billing"],
+        ),
+    )
+
+    warnings = page.locator('#problems li[data-level="warning"]')
+    expect(warnings.filter(has_text="overlaps the skill 'invoice-summary'")).to_have_count(1)
+    expect(warnings.filter(has_text="overlaps the skill 'invoice-digest'")).to_have_count(1)
+    expect(page.locator("#problems")).not_to_contain_text("haiku-poems")
+    screenshot(page, "catalog-routing-editor-overlap-warning")
