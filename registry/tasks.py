@@ -34,7 +34,8 @@ def label_rollouts_guard_task() -> list[int]:
 
 
 @shared_task
-def catalog_routing_refresh_task() -> list[str | None]:
-    """The debounced recompute of the catalog's routing reports (registry/services/catalog_routing.py).
+def catalog_routing_refresh_task(label: str | None = None, every: bool = False) -> list[str | None]:
+    """The catalog's routing report of `label` brought up to date, or (`every`, the debounced
+    recompute) one such task queued per label kept current (registry/services/catalog_routing.py).
     Idempotent: a report already stored for the current inputs is not computed again."""
-    return catalog_routing_refresh_queued()
+    return catalog_routing_refresh_queued(label=label, every=every)

@@ -132,7 +132,7 @@ def catalog_routing_refresh_soon(*, delay: float | None = None) -> bool:
     if not cache.add(_ARMED, 1, timeout=int(wait) + 300):
         return False
     try:
-        current_app.send_task(REFRESH_TASK, countdown=wait)
+        current_app.send_task(REFRESH_TASK, kwargs={"every": True}, countdown=wait)
     except kombu.exceptions.OperationalError:
         cache.delete(_ARMED)
         log.warning("could not queue the catalog routing recompute", exc_info=True)
@@ -147,10 +147,15 @@ def catalog_routing_changed() -> None:
         catalog_routing_refresh_soon()
 
 
-def catalog_routing_refresh_queued() -> list[str | None]:
-    """The task's work: disarm, then bring every kept label's report up to date. Returns the labels."""
+def catalog_routing_refresh_queued(*, label: str | None = None, every: bool = False) -> list[str | None]:
+    """The task's work. The debounced task (`every`) disarms, then queues one task per kept label
+    (at 10,000 skills a report takes minutes: each label gets a task's time limit of its own,
+    and workers share them); a label's task brings its report up to date. Returns the labels."""
+    if not every:
+        catalog_routing_refresh(label=label)
+        return [label]
     cache.delete(_ARMED)
     labels = catalog_routing_labels()
-    for label in labels:
-        catalog_routing_refresh(label=label)
+    for name in labels:
+        current_app.send_task(REFRESH_TASK, kwargs={"label": name})
     return labels
