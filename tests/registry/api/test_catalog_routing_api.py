@@ -10,6 +10,7 @@ import pytest
 from registry.selectors import skill_get
 from registry.services.evals import eval_suite_replace
 from registry.services.labels import label_move
+from tests.factories import publish
 from tests.registry.routing_catalog import competing_catalog, trigger_suite
 
 pytestmark = pytest.mark.django_db
@@ -134,3 +135,14 @@ def test_a_fresh_install_s_report_measures_every_bundled_skill(api):
     assert {entry["name"] for entry in report["skills"]} == bundled
     assert all(entry["status"] == "measured" and entry["cases"] >= 3 for entry in report["skills"])
     assert report["cases"] >= 3 * len(bundled) and report["recall_at_1"] is not None
+
+
+def test_a_skill_the_model_may_not_invoke_is_not_offered_not_a_miss(api, catalog):
+    publish("manual-only", description="Runs the release checklist.", disable__model__invocation="true")
+    eval_suite_replace(skill=skill_get(name="manual-only"), document=trigger_suite("run the release checklist"))
+
+    report = api.get(URL).json()
+
+    entry = by_name(report)["manual-only"]
+    assert entry["status"] == "not offered" and entry["recall_at_1"] is None
+    assert report["cases"] == 6  # its case is not counted as a miss
