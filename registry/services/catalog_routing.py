@@ -76,15 +76,15 @@ def catalog_routing_refresh(*, label: str | None, inputs: RoutingInputs | None =
 
 def catalog_routing_current(*, label: str | None) -> RoutingAnswer:
     """The report of `label` as of now: stored, or computed here when the catalog is small (or no
-    cache is shared with workers); else the newest one there is, marked `computing`, while a
-    worker is asked for the current one."""
+    cache is shared with workers, or no worker recomputes reports); else the newest one there
+    is, marked `computing`, while a worker is asked for the current one."""
     _remember(label)
     inputs = catalog_routing_inputs(label=label)
     stored = cache.get(_report_key(inputs.digest))
     if stored is not None:
         return RoutingAnswer(stored, ready=True)
     small = max(inputs.case_count, len(inputs.snapshot.skills)) <= settings.CATALOG_ROUTING_INLINE_MAX
-    if small or not shared_cache():
+    if small or not shared_cache() or not settings.CATALOG_ROUTING_BACKGROUND:
         return RoutingAnswer(catalog_routing_refresh(label=label, inputs=inputs), ready=True)
     catalog_routing_refresh_soon(delay=0)
     newest = cache.get(_newest_key(label))

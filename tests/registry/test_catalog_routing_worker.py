@@ -1,6 +1,7 @@
 """The routing report is recomputed by a real Celery worker after publishes, label moves and suite
 changes, debounced: a burst of writes queues one task, and the report the API then serves (200,
-not 202) is the worker's, for the catalog as it is after the burst."""
+not 202) is the worker's, for the catalog as it is after the burst. A catalog too large to compute
+in the request is answered 202 (`computing`, in the console too) until the worker has it."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from registry.selectors import skill_get
 from registry.services.catalog_routing import catalog_routing_refresh_soon
 from registry.services.evals import eval_suite_replace
 from registry.services.labels import label_move
+from tests.browser.console_helpers import user_with_role
 from tests.factories import publish
 from tests.worker import wait_for
 
@@ -74,3 +76,20 @@ def test_the_worker_recomputes_after_publishes_and_label_moves(api, worker, back
     after = wait_for(lambda: ready(api), message="the report after a publish")
     assert {s["name"] for s in after["skills"]} == {"pdf-merge", "csv-chart", "pdf-split"}
     assert next(s for s in after["skills"] if s["name"] == "pdf-split")["status"] == "no evidence"
+
+
+def test_a_large_catalog_is_202_until_the_worker_has_it(api, client, worker, background, settings):
+    settings.CATALOG_ROUTING_BACKGROUND = False  # the writes queue no recompute: the request's 202 does
+    run = f"r{uuid.uuid4().hex[:8]}"
+    publish("deploy-check", description=f"Checks a deploy's health ({run}).", tags=["deploy"])
+    eval_suite_replace(skill=skill_get(name="deploy-check"), document=suite("is the deploy healthy"))
+    settings.CATALOG_ROUTING_BACKGROUND = True
+
+    response = api.get(URL, {"label": "latest"})
+
+    assert response.status_code == 202  # more than CATALOG_ROUTING_INLINE_MAX: not computed here
+    assert response.json()["status"] == "computing" and response.json()["skills"] == []
+    client.force_login(user_with_role("alan", "analyst"))
+    assert "A worker is computing the report" in client.get("/catalog/routing/", {"label": "latest"}).content.decode()
+    report = wait_for(lambda: ready(api, {"label": "latest"}), message="the worker's report at latest")
+    assert [s["name"] for s in report["skills"]] == ["deploy-check"] and report["recall_at_1"] == 1.0

@@ -1,7 +1,7 @@
 """`GET /api/v1/catalog/routing`: the model-free routing report names the two skills whose
 descriptions compete (as an overlap and as a confusion) and not the distinct third; a skill
 without trigger cases is "no evidence"; a label nobody uses is an empty report; a bad label is a
-400 naming `label`; a large catalog is answered 202 while a worker computes it."""
+400 naming `label` (the 202 of a large catalog: tests/registry/test_catalog_routing_worker.py)."""
 
 from __future__ import annotations
 
@@ -112,14 +112,13 @@ def test_it_needs_the_skills_read_scope(client, catalog, make_token):
     assert client.get(URL, HTTP_AUTHORIZATION=f"Bearer {token}").status_code == 200
 
 
-def test_a_large_catalog_is_202_while_a_worker_computes_it(api, catalog, settings):
-    settings.CATALOG_ROUTING_INLINE_MAX = 2  # four skills, six cases: too large to compute here
+def test_without_background_recomputes_a_large_catalog_is_computed_when_asked(api, catalog, settings):
+    settings.CATALOG_ROUTING_INLINE_MAX = 2  # four skills, six cases: more than that
+    settings.CATALOG_ROUTING_BACKGROUND = False  # no worker will: so the request does
 
     response = api.get(URL, {"label": "latest"})
 
-    assert response.status_code == 202
-    assert response.json()["status"] == "computing"
-    assert response.json()["skills"] == []  # nothing computed for this label yet
+    assert response.status_code == 200 and response.json()["cases"] == 6
 
 
 def test_a_fresh_install_s_report_measures_every_bundled_skill(api):
