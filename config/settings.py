@@ -408,6 +408,18 @@ EVAL_CONCURRENCY = env.int("EVAL_CONCURRENCY", default=4)
 EVAL_MAX_ACTIVE_RUNS_PER_USER = env.int("EVAL_MAX_ACTIVE_RUNS_PER_USER", default=3)
 EVAL_MAX_QUEUED_TURNS = env.int("EVAL_MAX_QUEUED_TURNS", default=5000)
 EVAL_JUDGE_MODEL = env.str("EVAL_JUDGE_MODEL", default="").strip()
+# The catalog's routing report (docs/analysts/catalog-routing.md): pairs of skills at least this
+# similar (0..1, the cosine of their term weights in resolve's index) are listed as overlapping,
+# and the editor warns about them; after a publish, label move, rule or suite change the report is
+# recomputed by a worker once this many seconds have passed without another (CATALOG_ROUTING_BACKGROUND
+# off: only when asked); a catalog of at most CATALOG_ROUTING_INLINE_MAX trigger cases and skills is
+# computed in the request that asks, a larger one is answered 202 until the worker has it.
+CATALOG_OVERLAP_THRESHOLD = env.float("CATALOG_OVERLAP_THRESHOLD", default=0.3)
+if not 0 < CATALOG_OVERLAP_THRESHOLD <= 1:
+    raise ImproperlyConfigured(f"CATALOG_OVERLAP_THRESHOLD={CATALOG_OVERLAP_THRESHOLD!r}: it must be in (0, 1].")
+CATALOG_ROUTING_BACKGROUND = env.bool("CATALOG_ROUTING_BACKGROUND", default=True)
+CATALOG_ROUTING_DEBOUNCE_SECONDS = env.float("CATALOG_ROUTING_DEBOUNCE_SECONDS", default=30.0)
+CATALOG_ROUTING_INLINE_MAX = env.int("CATALOG_ROUTING_INLINE_MAX", default=1000)
 # How run_skill and code skills confine a skill's script (agents/runtime/sandbox.py,
 # docs/operators/sandbox.md): `bwrap`, or `none` to run scripts unconfined as the worker's user. There is
 # no silent fallback: with `bwrap` and no working bubblewrap, run_skill refuses to run scripts.
@@ -462,6 +474,8 @@ for _name in (
     "EVAL_CONCURRENCY",
     "EVAL_MAX_ACTIVE_RUNS_PER_USER",
     "EVAL_MAX_QUEUED_TURNS",
+    "CATALOG_ROUTING_DEBOUNCE_SECONDS",
+    "CATALOG_ROUTING_INLINE_MAX",
     "RUN_SKILL_MEMORY_BYTES",
     "WEBHOOK_TIMEOUT_SECONDS",
     "WEBHOOK_MAX_ATTEMPTS",

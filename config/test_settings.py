@@ -32,3 +32,7 @@ CELERY_TASK_ROUTES = {task: {"queue": WEBHOOK_QUEUE} for task in CELERY_TASK_ROU
 # read in another (Celery workers all keep the read model's shared namespace).
 if _XDIST_WORKER:
     CACHES["default"]["KEY_PREFIX"] = _XDIST_WORKER
+
+# Every registry write would queue a routing recompute that some later module's worker then runs;
+# the tests of that recompute turn it on (tests/registry/test_catalog_routing_worker.py).
+CATALOG_ROUTING_BACKGROUND = False

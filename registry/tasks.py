@@ -5,6 +5,7 @@ from __future__ import annotations
 from celery import shared_task
 
 from registry.selectors.rollouts import rollouts_guarded_ids
+from registry.services.catalog_routing import catalog_routing_refresh_queued
 from registry.services.rollouts import label_rollout_guard
 from registry.services.webhooks import webhook_attempt_limit, webhook_delivery_attempt
 
@@ -30,3 +31,11 @@ def label_rollouts_guard_task() -> list[int]:
     """Beat's periodic check of every active rollout whose label policy has a guard; returns the
     ids of the labels it rolled back. Idempotent: a rolled-back rollout is no longer active."""
     return [label_id for label_id in rollouts_guarded_ids() if label_rollout_guard(label_id=label_id).rolled_back]
+
+
+@shared_task
+def catalog_routing_refresh_task(label: str | None = None, every: bool = False) -> list[str | None]:
+    """The catalog's routing report of `label` brought up to date, or (`every`, the debounced
+    recompute) one such task queued per label kept current (registry/services/catalog_routing.py).
+    Idempotent: a report already stored for the current inputs is not computed again."""
+    return catalog_routing_refresh_queued(label=label, every=every)

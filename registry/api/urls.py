@@ -5,7 +5,17 @@ from __future__ import annotations
 
 from django.urls import path
 
-from registry.api import attestations, capabilities, label_policies, resolve, rules, skills, usage, webhooks
+from registry.api import (
+    attestations,
+    capabilities,
+    catalog_routing,
+    label_policies,
+    resolve,
+    rules,
+    skills,
+    usage,
+    webhooks,
+)
 
 urlpatterns = [
     path("skills", skills.SkillListCreateApi.as_view(), name="api-skills"),
@@ -54,5 +64,6 @@ urlpatterns = [
     path(
         "webhooks/<int:webhook_id>/deliveries", webhooks.WebhookDeliveryListApi.as_view(), name="api-webhook-deliveries"
     ),
+    path("catalog/routing", catalog_routing.CatalogRoutingApi.as_view(), name="api-catalog-routing"),
     path("analytics/failing", usage.AnalyticsFailingApi.as_view(), name="api-analytics-failing"),
 ]

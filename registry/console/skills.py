@@ -35,6 +35,7 @@ from registry.roles import ADMIN, acting_role, user_roles
 from registry.selectors.analytics import AnalyticsFilter, SkillStats, skill_analytics
 from registry.selectors.attestations import version_signatures
 from registry.selectors.capabilities import version_capabilities_diff
+from registry.selectors.catalog_routing import description_overlaps
 from registry.selectors.evals import eval_latest_per_version
 from registry.selectors.label_policies import label_policy_list
 from registry.selectors.resolve import render_prompt_block
@@ -70,6 +71,7 @@ from registry.skillformat.token_count import count_tokens
 
 READ, WRITE = "skills:read", "skills:write"
 PAGE_SIZE = 50
+OVERLAPS_SHOWN = 3  # the editor names the most similar skills, not every one above the threshold
 SORTS = {
     "name": ("Name", lambda row: row.skill.name),
     "updated": ("Recently updated", lambda row: -row.skill.updated_at.timestamp()),
@@ -346,8 +348,28 @@ def live_check(text: str, *, expected_name: str | None = None, creating: bool = 
     this calls an error is refused by Publish, what it calls a warning is published. Creating,
     a name a user skill has already is one too (the publish would be refused as taken)."""
     check = skill_md_check(skill_md=text, expected_name=expected_name)
+    if check.parsed is not None:
+        check = replace(check, issues=(*check.issues, *_overlap_warnings(check.parsed)))
     name = check.reading.name if creating and check.reading else None
     return LiveCheck(check, taken=selectors.skill_name_holder(name=name, source=SkillSource.USER) if name else None)
+
+
+def _overlap_warnings(parsed) -> list[Issue]:
+    """A warning per served skill whose terms compete with this SKILL.md's (the routing report's
+    overlap, docs/analysts/catalog-routing.md): agents shown both may take either for the other's
+    queries. Only the editor says so; a publish is not refused for it."""
+    line = parsed.field_lines.get("description", 1)
+    return [
+        Issue(
+            "warning",
+            line,
+            f"The description overlaps the skill '{overlap['skill']}' (similarity {overlap['score']:.2f}; shared "
+            f"terms: {', '.join(overlap['shared_terms'])}): an agent offered both may pick either. Say what sets "
+            "this skill apart, or when to use the other.",
+            "description",
+        )
+        for overlap in description_overlaps(draft=parsed)[:OVERLAPS_SHOWN]
+    ]
 
 
 @dataclass(frozen=True)

@@ -11,4 +11,5 @@ urlpatterns = [
     path("", include("registry.console.webhooks")),
     path("", include("registry.console.label_policies")),
     path("", include("registry.console.audit")),
+    path("", include("registry.console.catalog_routing")),
 ]

@@ -275,6 +275,23 @@ class TermIndex:
         ordered = sorted(scores.items(), key=lambda item: (-item[1], item[0]))
         return [self._match(name, score, parsed, bonus) for name, score in ordered]
 
+    def weights(self, key: Any) -> dict[str, float]:
+        """The terms of the skill keyed `key`, each with what it adds to that skill's raw score
+        for a query holding it: the BM25F weights this index ranks by, which description overlap
+        (registry/matching/overlap.py) compares skills with."""
+        return {term: self._contribution(term)[key] for term in self._docs[key].terms}
+
+    def keys(self) -> list[Any]:
+        return list(self._docs)
+
+    def holding(self, term: str) -> frozenset[Any]:
+        """The keys of the skills that have `term`."""
+        return self._postings.get(term, frozenset())
+
+    def surface(self, key: Any, term: str) -> str:
+        """`term` as the skill keyed `key` first wrote it."""
+        return self._docs[key].surface.get(term, term)
+
     def top(self, query: str, *, limit: int | None = None, where: Callable[[Any], bool] | None = None) -> list[Match]:
         """As `match(query, index, limit=limit)` over the skills `where` accepts: the runtime's
         task-match trigger wants one skill, not reasons built for the ~500 that share a word."""

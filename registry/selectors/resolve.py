@@ -437,6 +437,22 @@ def _resolve(
     )
 
 
+def resolve_in_snapshot(*, snapshot: Snapshot, query: str) -> ResolveResult:
+    """What `resolve(query=query, label=snapshot.label)` answers at the snapshot's generation for
+    a subject on every rollout's stable side, uncached: the catalog's routing report
+    (registry/selectors/catalog_routing.py) asks it once per trigger case, each query once."""
+    return _resolve(
+        generation=snapshot.generation,
+        query=query,
+        label=snapshot.label,
+        forced_skill=None,
+        context=None,
+        max_skills=settings.MAX_SKILLS_IN_PROMPT,
+        max_chars=settings.MAX_PROMPT_CHARS,
+        snapshot=snapshot,
+    )
+
+
 def rules_fire_in_budget(query: str, snapshot: Snapshot) -> RulesFired:
     """The snapshot's rules that fire for `query`, within RESOLVE_MAX_SECONDS. The budget starts
     here, not with the request: a snapshot built first (seconds at 10,000 skills) must not leave

@@ -31,6 +31,7 @@ from registry.selectors.evals import (
 )
 from registry.selectors.suite_reviews import suite_role_accepts
 from registry.services.audit import SYSTEM, Actor, audit_record
+from registry.services.catalog_routing import catalog_routing_changed
 from registry.services.suite_reviews import eval_suite_revision_record
 from registry.skillformat.evals import suite_cases_read
 
@@ -71,6 +72,7 @@ def eval_suite_replace(
             accepted_by=actor.user_or_none if accepted else None,
         )
         eval_suite_revision_record(skill=skill, revision=revision, actor=actor)
+        transaction.on_commit(catalog_routing_changed)  # its trigger cases are the routing report's
         audit_record(
             actor=actor,
             action="eval_suite.replace",

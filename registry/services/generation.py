@@ -11,6 +11,7 @@ from django.db.models import F, Q
 
 from registry.models import RegistryChange, RegistryState
 from registry.readmodel.generation import STATE_ROW, change_listener, registry_generation
+from registry.services.catalog_routing import catalog_routing_changed
 
 # The change log covers this many generations back (a process further behind rebuilds anyway).
 _CHANGES_KEPT = 1024
@@ -46,3 +47,4 @@ def registry_changed(*, skill: str | None = None, rules: bool = False) -> None:
             Q(generation__lt=generation - _CHANGES_KEPT) | Q(generation__gt=generation)
         ).delete()
     transaction.on_commit(lambda: change_listener.committed(generation))
+    transaction.on_commit(catalog_routing_changed)

@@ -222,6 +222,7 @@ def console_pages(f: Fixtures) -> dict[str, str]:
         "analytics": "/analytics/",
         "analytics-skill": "/analytics/skills/csp-demo/",
         "audit-list": "/audit/",
+        "catalog-routing": "/catalog/routing/",
         "label-policies": "/labels/policies/",
         "label-policy-save": "/labels/policies/save/",
         "label-policy-remove": "/labels/policies/staging/remove/",
