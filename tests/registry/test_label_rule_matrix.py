@@ -223,7 +223,7 @@ def test_mcp(live_server, make_token, registry_table, revision, asked):
                 got[name] = None
             try:
                 (contents,) = (await host.session.read_resource(uri)).contents
-                read[name] = contents.meta["version"]
+                read[name] = contents.meta["io.skill-registry/version"]
                 assert version_of(contents.text, name) == read[name]
             except MCPError as error:
                 assert error.code == -32602
