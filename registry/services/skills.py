@@ -25,10 +25,10 @@ from registry.errors import (
     VersionConflict,
 )
 from registry.models import Blob, Label, LabelHistory, Skill, SkillFile, SkillSource, SkillVersion, WebhookEvent
+from registry.selectors.label_policies import label_policy_get
 from registry.services.audit import SYSTEM, Actor, audit_record
 from registry.services.evals import eval_suite_replace
 from registry.services.generation import registry_changed
-from registry.selectors.label_policies import label_policy_get
 from registry.services.labels import label_move
 from registry.services.webhooks import webhook_event_emit
 from registry.skillformat.bundle import (

@@ -429,7 +429,8 @@ def test_validate_of_a_missing_folder_says_so_without_a_traceback(registry, toke
     missing = skillreg(registry, token, "validate", str(tmp_path / "nowhere"))
 
     assert missing.returncode == 1
-    assert missing.stderr == f"skillreg: error: {tmp_path / 'nowhere'} does not exist: give a skill folder, or a folder of skill folders.\n"
+    said = f"skillreg: error: {tmp_path / 'nowhere'} does not exist: give a skill folder, or a folder of skill folders."
+    assert missing.stderr == said + "\n"
     a_file = tmp_path / "notes.txt"
     a_file.write_text("hello\n")
     not_a_folder = skillreg(registry, token, "validate", str(a_file))

@@ -11,9 +11,10 @@ from pathlib import Path
 import pytest
 from django.core.management import CommandError, call_command
 
-from registry.models import ApiToken, AuditLog, Label, LabelHistory, Skill, SkillVersion
+from registry.models import ApiToken, AuditLog, Skill, SkillVersion
 from registry.roles import AUTHOR
 from registry.services.label_policies import label_policy_set
+from registry.services.labels import label_delete
 from tests.factories import UserFactory, make_skill_md, user_with_role
 
 pytestmark = pytest.mark.django_db
@@ -66,9 +67,7 @@ def labels_of(name: str) -> dict[str, int]:
     return {label.name: label.version.number for label in Skill.objects.get(name=name).labels.select_related("version")}
 
 
-def test_sync_labels_the_bundled_skills_production_and_follows_new_versions_until_someone_moves_it(
-    settings, tmp_path
-):
+def test_sync_labels_the_bundled_skills_production_and_follows_new_versions_until_someone_moves_it(settings, tmp_path):
     settings.BUNDLED_SKILLS_DIR = tmp_path
     for name in ("alpha", "beta", "gamma"):
         write_skill(tmp_path, name)
@@ -87,8 +86,7 @@ def test_sync_labels_the_bundled_skills_production_and_follows_new_versions_unti
         (tmp_path / name / "SKILL.md").write_text(make_skill_md(name, description=f"Second {name}."))
     run("skills", "sync")
     run("skills", "label", "beta", "production", "1")
-    Label.objects.filter(skill__name="gamma", name="production").delete()
-    LabelHistory.objects.create(skill=Skill.objects.get(name="gamma"), label="production", kind="delete", from_version=1)
+    label_delete(skill=Skill.objects.get(name="gamma"), label="production")
     for name in ("alpha", "beta", "gamma"):
         (tmp_path / name / "SKILL.md").write_text(make_skill_md(name, description=f"Third {name}."))
 
