@@ -142,11 +142,9 @@ def test_a_send_the_server_cannot_take_says_why_instead_of_doing_nothing(live_se
     outage = "The task broker is unavailable right now; try again shortly."
     page.route(
         "**/playground/",
-        lambda route: (
-            route.fulfill(status=503, content_type="text/plain", body=outage)
-            if route.request.method == "POST"
-            else route.continue_()
-        ),
+        lambda route: route.fulfill(status=503, content_type="text/plain", body=outage)
+        if route.request.method == "POST"
+        else route.continue_(),
     )
 
     page.fill("textarea[name=message]", "hello")

@@ -21,10 +21,7 @@ DISTUTILS_PTH = "import os; var = 'SETUPTOOLS_USE_DISTUTILS'; enabled = os.envir
 def run_check(*site_dirs: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "config.check_pth", *map(str, site_dirs)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
+        cwd=ROOT, capture_output=True, text=True, timeout=60,
     )
 
 

@@ -135,7 +135,9 @@ def _reads(api, subject: str, settings) -> dict[str, int]:
     assert (file.content == b"canary notes\n") == (seen["file"] == 2)
     bundle = api.get(f"/api/v1/skills/canaried/bundle.zip?subject={subject}")
     seen["bundle"] = int(bundle["X-Skill-Version"])
-    assert (_zipped(bundle.content, "notes.txt") == b"canary notes\n") == (seen["bundle"] == 2)
+    assert (_zipped(bundle.content, "notes.txt") == b"canary notes\n") == (
+        seen["bundle"] == 2
+    )
     store = RegistrySkillStore(pins=subject_pins(label=None, subject=subject))
     seen["runtime_store"] = store.load("canaried").version
     assert [s.version for s, _ in store.match("edition") if s.name == "canaried"] == [seen["runtime_store"]]
