@@ -76,15 +76,15 @@ def mcp_configs(endpoint: str) -> dict[str, str]:
             SERVER_NAME: {
                 "command": "npx",
                 "args": ["-y", "mcp-remote", endpoint, "--header", "Authorization:${AUTH_HEADER}"],
-                "env": {"AUTH_HEADER": "Bearer skr_…"},
+                "env": {"AUTH_HEADER": "Bearer YOUR-TOKEN"},
             }
         }
     }
     return {
         "claude_code": claude_code,
-        "project_json": json.dumps(project_json, indent=2),
-        "vscode_json": json.dumps(vscode, indent=2),
-        "desktop_json": json.dumps(desktop, indent=2),
+        "project_json": json.dumps(project_json, indent=2, ensure_ascii=False),
+        "vscode_json": json.dumps(vscode, indent=2, ensure_ascii=False),
+        "desktop_json": json.dumps(desktop, indent=2, ensure_ascii=False),
     }
 
 
