@@ -170,7 +170,7 @@ def test_the_connect_page_for_authors_and_analysts(live_server, open_page, setti
         expect(token_links.first).to_be_visible()
     else:  # analysts do not create tokens: the page says whom to ask
         expect(token_links).to_have_count(0)
-        expect(page.locator("#connect-mcp")).to_contain_text("ask an admin for one")
+        expect(page.locator("#token-note")).to_contain_text("ask an admin for a token")
     screenshot(page, f"connect-{role}")
 
 
