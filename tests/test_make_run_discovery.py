@@ -16,8 +16,14 @@ import pytest
 
 from registry.skillformat.bundle import find_skill_folders
 from tests.registry.api.test_discovery_cli import NODE, SKILLS_CLI
-from tests.test_readme import NOT_INHERITED, ROOT, MakeRun, copy_tracked_files, free_port
-from tests.test_readme import instance_database  # noqa: F401  (a fixture this module uses)
+from tests.test_readme import (
+    NOT_INHERITED,
+    ROOT,
+    MakeRun,
+    copy_tracked_files,
+    free_port,
+    instance_database,  # noqa: F401  (a fixture this module uses)
+)
 
 
 @pytest.mark.integration
