@@ -164,8 +164,13 @@ def test_authors_and_analysts_are_refused_the_users_page(live_server, open_page,
     response = page.goto(f"{live_server.url}/users/")
     assert response.status == 403
     expect(page.locator("main")).to_contain_text("You don't have access to this page")
-    create = page.request.post(f"{live_server.url}/users/", form={"username": "sneaky", "role": "admin"})
-    assert create.status == 403  # (CSRF aside, the role check refuses it)
+    csrf = next(cookie["value"] for cookie in page.context.cookies() if cookie["name"] == "csrftoken")
+    create = page.request.post(
+        f"{live_server.url}/users/",
+        form={"username": "sneaky", "role": "admin", "how": "password", "password": "a-long-passphrase"},
+        headers={"X-CSRFToken": csrf, "Referer": f"{live_server.url}/users/"},
+    )
+    assert create.status == 403 and "You don't have access to this page" in create.text()  # the role check's
     assert not User.objects.filter(username="sneaky").exists()
     screenshot(page, f"users-refused-{role}")
 
