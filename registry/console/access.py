@@ -22,7 +22,7 @@ def console_view(*, scope: str | None = None, role: str | None = None) -> Callab
     lets through is answered in one place (registry/console/errors.py).
 
     An account without any role may do nothing, so every console page answers it with the page
-    that says so and names the admins who can grant one (403 where the page needs a scope).
+    that says so and names the admins who can grant one (403, but for the dashboard it lands on).
 
     Write views name the scope the API would ask for (`skills:write`, `rules:write`, ...), so an
     analyst is refused in the console exactly where a token of theirs would be refused."""
@@ -32,7 +32,10 @@ def console_view(*, scope: str | None = None, role: str | None = None) -> Callab
         def guarded(request, *args, **kwargs):
             roles = user_roles(request.user)
             if not roles:
-                return no_role_page(request, status=403 if scope or role else 200)
+                # The page a login lands on (LOGIN_REDIRECT_URL) answers 200: it is where the account
+                # is sent, not a page it asked for and is refused.
+                landing = request.resolver_match is not None and request.resolver_match.url_name == "home"
+                return no_role_page(request, status=200 if landing else 403)
             if scope is not None and scope not in user_scopes(request.user):
                 raise PermissionDenied(f"Your role does not allow {scope}.")
             if role is not None and role not in roles:
