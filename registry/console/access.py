@@ -39,7 +39,7 @@ def console_view(*, scope: str | None = None, role: str | None = None) -> Callab
             if scope is not None and scope not in user_scopes(request.user):
                 raise PermissionDenied(f"Your role does not allow {scope}.")
             if role is not None and role not in roles:
-                raise PermissionDenied(f"This page is for the {role} role.")
+                raise PermissionDenied(f"This page is for the {role} role.")  # 403.html knows the admin one
             try:
                 return view(request, *args, **kwargs)
             except ApplicationError as error:

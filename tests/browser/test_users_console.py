@@ -164,6 +164,7 @@ def test_authors_and_analysts_are_refused_the_users_page(live_server, open_page,
     response = page.goto(f"{live_server.url}/users/")
     assert response.status == 403
     expect(page.locator("main")).to_contain_text("You don't have access to this page")
+    expect(page.locator("main")).to_contain_text("This page is for admins")
     csrf = next(cookie["value"] for cookie in page.context.cookies() if cookie["name"] == "csrftoken")
     create = page.request.post(
         f"{live_server.url}/users/",
