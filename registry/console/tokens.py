@@ -63,7 +63,9 @@ def _page(
         "access": access,
         "form": form,
         "scope_choices": [(scope.value, SCOPE_HELP[scope]) for scope in TokenScope],
-        "chosen_scopes": (form["scopes"].value() or []) if form is not None else [TokenScope.SKILLS_READ.value],
+        "chosen_scopes": (form["scopes"].value() or []) if form is not None else _asked_scopes(request),
+        # A link may fill the form in (the Connect page's "create one with ..."): `?name=&scopes=`.
+        "asked_name": request.GET.get("name", "")[:NAME_MAX] if form is None else "",
         # Only an admin picks the owner; the list holds the accounts a token could act for.
         "owners": selectors.account_list(active_only=True) if access.see_all and access.manage else [],
         "owner": (form.data.get("owner") if form is not None else "") or request.user.get_username(),
@@ -74,6 +76,13 @@ def _page(
         "key_errors": key_errors or {},
     }
     return render(request, "registry/tokens/list.html", context, status=status)
+
+
+def _asked_scopes(request) -> list[str]:
+    """The scopes a link asks to tick (`?scopes=skills:read&scopes=usage:write`), known ones only;
+    skills:read when it asks for none."""
+    asked = [scope for scope in request.GET.getlist("scopes") if scope in TokenScope.values]
+    return asked or [TokenScope.SKILLS_READ.value]
 
 
 @never_cache  # the answer to a create holds the secret: no browser or proxy may keep it

@@ -8,6 +8,8 @@ urlpatterns = [
     path("", include("registry.console.skills")),
     path("", include("registry.console.rules")),
     path("", include("registry.console.tokens")),
+    path("", include("registry.console.users")),
+    path("", include("registry.console.connect")),
     path("", include("registry.console.webhooks")),
     path("", include("registry.console.label_policies")),
     path("", include("registry.console.audit")),

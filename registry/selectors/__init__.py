@@ -17,7 +17,7 @@ selectors.skill_get(...)`); `resolve` and `analytics` are imported as modules.
 from __future__ import annotations
 
 from registry.models import ForceIncludeRule, Skill, SkillVersion
-from registry.selectors.accounts import AccountRow, account_list
+from registry.selectors.accounts import AccountRow, account_admins, account_get, account_list
 from registry.selectors.audit import AuditEntry, AuditFilter, audit_log_for_user, audit_page
 from registry.selectors.rules import (
     RuleRow,
@@ -85,6 +85,8 @@ __all__ = [
     "RuleSkill",
     "SkillChoice",
     "TokenRow",
+    "account_admins",
+    "account_get",
     "account_list",
     "api_token_get_for_user",
     "api_token_list",

@@ -1,6 +1,7 @@
-"""Accounts and roles: created and re-roled here (the `users` command), or changed through
-Django's own user and group screens, whose saves these services audit like every other write
-(Django's forms handle passwords and permissions there)."""
+"""Accounts and roles: created, re-roled, deactivated and sent a set-password link here (the
+console's users page and the `users` command), or changed through Django's own user and group
+screens, whose saves these services audit like every other write (Django's forms handle passwords
+and permissions there)."""
 
 from __future__ import annotations
 
@@ -11,9 +12,12 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.contrib.auth.password_validation import validate_password
+from django.contrib.auth.tokens import default_token_generator
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import Field, Q
+from django.utils.encoding import force_bytes
+from django.utils.http import urlsafe_base64_encode
 
 from registry.errors import ApplicationError, Conflict, NotFound
 from registry.roles import ADMIN, ROLE_SCOPES, user_roles
@@ -97,8 +101,10 @@ def _role_apply(user, role: str) -> None:
     user.__dict__.pop("_registry_roles", None)  # roles are cached per user object (registry/roles.py)
 
 
-def account_create(*, username: str, role: str, password: str, actor: Actor):
-    """A new active account holding `role`, its password checked by Django's validators."""
+def account_create(*, username: str, role: str, password: str | None, email: str = "", actor: Actor):
+    """A new active account holding `role`, its password checked by Django's validators. With
+    `password` None it has no usable password until its owner sets one with the link
+    `account_password_link` gives (the console's "one-time set-password link")."""
     _role_check(role)
     User = get_user_model()
     if not username:
@@ -109,39 +115,110 @@ def account_create(*, username: str, role: str, password: str, actor: Actor):
             username_field.run_validators(username)
     except ValidationError as exc:
         raise ApplicationError(f"Username: {' '.join(exc.messages)}", fields={"username": "invalid"}) from None
-    try:
-        validate_password(password, user=User(username=username))
-    except ValidationError as exc:
-        raise ApplicationError(f"Password: {' '.join(exc.messages)}", fields={"password": "too weak"}) from None
+    email = email.strip()
+    if email:
+        try:
+            User._meta.get_field("email").run_validators(email)  # type: ignore[union-attr]
+        except ValidationError:
+            raise ApplicationError(f"Email: '{email}' is not an address.", fields={"email": "invalid"}) from None
+    if password is not None:
+        try:
+            validate_password(password, user=User(username=username))
+        except ValidationError as exc:
+            raise ApplicationError(f"Password: {' '.join(exc.messages)}", fields={"password": "too weak"}) from None
     with transaction.atomic():
         if User.objects.filter(username=username).exists():
-            raise Conflict(f"A user named '{username}' already exists; use `users set-role` to change their role.")
-        user = User.objects.create_user(username=username, password=password)
+            raise Conflict(
+                f"A user named '{username}' already exists; change their role instead.",
+                fields={"username": "already exists"},
+            )
+        user = User.objects.create_user(username=username, email=email, password=password)  # None: unusable
         _role_apply(user, role)
         account_saved(user=user, before=None, actor=actor)
     return user
 
 
 def account_role_set(*, username: str, role: str, actor: Actor):
-    """Give an existing account `role` (and only it). Refuses to demote the last active admin,
-    which would leave nobody able to manage accounts and tokens from the console."""
+    """Give an existing account `role` (and only it). Refuses to demote the last active admin."""
     _role_check(role)
-    User = get_user_model()
     with transaction.atomic():
-        user = User.objects.select_for_update().filter(username=username).first()
-        if user is None:
-            raise NotFound(f"No user named '{username}'.", fields={"username": "unknown user"})
+        user = _account_locked(username)
         before = account_snapshot(user)
         if ADMIN in before["roles"] and role != ADMIN and user.is_active:
-            # Locked, so two admins demoting each other at once cannot both succeed.
-            admins = User.objects.select_for_update(of=("self",)).filter(
-                Q(is_superuser=True) | Q(groups__name=ADMIN), is_active=True
-            )
-            if not set(admins.values_list("pk", flat=True)) - {user.pk}:
-                raise Conflict(f"'{username}' is the last active admin; make another admin first.")
+            _last_admin_check(user, doing="changing this one's role")
         _role_apply(user, role)
         account_saved(user=user, before=before, actor=actor)
     return user
+
+
+def _account_locked(username: str):
+    user = get_user_model().objects.select_for_update().filter(username=username).first()
+    if user is None:
+        raise NotFound(f"No user named '{username}'.", fields={"username": "unknown user"})
+    return user
+
+
+def _last_admin_check(user, *, doing: str) -> None:
+    """Refuse to take the admin role or the account away from the last active admin, which would
+    leave nobody able to manage accounts and tokens from the console. Locks the admins, so two
+    admins demoting or deactivating each other at once cannot both succeed."""
+    admins = (
+        get_user_model()
+        .objects.select_for_update(of=("self",))
+        .filter(Q(is_superuser=True) | Q(groups__name=ADMIN), is_active=True)
+    )
+    if not set(admins.values_list("pk", flat=True)) - {user.pk}:
+        raise Conflict(f"'{user.get_username()}' is the last active admin; make another admin before you {doing}.")
+
+
+def account_active_set(*, username: str, active: bool, actor: Actor):
+    """Deactivate an account (or make it active again). A deactivated account cannot log in, its
+    console sessions end (Django's backend refuses an inactive user on their next request), and
+    its API tokens are refused at once (registry/selectors/tokens.py checks the owner's
+    is_active; the change notifies every process's token cache). The tokens are kept, not
+    revoked, so reactivating brings them back; revoke them to end them for good.
+
+    Nobody deactivates their own account (from the console they would lock themselves out
+    mid-click), nor the last active admin."""
+    with transaction.atomic():
+        user = _account_locked(username)
+        if user.is_active == active:
+            return user
+        if not active:
+            if actor.user_or_none is not None and actor.user_or_none.pk == user.pk:
+                raise Conflict("You cannot deactivate your own account; ask another admin.")
+            if ADMIN in user_roles(user):
+                _last_admin_check(user, doing="deactivating this one")
+        before = account_snapshot(user)
+        user.is_active = active
+        user.save(update_fields=["is_active"])
+        account_saved(user=user, before=before, actor=actor)
+    return user
+
+
+@dataclass(frozen=True)
+class PasswordLink:
+    """The two parts of Django's password-reset URL (`password-set` in registry/console/users.py)."""
+
+    uidb64: str
+    token: str
+
+
+def account_password_link(*, username: str, actor: Actor) -> PasswordLink:
+    """A link with which the account's owner sets a new password, once: Django's password-reset
+    token, which hashes the current password and last login, so it stops working when the
+    password is set (or the owner logs in) and after PASSWORD_RESET_TIMEOUT. Making one changes
+    nothing until it is used; it is audited, as whoever holds it may take the account."""
+    User = get_user_model()
+    user = User.objects.filter(username=username).first()
+    if user is None:
+        raise NotFound(f"No user named '{username}'.", fields={"username": "unknown user"})
+    if not user.is_active:
+        raise Conflict(f"'{username}' is deactivated; activate the account before sending a link.")
+    audit_record(actor=actor, action="user.password_link", object_type="user", object_repr=user.username)
+    return PasswordLink(
+        uidb64=urlsafe_base64_encode(force_bytes(user.pk)), token=default_token_generator.make_token(user)
+    )
 
 
 @dataclass(frozen=True)

@@ -24,12 +24,14 @@ from registry.errors import (
     NameTaken,
     VersionConflict,
 )
-from registry.models import Blob, Skill, SkillFile, SkillSource, SkillVersion, WebhookEvent
+from registry.models import Blob, Label, LabelHistory, Skill, SkillFile, SkillSource, SkillVersion, WebhookEvent
+from registry.selectors.label_policies import label_policy_get
 from registry.services.attestations import channel_of, publisher_signature_attach, version_attest
 from registry.services.audit import SYSTEM, Actor, audit_record
 from registry.services.capabilities import version_capabilities_store
 from registry.services.evals import eval_suite_replace
 from registry.services.generation import registry_changed
+from registry.services.labels import label_move
 from registry.services.webhooks import webhook_event_emit
 from registry.skillformat.bundle import (
     SKILL_MD,
@@ -626,9 +628,15 @@ def _sync_mark(signature: str, version: int) -> str:
     return hashlib.sha256(f"{signature}:{version}".encode()).hexdigest()
 
 
+# The label the bundled skills are served and discovered under (`DISCOVERY_LABEL=production`).
+BUNDLED_LABEL = "production"
+
+
 @dataclass
 class SyncReport(ImportReport):
     skipped: list[str] = field(default_factory=list)
+    labelled: list[tuple[str, int]] = field(default_factory=list)  # (skill, version) BUNDLED_LABEL now points to
+    label_held: str = ""  # why the sync labelled nothing, when it did not (a label policy)
 
 
 def skills_sync_bundled(
@@ -639,7 +647,8 @@ def skills_sync_bundled(
     report = SyncReport()
     known = {s.name: (s.sync_signature, s.latest_version) for s in Skill.objects.filter(source=SkillSource.BUNDLED)}
     changed: list[tuple[Path, str]] = []
-    for folder in find_skill_folders(root):
+    folders = find_skill_folders(root)
+    for folder in folders:
         signature = _folder_signature(folder)
         mark, latest = known.get(folder.name, ("", 0))
         if mark == _sync_mark(signature, latest):
@@ -657,4 +666,43 @@ def skills_sync_bundled(
         report.published += partial.published
         report.unchanged += partial.unchanged
         report.failed += partial.failed
+    _bundled_label_sync(
+        names=[folder.name for folder in folders],
+        synced_before={name: latest for name, (_, latest) in known.items()},
+        actor=actor,
+        report=report,
+    )
     return report
+
+
+def _bundled_label_sync(*, names: list[str], synced_before: dict[str, int], actor: Actor, report: SyncReport) -> None:
+    """Put BUNDLED_LABEL on the bundled skills' newest versions, so a fresh registry serves and
+    discovers them under it with no further step; it then follows each new version the sync
+    publishes, for as long as nobody moved it elsewhere.
+
+    A person's decision stands: a label someone moved off the bundle's version (a rollback) stays
+    where it is, and one someone removed is never put back (its history says it existed). A
+    label policy on BUNDLED_LABEL is the operator saying who may move it and on what evidence,
+    which a sync has neither of: then the sync labels nothing and says so.
+    """
+    if label_policy_get(label=BUNDLED_LABEL) is not None:
+        report.label_held = (
+            f"'{BUNDLED_LABEL}' has a label policy, so the sync moved no label: move it on each skill's "
+            f"Versions page or with `skills label NAME {BUNDLED_LABEL} VERSION`."
+        )
+        return
+    skills = list(Skill.objects.filter(source=SkillSource.BUNDLED, name__in=names).order_by("name"))
+    current = {
+        label.skill_id: label.version.number
+        for label in Label.objects.filter(skill__in=skills, name=BUNDLED_LABEL).select_related("version")
+    }
+    had_label = set(
+        LabelHistory.objects.filter(skill__in=skills, label=BUNDLED_LABEL).values_list("skill_id", flat=True)
+    )
+    for skill in skills:
+        pointed = current.get(skill.pk)
+        first_time = pointed is None and skill.pk not in had_label
+        following = pointed is not None and pointed == synced_before.get(skill.name) != skill.latest_version
+        if first_time or following:
+            label_move(skill=skill, label=BUNDLED_LABEL, version_number=skill.latest_version, actor=actor)
+            report.labelled.append((skill.name, skill.latest_version))

@@ -178,6 +178,7 @@ class Fixtures:
     webhook: int
     run: str
     turn: str
+    user: int
 
 
 def console_fixtures(owner) -> Fixtures:
@@ -209,7 +210,8 @@ def console_fixtures(owner) -> Fixtures:
         started_at=timezone.now(),
         finished_at=timezone.now(),
     )
-    return Fixtures(rule=rule.pk, token=token.pk, webhook=webhook.pk, run=str(run.pk), turn=str(turn.pk))
+    other = user_with_role("csp-other", "analyst")
+    return Fixtures(rule=rule.pk, token=token.pk, webhook=webhook.pk, run=str(run.pk), turn=str(turn.pk), user=other.pk)
 
 
 def console_pages(f: Fixtures) -> dict[str, str]:
@@ -269,11 +271,17 @@ def console_pages(f: Fixtures) -> dict[str, str]:
         "playground-eval-case": f"/playground/turns/{f.turn}/eval-case/",
         "turn-list": "/turns/",
         "turn-detail": f"/turns/{f.turn}/",
+        "user-list": "/users/",
+        "user-role": f"/users/{f.user}/role/",
+        "user-active": f"/users/{f.user}/active/",
+        "user-password-link": f"/users/{f.user}/password-link/",
+        "password-set": "/password/set/MQ/not-a-token/",
+        "connect": "/connect/",
     }
 
 
 def test_the_walk_covers_every_console_url_pattern():
-    walked = set(console_pages(Fixtures(rule=1, token=1, webhook=1, run="r", turn="t")))
+    walked = set(console_pages(Fixtures(rule=1, token=1, webhook=1, run="r", turn="t", user=1)))
     assert console_url_names() == walked | set(NOT_PAGES)
 
 
@@ -297,6 +305,8 @@ def test_every_console_page_runs_without_a_policy_violation_for_each_role(live_s
             assert_styled_and_scripted(page)
         assert violations == [], (role, path, violations)
 
+    assert statuses["connect"] == 200
+    assert statuses["user-list"] == (200 if role == "admin" else 403)
     if role == "analyst":
         assert statuses["skill-edit"] == 403 and statuses["skill-versions"] == 200
     else:

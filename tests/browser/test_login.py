@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from tests.factories import UserFactory
+from tests.factories import UserFactory, user_with_role
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
 def test_a_person_logs_in_and_lands_on_the_dashboard(live_server, page):
-    UserFactory(username="grace")
+    user_with_role("author", username="grace")  # without a role: the no-role page (test_users_console.py)
 
     page.goto(f"{live_server.url}/")
     assert "/login/" in page.url

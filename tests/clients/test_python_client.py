@@ -397,3 +397,42 @@ def test_pull_with_a_label_takes_the_version_it_points_to(registry, token, tmp_p
     missing = skillreg(registry, token, "pull", "no-such-skill", str(tmp_path / "none"))
     assert missing.returncode == 1 and "skills/no-such-skill: 404" in missing.stderr
     assert not (tmp_path / "none" / "skills.lock").exists()
+
+
+def test_options_may_stand_between_the_names_and_the_folder(registry, token, tmp_path):
+    publish(registry, token, "mixed-a", "# A\nOne.")
+    publish(registry, token, "mixed-a", "# A\nTwo.", base_version=1)
+    publish(registry, token, "mixed-b", "# B\nOne.")
+    transport = Transport(registry.url, token)
+    for name in ("mixed-a", "mixed-b"):
+        transport.request("PUT", f"skills/{name}/labels/production", json_body={"version": 1})
+    out = tmp_path / "mixed"
+
+    done = skillreg(registry, token, "pull", "mixed-a", "mixed-b", "--label", "production", str(out))
+
+    assert done.returncode == 0, done.stderr
+    lock = json.loads((out / "skills.lock").read_text())["skills"]
+    assert {name: (entry["version"], entry["label"]) for name, entry in lock.items()} == {
+        "mixed-a": (1, "production"),
+        "mixed-b": (1, "production"),
+    }
+    # The documented shape of a frozen install of some of the lock: `pull --frozen [NAME…] DIR`.
+    frozen = skillreg(registry, token, "pull", "--frozen", "mixed-a", str(out))
+    assert frozen.returncode == 0, frozen.stderr
+    interleaved = skillreg(registry, token, "pull", "mixed-a", "--frozen", str(out))
+    assert interleaved.returncode == 0, interleaved.stderr
+    unknown = skillreg(registry, token, "pull", "mixed-a", "--label", "production", str(out), "--bogus")
+    assert unknown.returncode == 2 and "unrecognized arguments: --bogus" in unknown.stderr
+
+
+def test_validate_of_a_missing_folder_says_so_without_a_traceback(registry, token, tmp_path):
+    missing = skillreg(registry, token, "validate", str(tmp_path / "nowhere"))
+
+    assert missing.returncode == 1
+    said = f"skillreg: error: {tmp_path / 'nowhere'} does not exist: give a skill folder, or a folder of skill folders."
+    assert missing.stderr == said + "\n"
+    a_file = tmp_path / "notes.txt"
+    a_file.write_text("hello\n")
+    not_a_folder = skillreg(registry, token, "validate", str(a_file))
+    assert not_a_folder.returncode == 1 and "is not a folder" in not_a_folder.stderr
+    assert "Traceback" not in missing.stderr + not_a_folder.stderr

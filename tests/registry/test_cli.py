@@ -13,6 +13,8 @@ from django.core.management import CommandError, call_command
 
 from registry.models import ApiToken, AuditLog, Skill, SkillVersion
 from registry.roles import AUTHOR
+from registry.services.label_policies import label_policy_set
+from registry.services.labels import label_delete
 from tests.factories import UserFactory, make_skill_md, user_with_role
 
 pytestmark = pytest.mark.django_db
@@ -59,6 +61,52 @@ def test_sync_publishes_a_new_version_only_for_the_changed_folder(settings, tmp_
     assert "published beta v2" in output
     assert "1 skipped" in output
     assert Skill.objects.get(name="alpha").latest_version == 1
+
+
+def labels_of(name: str) -> dict[str, int]:
+    return {label.name: label.version.number for label in Skill.objects.get(name=name).labels.select_related("version")}
+
+
+def test_sync_labels_the_bundled_skills_production_and_follows_new_versions_until_someone_moves_it(settings, tmp_path):
+    settings.BUNDLED_SKILLS_DIR = tmp_path
+    for name in ("alpha", "beta", "gamma"):
+        write_skill(tmp_path, name)
+
+    first = run("skills", "sync")
+
+    assert "labelled alpha v1 production" in first
+    assert {name: labels_of(name) for name in ("alpha", "beta", "gamma")} == {
+        "alpha": {"production": 1},
+        "beta": {"production": 1},
+        "gamma": {"production": 1},
+    }
+    assert AuditLog.objects.filter(action="label.move", via="cli").count() == 3
+    # A person rolls beta back after its v2, and removes gamma's label: the sync leaves both be.
+    for name in ("alpha", "beta"):
+        (tmp_path / name / "SKILL.md").write_text(make_skill_md(name, description=f"Second {name}."))
+    run("skills", "sync")
+    run("skills", "label", "beta", "production", "1")
+    label_delete(skill=Skill.objects.get(name="gamma"), label="production")
+    for name in ("alpha", "beta", "gamma"):
+        (tmp_path / name / "SKILL.md").write_text(make_skill_md(name, description=f"Third {name}."))
+
+    third = run("skills", "sync")
+
+    assert "labelled alpha v3 production" in third and "labelled beta" not in third and "labelled gamma" not in third
+    assert (labels_of("alpha"), labels_of("beta"), labels_of("gamma")) == ({"production": 3}, {"production": 1}, {})
+    assert "labelled" not in run("skills", "sync")  # nothing changed, nothing moved
+
+
+def test_sync_moves_no_label_that_a_label_policy_protects(settings, tmp_path):
+    settings.BUNDLED_SKILLS_DIR = tmp_path
+    write_skill(tmp_path, "alpha")
+    label_policy_set(label="production", roles=["admin"])
+
+    output = run("skills", "sync")
+
+    assert "published alpha v1" in output and "labelled" not in output
+    assert "'production' has a label policy, so the sync moved no label" in output
+    assert labels_of("alpha") == {}
 
 
 def test_the_bundled_skills_folder_syncs_without_errors():

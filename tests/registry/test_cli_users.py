@@ -123,9 +123,43 @@ def test_list_shows_each_account_with_its_role():
 
     header, ann, zed = run("list").splitlines()
 
-    assert header.split() == ["NAME", "ROLE", "ACTIVE", "LAST", "LOGIN"]
-    assert ann.split() == ["ann", "author", "yes", "-"]
+    assert header.split() == ["NAME", "ROLE", "ACTIVE", "LAST", "LOGIN", "TOKENS"]
+    assert ann.split() == ["ann", "author", "yes", "-", "0"]
     assert zed.split()[:2] == ["zed", "analyst"]
+
+
+def test_deactivate_and_activate_are_audited_and_spare_the_last_admin():
+    user_with_role("admin", username="root")
+    run("create", "ann", "--role", "author", "--password", PASSWORD)
+
+    assert "ann is deactivated." in run("deactivate", "ann")
+    assert authenticate(username="ann", password=PASSWORD) is None
+    assert "ann is active." in run("activate", "ann")
+    assert authenticate(username="ann", password=PASSWORD) is not None
+    changes = AuditLog.objects.filter(action="user.update", object_repr="ann").order_by("id")
+    assert [(row.after["is_active"], row.via) for row in changes] == [(False, "cli"), (True, "cli")]
+    with pytest.raises(CommandError, match="last active admin"):
+        run("deactivate", "root")
+
+
+def test_create_with_a_link_prints_a_one_time_set_password_link(client):
+    output = run("create", "ann", "--role", "analyst", "--link", "http://registry.example:8000/")
+
+    link = output.split("(works once): ")[1].strip()
+    assert link.startswith("http://registry.example:8000/password/set/")
+    assert not User.objects.get(username="ann").has_usable_password()
+    path = link.removeprefix("http://registry.example:8000")
+    form = client.get(path, follow=True)  # Django moves the token into the session, then shows the form
+    assert b"Set your password" in form.content and b"For <b>ann</b>" in form.content
+    done = client.post(form.redirect_chain[-1][0], {"new_password1": PASSWORD, "new_password2": PASSWORD})
+    assert done.status_code == 302 and done["Location"] == "/login/"
+    assert authenticate(username="ann", password=PASSWORD) is not None
+    assert b"has been used, has expired" in client.get(path, follow=True).content  # once only
+    assert list(AuditLog.objects.filter(object_repr="ann").values_list("action", "via").order_by("id")) == [
+        ("user.create", "cli"),
+        ("user.password_link", "cli"),
+        ("user.password", "set-password link"),
+    ]
 
 
 def test_an_unknown_role_exits_non_zero_from_the_shell():

@@ -40,13 +40,28 @@ def test_login_page_is_public_and_the_dashboard_is_not(client):
 
 
 def test_a_user_can_log_in_and_see_the_dashboard(client):
-    from tests.factories import UserFactory
+    from tests.factories import user_with_role
 
-    UserFactory(username="ada")
+    user_with_role("analyst", username="ada")
     response = client.post("/login/", {"username": "ada", "password": "pw-for-tests"}, follow=True)
 
     assert response.status_code == 200
     assert b"Dashboard" in response.content
+
+
+def test_a_user_without_a_role_is_told_so_and_who_can_grant_one(client):
+    from tests.factories import UserFactory, user_with_role
+
+    user_with_role("admin", username="root", email="root@example.com")
+    UserFactory(username="ada")
+    response = client.post("/login/", {"username": "ada", "password": "pw-for-tests"}, follow=True)
+
+    assert response.status_code == 200
+    assert b"Your account has no role yet" in response.content
+    assert b'<a href="mailto:root@example.com">' in response.content
+    assert b"Dashboard" not in response.content  # no navigation to pages that would refuse
+    refused = client.get("/rules/")
+    assert refused.status_code == 403 and b"Your account has no role yet" in refused.content
 
 
 def test_login_requires_the_csrf_token():

@@ -299,6 +299,9 @@ def verify(args: argparse.Namespace) -> int:
 
 def validate(args: argparse.Namespace) -> int:
     directory = Path(args.dir)
+    if not directory.is_dir():
+        what = "is not a folder" if directory.exists() else "does not exist"
+        raise RegistryError(f"{directory} {what}: give a skill folder, or a folder of skill folders.")
     folders = [directory] if (directory / SKILL_MD).exists() else skill_folders(directory)
     if not folders:
         raise RegistryError(f"{directory} has no {SKILL_MD} and no skill folders.")
@@ -346,7 +349,15 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    cli = parser()
+    args, rest = cli.parse_known_args(argv)
+    # argparse ends a `NAME… DIR` list at the first option, so in `pull a b --label production DIR`
+    # the folder comes back unparsed: it, and any names after the options, belong to the list.
+    if args.command == "pull":
+        args.names_and_dir += [word for word in rest if not word.startswith("-")]
+        rest = [word for word in rest if word.startswith("-")]
+    if rest:
+        cli.error(f"unrecognized arguments: {' '.join(rest)}")
     try:
         return args.run(args)
     except RegistryError as error:

@@ -17,6 +17,7 @@ from registry.models import SkillSource
 from registry.services.audit import Actor
 from registry.services.labels import label_move
 from registry.services.skills import (
+    BUNDLED_LABEL,
     ImportReport,
     registry_limits,
     skill_import_path,
@@ -204,6 +205,10 @@ class Command(BaseCommand):
 
     def handle_sync(self, **_) -> None:
         report = skills_sync_bundled(actor=CLI)
+        for name, number in report.labelled:
+            self.stdout.write(f"labelled {name} v{number} {BUNDLED_LABEL}")
+        if report.label_held:
+            self.stdout.write(report.label_held)
         self._report(report, skipped=len(report.skipped))
 
     def handle_export(self, *, name: str | None, dest: Path, all: bool, label: str | None, **_) -> None:

@@ -11,13 +11,16 @@ import json
 import os
 import subprocess
 import urllib.request
+from io import StringIO
 from pathlib import Path
 
 import pytest
 from django.conf import settings as django_settings
+from django.core.management import call_command
 
 from registry.selectors.versions import version_bundle
 from registry.services.labels import label_move
+from registry.skillformat.bundle import find_skill_folders
 from tests.factories import publish
 
 NODE_DIR = Path(django_settings.BASE_DIR) / ".ci" / "node" / "node_modules"
@@ -123,3 +126,16 @@ def test_the_skills_cli_lists_and_installs_the_labels_skills_byte_for_byte(run_c
     # The CLI writes every file with its default mode (skills@1.7.4 keeps no permissions, from a
     # zip or a tar); the archive it was served carries the bit (test_discovery_api.py checks it).
     assert (run_cli.project / ".claude" / "skills" / "pdf-tools" / "scripts" / "convert.sh").read_bytes() == SCRIPT
+
+
+def test_after_a_sync_the_cli_lists_every_bundled_skill_under_production(run_cli, live_server, settings):
+    """`make run` with DISCOVERY_LABEL=production: its `skills sync` labels the bundled skills, so
+    `npx skills add` finds them with no further step."""
+    settings.DISCOVERY_LABEL = "production"
+    call_command("skills", "sync", stdout=StringIO(), stderr=StringIO())
+
+    listed = run_cli("add", live_server.url, "--list").stdout
+
+    bundled = sorted(folder.name for folder in find_skill_folders(django_settings.BUNDLED_SKILLS_DIR))
+    assert len(bundled) >= 8
+    assert [name for name in bundled if name not in listed] == []
