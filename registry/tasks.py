@@ -6,6 +6,7 @@ from celery import shared_task
 
 from registry.selectors.rollouts import rollouts_guarded_ids
 from registry.services.rollouts import label_rollout_guard
+from registry.services.scans import scan_run, scans_requeue, versions_rescan
 from registry.services.webhooks import webhook_attempt_limit, webhook_delivery_attempt
 
 
@@ -30,3 +31,18 @@ def label_rollouts_guard_task() -> list[int]:
     """Beat's periodic check of every active rollout whose label policy has a guard; returns the
     ids of the labels it rolled back. Idempotent: a rolled-back rollout is no longer active."""
     return [label_id for label_id in rollouts_guarded_ids() if label_rollout_guard(label_id=label_id).rolled_back]
+
+
+# The scanner is killed at SCAN_TIMEOUT_SECONDS by the service; the task's own limits only catch
+# a service that hangs outside the scanner. Idempotent: the service claims the queued row.
+@shared_task(acks_late=True, reject_on_worker_lost=True)
+def version_scan_task(scan_id: int) -> str | None:
+    scan = scan_run(scan_id=scan_id)
+    return scan.verdict if scan is not None else None
+
+
+@shared_task
+def versions_rescan_task() -> int:
+    """Beat's rescan: what labels serve, when the scanner or its rules changed; and scans that
+    were never sent (the broker was down). Returns how many scans it queued."""
+    return len(versions_rescan()) + scans_requeue()

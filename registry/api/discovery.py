@@ -48,6 +48,10 @@ class DiscoveryEntrySerializer(serializers.Serializer):
         r"^sha256:[0-9a-f]{64}$", help_text="`sha256:<hex>` of exactly the bytes `url` serves."
     )
     version = serializers.CharField(help_text="The registry's version number of the skill that is served.")
+    scan = serializers.DictField(
+        help_text="The served version's security scan: `verdict` (clean, review, warn, malicious, error; null "
+        "before its first scan ends) and `scanned_at`. An extension of the index; clients may ignore it."
+    )
 
 
 class DiscoveryIndexSerializer(serializers.Serializer):
@@ -138,6 +142,7 @@ class DiscoveryIndexApi(DiscoveryApi):
                     "url": entry.url,
                     "digest": entry.digest,
                     "version": str(entry.version),
+                    "scan": entry.scan,
                 }
                 for entry in discovery_index(label=label, subject=_subject(request))
             ],

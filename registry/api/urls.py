@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from registry.api import label_policies, resolve, rules, skills, usage, webhooks
+from registry.api import label_policies, resolve, rules, scans, skills, usage, webhooks
 
 urlpatterns = [
     path("skills", skills.SkillListCreateApi.as_view(), name="api-skills"),
@@ -15,6 +15,11 @@ urlpatterns = [
     path("skills/<str:name>/files/<path:path>", skills.SkillFileApi.as_view(), name="api-skill-file"),
     path("skills/<str:name>/versions", skills.SkillVersionListApi.as_view(), name="api-skill-versions"),
     path("skills/<str:name>/versions/<int:number>", skills.SkillVersionDetailApi.as_view(), name="api-skill-version"),
+    path(
+        "skills/<str:name>/versions/<int:number>/scan",
+        scans.SkillVersionScanApi.as_view(),
+        name="api-skill-version-scan",
+    ),
     path("skills/<str:name>/diff", skills.SkillDiffApi.as_view(), name="api-skill-diff"),
     path("skills/<str:name>/labels", skills.SkillLabelListApi.as_view(), name="api-skill-labels"),
     path("skills/<str:name>/labels/<str:label>", skills.SkillLabelApi.as_view(), name="api-skill-label"),

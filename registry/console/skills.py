@@ -36,6 +36,7 @@ from registry.selectors.evals import eval_latest_per_version
 from registry.selectors.label_policies import label_policy_list
 from registry.selectors.resolve import render_prompt_block
 from registry.selectors.rollouts import skill_rollbacks, skill_rollout_panels, skill_rollouts
+from registry.selectors.scans import scans_latest, version_scan_view
 from registry.services.audit import Actor
 from registry.services.label_policies import LabelGate, label_gate, label_policy_enforce
 from registry.services.labels import IMPLICIT_LABEL, LABEL_NAME, label_delete, label_move, label_name_check
@@ -129,6 +130,7 @@ def skill_list(request):
     page = Paginator(rows, PAGE_SIZE).get_page(request.GET.get("page"))
     params = {key: value for key, value in request.GET.items() if key != "page" and value}
     context = {"form": form, "page": page, "params": urlencode(params), "filtered": bool(params)}
+    context["scans"] = scans_latest(row.version.pk for row in page.object_list)
     template = "registry/skills/list.html#skill-table" if request.htmx else "registry/skills/list.html"
     return render(request, template, context)
 
@@ -195,6 +197,7 @@ def skill_detail(request, name: str):
         "curl": f'curl -H "Authorization: Bearer $SKILL_REGISTRY_TOKEN" {api_url}',
         "is_latest": version.number == skill.latest_version,
         "is_served": version.number == served.number,
+        "scan_view": version_scan_view(version),
     }
     return render(request, "registry/skills/detail.html", context)
 
@@ -719,6 +722,8 @@ def skill_diff(request, name: str):
         **_page_context(skill),
         "diff": selectors.skill_version_diff(old=old, new=new),
         "numbers": list(range(skill.latest_version, 0, -1)),
+        "scan_view": version_scan_view(new),
+        "old_scan": version_scan_view(old) if old is not None else None,
     }
     return render(request, "registry/skills/diff.html", context)
 
@@ -756,6 +761,7 @@ def skill_labels(request, name: str):
             "target": target,
             "current": current,
             "audiences": selectors.label_move_audiences(skill=skill, label=label, target=target),
+            "scan_view": version_scan_view(target),
         }
         return render(request, "registry/skills/label_confirm.html", context)
     promoting = any(

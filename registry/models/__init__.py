@@ -16,6 +16,7 @@ from registry.models.evals import (
 from registry.models.labels import Label, LabelChange, LabelHistory, LabelPolicy
 from registry.models.logins import LoginCounter
 from registry.models.rules import ForceIncludeRule
+from registry.models.scans import VERDICT_RANK, ScanFinding, ScanStatus, ScanVerdict, SkillScan
 from registry.models.skills import SOURCE_PRIORITY, Blob, Skill, SkillFile, SkillSource, SkillVersion
 from registry.models.state import RegistryChange, RegistryState
 from registry.models.tokens import ApiToken, TokenScope
@@ -57,14 +58,19 @@ __all__ = [
     "RegistryState",
     "RollupCounts",
     "SOURCE_PRIORITY",
+    "ScanFinding",
+    "ScanStatus",
+    "ScanVerdict",
     "Skill",
     "SkillFile",
+    "SkillScan",
     "SkillSource",
     "SkillVersion",
     "TokenScope",
     "UsageEvent",
     "UsageKind",
     "UsageSource",
+    "VERDICT_RANK",
     "Webhook",
     "WebhookDelivery",
     "WebhookEvent",

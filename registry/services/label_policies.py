@@ -20,10 +20,11 @@ from django.utils.dateparse import parse_duration
 from django.utils.duration import duration_iso_string
 
 from registry.errors import ApplicationError, NotFound, PermissionDenied
-from registry.models import LabelChange, LabelHistory, LabelPolicy, Skill, SkillVersion
+from registry.models import VERDICT_RANK, LabelChange, LabelHistory, LabelPolicy, ScanVerdict, Skill, SkillVersion
 from registry.roles import ADMIN, ROLE_SCOPES
 from registry.selectors.evals import eval_run_summary_current, eval_runs_compare
 from registry.selectors.label_policies import eval_run_evidence, label_policy_get, label_versions_served_since
+from registry.selectors.scans import finding_summary, scan_findings, scan_latest
 from registry.selectors.suite_reviews import eval_evidence
 from registry.services.audit import SYSTEM, Actor, audit_record
 
@@ -35,6 +36,11 @@ P_WORSE_MAX = 0.999  # a guard that needs certainty never fires
 REASON_MAX = 1000
 REQUIRE_EVAL_KEYS = {"model", "min_task_rate", "min_trigger_f1", "not_worse"}
 GUARD_KEYS = {"min_n", "p_worse"}
+REQUIRE_SCAN_KEYS = {"max_verdict"}
+# What `require_scan.max_verdict` may name: `error` would admit a scan that could not tell.
+SCAN_MAX_VERDICTS = [ScanVerdict.CLEAN, ScanVerdict.REVIEW, ScanVerdict.WARN, ScanVerdict.MALICIOUS]
+SCAN = "scan"
+SCAN_FINDINGS_SHOWN = 20
 ROLLBACK_WINDOW_DEFAULT = timedelta(days=7)
 ROLLBACK_WINDOW_MAX = timedelta(days=365)
 # `7d`, `36h`, `90m` (the console's box), besides what Django's parse_duration reads (ISO 8601
@@ -122,6 +128,21 @@ def rollback_window_parse(value: Any) -> timedelta:
     return window
 
 
+def require_scan_clean(value: Any) -> dict[str, str] | None:
+    """`{"max_verdict": "review"}`: the worst scan verdict the label may serve (null: no scan asked)."""
+    wanted = _object(value, "require_scan", REQUIRE_SCAN_KEYS)
+    if wanted is None:
+        return None
+    verdict = wanted.get("max_verdict")
+    if verdict not in SCAN_MAX_VERDICTS:
+        choices = ", ".join(SCAN_MAX_VERDICTS)
+        raise InvalidLabelPolicy(
+            f"require_scan.max_verdict must be one of {choices}; got {str(verdict)[:40]!r}.",
+            fields={"require_scan.max_verdict": f"one of {choices}"},
+        )
+    return {"max_verdict": str(verdict)}
+
+
 def label_policy_clean(*, roles: Any, require_eval: Any, guard: Any, rollback_window: Any = None) -> dict[str, Any]:
     """A policy's parts checked and normalised, or InvalidLabelPolicy naming the field."""
     if not isinstance(roles, list) or not roles or not all(isinstance(role, str) for role in roles):
@@ -178,10 +199,12 @@ def label_policy_set(
     require_eval: Any = None,
     guard: Any = None,
     rollback_window: Any = None,
+    require_scan: Any = None,
     actor: Actor = SYSTEM,
 ) -> LabelPolicy:
     """Create or replace the policy of `label` (the caller has checked the label's name)."""
     cleaned = label_policy_clean(roles=roles, require_eval=require_eval, guard=guard, rollback_window=rollback_window)
+    cleaned_scan = require_scan_clean(require_scan)
     with transaction.atomic():
         policy = LabelPolicy.objects.select_for_update().filter(label=label).first()
         before = _policy_state(policy) if policy else None
@@ -189,6 +212,7 @@ def label_policy_set(
             policy = LabelPolicy(label=label)
         policy.roles, policy.require_eval, policy.guard = cleaned["roles"], cleaned["require_eval"], cleaned["guard"]
         policy.rollback_window = cleaned["rollback_window"]
+        policy.require_scan = cleaned_scan
         policy.updated_by = actor.user_or_none
         policy.save()
         audit_record(
@@ -221,6 +245,7 @@ def _policy_state(policy: LabelPolicy) -> dict[str, Any]:
         "require_eval": policy.require_eval,
         "guard": policy.guard,
         "rollback_window": duration_iso_string(policy.rollback_window),
+        "require_scan": policy.require_scan,
     }
 
 
@@ -353,6 +378,11 @@ def _needed(check: dict[str, Any], policy: LabelPolicy | None) -> str:
         return f"an eval run of v{wanted['version']} with {wanted['model']} {on}{_thresholds(require_eval)}"
     if name == SUITE_UNACCEPTED:
         return f"{label_policy_unmet_phrase(check)}: someone in the policy's roles accepts it"
+    if name == SCAN:
+        if got is None:
+            return f"a finished scan with a verdict of at most {wanted['max_verdict']} (not scanned yet)"
+        why = f": {check.get('reason')}" if got == ScanVerdict.ERROR and check.get("reason") else ""
+        return f"a scan verdict of at most {wanted['max_verdict']} (its scan says {got}{why})"
     if name == "min_task_rate":
         return f"task pass rate ≥ {wanted:g} (its run has {_figure(got)})"
     if name == "min_trigger_f1":
@@ -372,12 +402,29 @@ def label_gate(*, skill: Skill, label: str, version: SkillVersion | None, role: 
         unmet.append(_unmet(REMOVAL, {"model": policy.require_eval["model"]}, None))
     elif policy.require_eval and version is not None and not rollback:
         unmet += label_policy_unmet(skill=skill, label=label, version=version, require_eval=policy.require_eval)
+    if policy.require_scan and version is not None:  # a rollback too: a rescan may have found something
+        unmet += scan_unmet(version=version, require_scan=policy.require_scan)
     status = ALLOWED
     if any(check["check"] in ("role", REMOVAL) for check in unmet):
         status = ADMIN_ONLY
     elif unmet:
         status = NEEDS_EVIDENCE
     return LabelGate(label=label, version=number, status=status, unmet=unmet, rollback=rollback, policy=policy)
+
+
+def scan_unmet(*, version: SkillVersion, require_scan: dict[str, Any]) -> list[dict]:
+    """The `scan` check `version` fails under `require_scan` (empty: met): its newest finished
+    scan is over `max_verdict`, is an `error`, or there is none yet. The check carries the
+    verdict and the findings, so a refusal can show them."""
+    wanted = require_scan["max_verdict"]
+    scan = scan_latest(version)
+    verdict = scan.verdict if scan is not None else None
+    if verdict is not None and verdict != ScanVerdict.ERROR and VERDICT_RANK[verdict] <= VERDICT_RANK[wanted]:
+        return []
+    check = _unmet(SCAN, {"max_verdict": wanted}, verdict)
+    check["reason"] = scan.reason if scan is not None else "not scanned yet"
+    check["findings"] = [finding_summary(f) for f in scan_findings(scan)[:SCAN_FINDINGS_SHOWN]] if scan else []
+    return [check]
 
 
 def _served_within_window(*, skill: Skill, policy: LabelPolicy, version: SkillVersion) -> bool:

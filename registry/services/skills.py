@@ -28,6 +28,7 @@ from registry.models import Blob, Skill, SkillFile, SkillSource, SkillVersion, W
 from registry.services.audit import SYSTEM, Actor, audit_record
 from registry.services.evals import eval_suite_replace
 from registry.services.generation import registry_changed
+from registry.services.scans import scan_queue
 from registry.services.webhooks import webhook_event_emit
 from registry.skillformat.bundle import (
     SKILL_MD,
@@ -240,6 +241,7 @@ def skill_version_publish(
             version=version.number,
             from_version=newest.number if newest else None,
         )
+        scan_queue(version=version)
     return PublishResult(version=version, created=True, warnings=parsed.warnings)
 
 
