@@ -52,22 +52,49 @@ def _relative(path: str | None, root: Path) -> str:
         return path
 
 
+def _located(line: int | None, snippet: str, lines: list[str] | None) -> int | None:
+    """The line the snippet is on. Some rules count SKILL.md's lines from the end of its
+    frontmatter: when the reported line does not hold the snippet, the first line that does wins."""
+    first = next((part.strip() for part in snippet.splitlines() if part.strip()), "")
+    if not first or lines is None:
+        return line
+    if line is not None and 0 < line <= len(lines) and first in lines[line - 1]:
+        return line
+    return next((number for number, text in enumerate(lines, 1) if first in text), line)
+
+
+def _text(folder: Path, relative: str, cache: dict[str, list[str] | None]) -> list[str] | None:
+    if relative not in cache:
+        try:
+            cache[relative] = (folder / relative).read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError, ValueError):
+            cache[relative] = None
+    return cache[relative]
+
+
 def scan(scanner: SkillScanner, folder: Path) -> dict[str, Any]:
     result = scanner.scan_skill(folder, lenient=True)
-    findings = [
-        {
-            "analyzer": finding.analyzer or "",
-            "rule_id": finding.rule_id,
-            "severity": finding.severity.value,
-            "category": finding.category.value,
-            "title": finding.title,
-            "file": _relative(finding.file_path, folder),
-            "line": finding.line_number,
-            "excerpt": (finding.snippet or "")[:EXCERPT_MAX],
-            "explanation": finding.description,
-        }
-        for finding in result.findings
-    ]
+    texts: dict[str, list[str] | None] = {}
+    findings = []
+    for finding in result.findings:
+        relative = _relative(finding.file_path, folder)
+        snippet = finding.snippet or ""
+        line = finding.line_number
+        if relative and snippet and not relative.startswith("/"):
+            line = _located(line, snippet, _text(folder, relative, texts))
+        findings.append(
+            {
+                "analyzer": finding.analyzer or "",
+                "rule_id": finding.rule_id,
+                "severity": finding.severity.value,
+                "category": finding.category.value,
+                "title": finding.title,
+                "file": relative,
+                "line": line,
+                "excerpt": snippet[:EXCERPT_MAX],
+                "explanation": finding.description,
+            }
+        )
     return {"findings": findings, "failed": result.analyzers_failed}
 
 
