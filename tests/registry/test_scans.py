@@ -20,7 +20,7 @@ from registry.scanning.verdicts import verdict_for
 from registry.services.audit import Actor
 from registry.services.label_policies import label_policy_set
 from registry.services.labels import label_move
-from registry.services.scans import latest_verdict, scan_record, versions_rescan
+from registry.services.scans import latest_verdict, scan_record, scan_run, versions_rescan
 from tests.factories import publish, user_with_role
 
 HOSTILE = Path(__file__).resolve().parent / "hostile_skills"
@@ -254,3 +254,17 @@ def test_scan_llm_model_must_be_one_of_agent_models(settings):
     assert scan_llm_model_is_allowed(None)[0].id == "registry.E011"
     settings.SCAN_LLM_MODEL = "openai/gpt-4o-mini"
     assert scan_llm_model_is_allowed(None) == []
+
+
+@pytest.mark.django_db
+def test_a_scan_that_times_out_is_recorded_as_error_with_the_reason(two_versions, settings):
+    _, second = two_versions
+    settings.SCAN_TIMEOUT_SECONDS = 0.001
+    (queued,) = second.scans.all()
+
+    scan = scan_run(scan_id=queued.pk)
+
+    assert scan is not None and scan.status == ScanStatus.DONE
+    assert scan.verdict == "error" and "did not finish scanning within 0.001 seconds" in scan.reason
+    assert latest_verdict(second) == "error"
+    assert scan_run(scan_id=queued.pk) is None  # done: nothing left to run
