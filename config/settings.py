@@ -370,6 +370,11 @@ SCAN_TIMEOUT_SECONDS = env.float("SCAN_TIMEOUT_SECONDS", default=120.0)
 # Optional: the scanner's LLM analyzer with this model, one of AGENT_MODELS (checked at start-up,
 # registry/checks.py); unset, only the offline analyzers run.
 SCAN_LLM_MODEL = env.str("SCAN_LLM_MODEL", default="").strip()
+# The scanner process's CPU priority below the web server's (`nice`, 0 to 19): where they share
+# CPUs, publishes and reads go first; on a saturated machine a high value starves scans.
+SCAN_NICENESS = env.int("SCAN_NICENESS", default=10)
+if not 0 <= SCAN_NICENESS <= 19:
+    raise ImproperlyConfigured(f"SCAN_NICENESS={SCAN_NICENESS}: it must be from 0 to 19.")
 CELERY_TASK_ROUTES["registry.tasks.version_scan_task"] = {"queue": SCAN_QUEUE}
 
 # --- Agent runtime ----------------------------------------------------------------------

@@ -101,8 +101,11 @@ def scan(scanner: SkillScanner, folder: Path) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--llm-model", default="")
+    parser.add_argument("--nice", type=int, default=0, help="Lower this process's CPU priority by this much.")
     args = parser.parse_args()
     # The scanner logs to stderr, which the parent drains; stdout carries only the protocol.
+    if args.nice:
+        os.nice(args.nice)
     logging.basicConfig(level=logging.ERROR, stream=sys.stderr)
     protocol = sys.stdout
     sys.stdout = sys.stderr

@@ -41,8 +41,10 @@ class ScanError(Exception):
     pass
 
 
-def engine_command(*, llm_model: str = "") -> list[str]:
+def engine_command(*, llm_model: str = "", niceness: int = 0) -> list[str]:
     command = [sys.executable, "-m", "registry.scanning.engine"]
+    if niceness:
+        command += ["--nice", str(niceness)]
     return [*command, "--llm-model", llm_model] if llm_model else command
 
 

@@ -80,7 +80,7 @@ def scan_claim(*, scan_id: int) -> bool:
 
 
 def _scan_version(version: SkillVersion) -> ScanOutcome:
-    command = engine_command(llm_model=settings.SCAN_LLM_MODEL)
+    command = engine_command(llm_model=settings.SCAN_LLM_MODEL, niceness=settings.SCAN_NICENESS)
     env = {"SCAN_LLM_API_BASE": settings.AGENT_API_BASE, "SCAN_LLM_API_KEY": settings.AGENT_API_KEY}
     workdir = Path(tempfile.mkdtemp(prefix="skill-scan-"))
     try:

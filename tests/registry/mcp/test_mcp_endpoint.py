@@ -20,6 +20,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from pydantic import TypeAdapter
 
+from registry.mcp.catalog import SCAN_META
 from registry.models import Blob, Skill
 from registry.services.labels import label_move
 from registry.services.rollouts import label_rollout_set
@@ -377,7 +378,7 @@ def test_during_a_rollout_each_subject_gets_the_version_rest_serves_it(live_serv
         rest = httpx2.get(f"{live_server.url}/api/v1/skills/pdf-tools/SKILL.md?subject={subject}", headers=auth)
         version = int(rest.headers["X-Skill-Version"])
         served.add(version)
-        assert skill["_meta"] == {"version": version, "canary": version == 2}, subject
+        assert skill["_meta"] == {"version": version, "canary": version == 2, SCAN_META: {"verdict": None}}, subject
         assert contents.meta == {"version": version, "canary": version == 2}
         assert contents.text.encode("utf-8") == rest.content == bodies[version]
         assert skill["resources"][0]["digest"] == _sha(bodies[version])
@@ -398,7 +399,7 @@ def test_during_a_rollout_each_subject_gets_the_version_rest_serves_it(live_serv
         return entry, await host.read_bytes("skill://pdf-tools/templates/new.md")
 
     entry, new = run_host(_url(live_server, subject=subject), token, HANDSHAKE, by_endpoint)
-    assert entry["_meta"] == {"version": 2, "canary": True} and new == b"new\n"
+    assert entry["_meta"] == {"version": 2, "canary": True, SCAN_META: {"verdict": None}} and new == b"new\n"
 
 
 def test_a_subject_that_is_not_a_string_is_invalid_params(live_server, make_token, catalog):
