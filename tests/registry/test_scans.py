@@ -20,7 +20,7 @@ from registry.scanning.verdicts import verdict_for
 from registry.services.audit import Actor
 from registry.services.label_policies import label_policy_set
 from registry.services.labels import label_move
-from registry.services.scans import latest_verdict, scan_record, scan_run, versions_rescan
+from registry.services.scans import latest_verdict, scan_record, scan_recorded, scan_run, versions_rescan
 from tests.factories import publish, user_with_role
 
 HOSTILE = Path(__file__).resolve().parent / "hostile_skills"
@@ -268,3 +268,21 @@ def test_a_scan_that_times_out_is_recorded_as_error_with_the_reason(two_versions
     assert scan.verdict == "error" and "did not finish scanning within 0.001 seconds" in scan.reason
     assert latest_verdict(second) == "error"
     assert scan_run(scan_id=queued.pk) is None  # done: nothing left to run
+
+
+@pytest.mark.django_db
+def test_scan_recorded_is_sent_once_the_verdict_commits(two_versions, django_capture_on_commit_callbacks):
+    """The hook point for what follows a verdict (a signed release's attestation carries it)."""
+    _, second = two_versions
+    received = []
+
+    def listener(sender, scan, **kwargs):
+        received.append((scan.version_id, scan.verdict, latest_verdict(scan.version)))
+
+    scan_recorded.connect(listener)
+    try:
+        with django_capture_on_commit_callbacks(execute=True):
+            _scanned(second, "review", [dict(FINDING, severity="MEDIUM")])
+    finally:
+        scan_recorded.disconnect(listener)
+    assert received == [(second.pk, "review", "review")]
