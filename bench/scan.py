@@ -3,12 +3,14 @@
     DATABASE_URL=... REDIS_URL=... .venv/bin/python bench/scan.py [--versions 1000] [--baseline 200]
 
 In one run, on one database and machine:
-1. baseline: publishes with no scan queued (the publish path without scanning) and no worker;
+1. no worker: publishes with no scan queued (the publish path without scanning) interleaved with
+   publishes that queue their scan;
 2. 1,000 publishes with scanning on while a `scans` worker (as the Procfile starts it) scans them
-   in the background: each publish's latency, and the ratio to the baseline's;
+   in the background, interleaved with publishes that queue no scan (same moments, same machine);
 3. the scans themselves: time per version (p50, p95) as the worker recorded it, and the wall time
    until the last verdict;
-4. baseline again, once the worker is idle (the machine's drift over the run).
+4. the ratios: the publish path's own cost, the worker's effect, and scanning on against the
+   baseline with no worker.
 
 The versions are the real skills in shared/corpus/ and the hostile test skills, cycled, each with a
 line of its own so every publish makes a new version. DATABASE_URL and REDIS_URL must be set (give
@@ -68,6 +70,18 @@ def _publish_all(bundles, *, scanning: bool) -> list[float]:
     return latencies
 
 
+def _interleaved(bundles, *, every: int) -> tuple[list[float], list[float]]:
+    """Publishes with scanning on, and every `every`-th one with no scan queued instead: both
+    kinds meet the same machine at the same moments, so their ratio is not the drift of a shared
+    machine between two phases."""
+    on: list[float] = []
+    off: list[float] = []
+    for i, bundle in enumerate(bundles):
+        scanning = i % every != every - 1
+        (on if scanning else off).extend(_publish_all([bundle], scanning=scanning))
+    return on, off
+
+
 def _line(name: str, samples: list[float]) -> str:
     return (
         f"  {name}: p50 {percentile(samples, 50):7.2f} ms, p95 {percentile(samples, 95):7.2f} ms, "
@@ -93,20 +107,22 @@ def main() -> None:
     SkillScan.objects.filter(status__in=[ScanStatus.QUEUED, ScanStatus.RUNNING]).delete()  # an earlier run's
     print(f"database: {connection.vendor}; {len(_folders())} skill folders cycled")
 
-    before = _publish_all(_bundles(args.baseline, f"baseline-a-{time.time()}"), scanning=False)
-    print(_line("publish, no scanning (baseline)", before))
-    queued = _publish_all(_bundles(args.baseline, f"queued-{time.time()}"), scanning=True)
-    print(_line("publish, scan queued, no worker running (the publish's own cost)", queued))
+    idle_on, idle_off = _interleaved(_bundles(2 * args.baseline, f"idle-{time.time()}"), every=2)
+    print(_line("publish, no worker, no scan queued (baseline)", idle_off))
+    print(_line("publish, no worker, scan queued (the publish's own cost)", idle_on))
     SkillScan.objects.filter(status=ScanStatus.QUEUED).delete()  # not part of the 1,000
 
     worker = WorkerProcess(env=dict(os.environ), concurrency=1, queue=settings.SCAN_QUEUE, solo=True)
     worker.wait_ready()
     first = SkillScan.objects.order_by("-id").values_list("id", flat=True).first() or 0
     started = time.perf_counter()
-    during = _publish_all(_bundles(args.versions, f"scanned-{time.time()}"), scanning=True)
+    every = max(2, round(args.versions / args.baseline) + 1)
+    during, during_off = _interleaved(
+        _bundles(args.versions + args.versions // (every - 1), f"s-{time.time()}"), every=every
+    )
     publish_seconds = time.perf_counter() - started
-    print(_line(f"publish, scanning on, worker scanning meanwhile ({publish_seconds:.0f} s of publishing)", during))
-
+    print(_line(f"publish, scan queued, worker scanning meanwhile ({publish_seconds:.0f} s of publishing)", during))
+    print(_line("publish, no scan queued, worker scanning meanwhile (interleaved)", during_off))
     while SkillScan.objects.filter(id__gt=first).exclude(status=ScanStatus.DONE).exists():
         time.sleep(0.5)
     wall = time.perf_counter() - started
@@ -119,12 +135,14 @@ def main() -> None:
     print(f"  first scan, scanner engine start-up included: {scans[0][0] / 1000:.1f} s" if scans else "  no scans")
     print(f"  all {len(scans)} verdicts {wall:.0f} s after the first publish ({len(scans) / wall:.1f}/s): {verdicts}")
 
-    after = _publish_all(_bundles(args.baseline, f"baseline-b-{time.time()}"), scanning=False)
-    print(_line("publish, no scanning (baseline again, worker stopped)", after))
-    baseline = before + after
     for pct in (50, 95):
-        ratio = percentile(during, pct) / percentile(baseline, pct)
-        print(f"  publish p{pct} with scanning / without: {ratio:.2f}x")
+        own = percentile(idle_on, pct) / percentile(idle_off, pct)
+        busy = percentile(during, pct) / percentile(during_off, pct)
+        total = percentile(during, pct) / percentile(idle_off, pct)
+        print(
+            f"  publish p{pct}: scan queued / not, no worker {own:.2f}x; while the worker scans {busy:.2f}x; "
+            f"scanning on (worker busy) / baseline (no worker) {total:.2f}x"
+        )
 
 
 if __name__ == "__main__":
