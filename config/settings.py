@@ -262,8 +262,11 @@ CELERY_DB_REUSE_MAX = 1000
 # Celery beat (the Procfile's `beat` process, one per deployment) runs the rollout guard: it
 # compares each guarded rollout's canary with its stable version and rolls a worse one back.
 ROLLOUT_GUARD_SECONDS = env.float("ROLLOUT_GUARD_SECONDS", default=60.0)
+# ... and rescans what labels serve when the scanner or its rule pack changed (docs/operators/scans.md).
+SCAN_RESCAN_SECONDS = env.float("SCAN_RESCAN_SECONDS", default=3600.0)
 CELERY_BEAT_SCHEDULE = {
     "rollout-guard": {"task": "registry.tasks.label_rollouts_guard_task", "schedule": ROLLOUT_GUARD_SECONDS},
+    "scan-rescan": {"task": "registry.tasks.versions_rescan_task", "schedule": SCAN_RESCAN_SECONDS},
 }
 # Beat remembers when each entry last ran in a file of its own; it lives with the instance's
 # other state, so a VAR_DIR elsewhere (or two instances side by side) never shares or misses it.
@@ -362,6 +365,23 @@ WEBHOOK_RETRY_MAX_SECONDS = env.float("WEBHOOK_RETRY_MAX_SECONDS", default=600.0
 WEBHOOK_QUEUE = "webhooks"
 WEBHOOK_CONCURRENCY = env.int("WEBHOOK_CONCURRENCY", default=4)
 CELERY_TASK_ROUTES = {"registry.tasks.webhook_delivery_send_task": {"queue": WEBHOOK_QUEUE}}
+
+# --- Scans ------------------------------------------------------------------------------
+# Every published version is scanned (docs/operators/scans.md) on a queue of its own, served by the
+# Procfile's `scans` worker: publishing never waits for a scan, and a slow scan never holds a turn.
+SCAN_QUEUE = "scans"
+SCAN_CONCURRENCY = env.int("SCAN_CONCURRENCY", default=1)
+# A scan that runs longer is killed and recorded as `error` (never `clean`).
+SCAN_TIMEOUT_SECONDS = env.float("SCAN_TIMEOUT_SECONDS", default=120.0)
+# Optional: the scanner's LLM analyzer with this model, one of AGENT_MODELS (checked at start-up,
+# registry/checks.py); unset, only the offline analyzers run.
+SCAN_LLM_MODEL = env.str("SCAN_LLM_MODEL", default="").strip()
+# The scanner process's CPU priority below the web server's (`nice`, 0 to 19): where they share
+# CPUs, publishes and reads go first; on a saturated machine a high value starves scans.
+SCAN_NICENESS = env.int("SCAN_NICENESS", default=10)
+if not 0 <= SCAN_NICENESS <= 19:
+    raise ImproperlyConfigured(f"SCAN_NICENESS={SCAN_NICENESS}: it must be from 0 to 19.")
+CELERY_TASK_ROUTES["registry.tasks.version_scan_task"] = {"queue": SCAN_QUEUE}
 
 # --- Agent runtime ----------------------------------------------------------------------
 AGENT_MODEL = env.str("AGENT_MODEL", default="offline").strip()
@@ -482,6 +502,9 @@ for _name in (
     "WEBHOOK_RETRY_BASE_SECONDS",
     "WEBHOOK_RETRY_MAX_SECONDS",
     "WEBHOOK_CONCURRENCY",
+    "SCAN_CONCURRENCY",
+    "SCAN_TIMEOUT_SECONDS",
+    "SCAN_RESCAN_SECONDS",
 ):
     if globals()[_name] <= 0:
         raise ImproperlyConfigured(f"{_name}={globals()[_name]!r}: it must be greater than 0.")

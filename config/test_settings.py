@@ -25,7 +25,11 @@ _XDIST_WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
 # process's tasks apart from another's: its workers read its own test database.
 CELERY_TASK_DEFAULT_QUEUE = "-".join(filter(None, ["skill-registry-tests", _XDIST_WORKER]))
 WEBHOOK_QUEUE = f"{CELERY_TASK_DEFAULT_QUEUE}-webhooks"
-CELERY_TASK_ROUTES = {task: {"queue": WEBHOOK_QUEUE} for task in CELERY_TASK_ROUTES}
+SCAN_QUEUE = f"{CELERY_TASK_DEFAULT_QUEUE}-scans"
+CELERY_TASK_ROUTES = {
+    task: {"queue": SCAN_QUEUE if route["queue"] == "scans" else WEBHOOK_QUEUE}
+    for task, route in CELERY_TASK_ROUTES.items()
+}
 
 # Test processes share one Redis database but not their test databases, whose row ids and
 # registry generations then repeat from one process to the next: a key made in one must not be

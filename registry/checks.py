@@ -6,7 +6,7 @@ import stat
 from pathlib import Path
 
 from django.conf import settings
-from django.core.checks import Warning, register
+from django.core.checks import Error, Warning, register
 
 from config.local_state import PRIVATE_DIR, PRIVATE_FILE
 
@@ -43,3 +43,30 @@ def var_dir_is_private(app_configs, **kwargs) -> list[Warning]:
     for path in _private_files():
         warnings += _too_open(path, PRIVATE_FILE, exposed="can read it", check_id="registry.W002")
     return warnings
+
+
+@register()
+def scan_llm_model_is_allowed(app_configs, **kwargs) -> list[Error]:
+    """SCAN_LLM_MODEL turns on the scanner's LLM analyzer; like every model the registry calls,
+    it must be one of AGENT_MODELS, and a real model (the built-in offline and scripted models
+    are the agent runtime's, which the scanner does not use)."""
+    model = settings.SCAN_LLM_MODEL
+    if not model:
+        return []
+    if model not in settings.AGENT_MODELS:
+        return [
+            Error(
+                f"SCAN_LLM_MODEL={model!r} is not one of AGENT_MODELS ({', '.join(settings.AGENT_MODELS)}).",
+                hint="Set SCAN_LLM_MODEL to one of AGENT_MODELS, or leave it empty for the offline analyzers only.",
+                id="registry.E010",
+            )
+        ]
+    if model in ("offline", "scripted"):
+        return [
+            Error(
+                f"SCAN_LLM_MODEL={model!r} is the agent runtime's built-in model; the scanner needs a litellm model.",
+                hint="Name a litellm model string from AGENT_MODELS, or leave SCAN_LLM_MODEL empty.",
+                id="registry.E011",
+            )
+        ]
+    return []

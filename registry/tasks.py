@@ -7,6 +7,7 @@ from celery import shared_task
 from registry.selectors.rollouts import rollouts_guarded_ids
 from registry.services.catalog_routing import catalog_routing_refresh_queued
 from registry.services.rollouts import label_rollout_guard
+from registry.services.scans import scan_run, scans_requeue, versions_rescan
 from registry.services.webhooks import webhook_attempt_limit, webhook_delivery_attempt
 
 
@@ -39,3 +40,18 @@ def catalog_routing_refresh_task(label: str | None = None, every: bool = False) 
     recompute) one such task queued per label kept current (registry/services/catalog_routing.py).
     Idempotent: a report already stored for the current inputs is not computed again."""
     return catalog_routing_refresh_queued(label=label, every=every)
+
+
+# The scanner is killed at SCAN_TIMEOUT_SECONDS by the service; the task's own limits only catch
+# a service that hangs outside the scanner. Idempotent: the service claims the queued row.
+@shared_task(acks_late=True, reject_on_worker_lost=True)
+def version_scan_task(scan_id: int) -> str | None:
+    scan = scan_run(scan_id=scan_id)
+    return scan.verdict if scan is not None else None
+
+
+@shared_task
+def versions_rescan_task() -> int:
+    """Beat's rescan: what labels serve, when the scanner or its rules changed; and scans that
+    were never sent (the broker was down). Returns how many scans it queued."""
+    return len(versions_rescan()) + scans_requeue()

@@ -53,6 +53,10 @@ class DiscoveryEntrySerializer(serializers.Serializer):
         help_text="The served version's signed release statement (a DSSE envelope of an in-toto statement whose "
         "subjects include `digest`), relative to the index; the keys are at /.well-known/skill-registry/keys.json."
     )
+    scan = serializers.DictField(
+        help_text="The served version's security scan: `verdict` (clean, review, warn, malicious, error; null "
+        "before its first scan ends) and `scanned_at`. An extension of the index; clients may ignore it."
+    )
 
 
 class DiscoveryIndexSerializer(serializers.Serializer):
@@ -144,6 +148,7 @@ class DiscoveryIndexApi(DiscoveryApi):
                     "digest": entry.digest,
                     "version": str(entry.version),
                     "attestation": entry.attestation,
+                    "scan": entry.scan,
                 }
                 for entry in discovery_index(label=label, subject=_subject(request))
             ],

@@ -18,7 +18,13 @@ from registry.errors import NotFound
 from registry.models import LabelPolicy
 from registry.roles import ROLE_SCOPES
 from registry.selectors.label_policies import label_policy_get, label_policy_list
-from registry.services.label_policies import MODEL_MAX, P_WORSE_MAX, label_policy_delete, label_policy_set
+from registry.services.label_policies import (
+    MODEL_MAX,
+    P_WORSE_MAX,
+    SCAN_MAX_VERDICTS,
+    label_policy_delete,
+    label_policy_set,
+)
 from registry.services.labels import label_name_check
 
 READ, WRITE = "skills:read", "policies:write"
@@ -42,6 +48,17 @@ class RequireEvalSerializer(serializers.Serializer):
 class GuardSerializer(serializers.Serializer):
     min_n = WholeNumberField(min_value=1, max_value=1_000_000, help_text="Outcomes needed on each side.")
     p_worse = NumberField(min_value=0.5, max_value=P_WORSE_MAX, help_text="Roll back at this P(canary worse).")
+
+
+class RequireScanSerializer(serializers.Serializer):
+    max_verdict = serializers.ChoiceField(
+        choices=SCAN_MAX_VERDICTS,
+        help_text="The worst scan verdict the label may serve; `error` and not-yet-scanned never pass.",
+    )
+
+
+class RequireScanShownSerializer(RequireScanSerializer):
+    pass
 
 
 class LabelPolicyInputSerializer(serializers.Serializer):
@@ -86,6 +103,12 @@ class LabelPolicyInputSerializer(serializers.Serializer):
         help_text="A version needs its publisher's signature (`skillreg push --sign`) before the label may "
         "point to it; an admin may override with a reason.",
     )
+    require_scan = RequireScanSerializer(
+        allow_null=True,
+        required=False,
+        default=None,
+        help_text="The scan verdict a version needs before the label may point to it (null: none).",
+    )
 
 
 @extend_schema_field({"type": "string", "format": "duration", "example": "P7DT00H00M00S"})
@@ -119,6 +142,7 @@ class LabelPolicySerializer(serializers.Serializer):
         help_text="`admin` when a move that adds network, command or credential capabilities needs an admin."
     )
     require_publisher_signature = serializers.BooleanField()
+    require_scan = RequireScanShownSerializer(allow_null=True)
     updated_by = TextField(source="updated_by.username", allow_null=True, default=None)
     updated_at = serializers.DateTimeField()
 

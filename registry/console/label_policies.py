@@ -17,7 +17,7 @@ from registry.models import TokenScope
 from registry.roles import ADMIN, ANALYST, AUTHOR
 from registry.selectors.label_policies import label_policy_get, label_policy_list
 from registry.services.audit import Actor
-from registry.services.label_policies import label_policy_delete, label_policy_set
+from registry.services.label_policies import SCAN_MAX_VERDICTS, label_policy_delete, label_policy_set
 from registry.services.labels import label_name_check
 from registry.templatetags.console import duration_text
 
@@ -31,6 +31,7 @@ def _page(request, *, values: dict | None = None, errors: dict | None = None, st
         "policies": label_policy_list(),
         "role_choices": ROLE_CHOICES,
         "agent_models": settings.AGENT_MODELS,  # what require_eval.model may name
+        "scan_verdicts": SCAN_MAX_VERDICTS,
         "values": values if values is not None else _values_of(editing),
         "errors": errors or {},
     }
@@ -54,6 +55,7 @@ def _values_of(policy) -> dict:
         "rollback_window": duration_text(policy.rollback_window),
         "new_capabilities": policy.new_capabilities == "admin",
         "require_publisher_signature": policy.require_publisher_signature,
+        "max_verdict": (policy.require_scan or {}).get("max_verdict", ""),
     }
 
 
@@ -74,7 +76,7 @@ def label_policy_save(request):
     post = request.POST
     values = {name: post.get(name, "") for name in ("label", "model", "min_task_rate", "min_trigger_f1")}
     values |= {"min_n": post.get("min_n", ""), "p_worse": post.get("p_worse", "")}
-    values |= {"rollback_window": post.get("rollback_window", "")}
+    values |= {"rollback_window": post.get("rollback_window", ""), "max_verdict": post.get("max_verdict", "")}
     values |= {"roles": post.getlist("roles"), "not_worse": post.get("not_worse") == "1"}
     values |= {"new_capabilities": post.get("new_capabilities") == "admin"}
     values |= {"require_publisher_signature": post.get("require_publisher_signature") == "1"}
@@ -102,6 +104,7 @@ def label_policy_save(request):
         rollback_window=values["rollback_window"].strip() or None,
         new_capabilities="admin" if values["new_capabilities"] else None,
         require_publisher_signature=values["require_publisher_signature"],
+        require_scan={"max_verdict": values["max_verdict"]} if values["max_verdict"] else None,
         actor=Actor(user=request.user, via="console"),
     )
     messages.success(request, f"Saved the policy of {label}.")

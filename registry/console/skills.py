@@ -45,6 +45,7 @@ from registry.selectors.rollouts import (
     skill_rollout_panels,
     skill_rollouts,
 )
+from registry.selectors.scans import scans_latest, version_scan_view
 from registry.services.audit import Actor
 from registry.services.label_policies import NEW_CAPABILITIES, LabelGate, label_gate, label_policy_enforce
 from registry.services.labels import IMPLICIT_LABEL, LABEL_NAME, label_delete, label_move, label_name_check
@@ -146,6 +147,7 @@ def skill_list(request):
         "filtered": bool(params),
         "canaries": rollouts_active_by_skill([row.skill.pk for row in page.object_list]),
     }
+    context["scans"] = scans_latest(row.version.pk for row in page.object_list)
     template = "registry/skills/list.html#skill-table" if request.htmx else "registry/skills/list.html"
     return render(request, template, context)
 
@@ -215,6 +217,7 @@ def skill_detail(request, name: str):
         "is_latest": version.number == skill.latest_version,
         "is_served": version.number == served.number,
         "signatures": version_signatures(version=version),
+        "scan_view": version_scan_view(version),
     }
     return render(request, "registry/skills/detail.html", context)
 
@@ -789,6 +792,8 @@ def skill_diff(request, name: str):
         "diff": selectors.skill_version_diff(old=old, new=new),
         "numbers": list(range(skill.latest_version, 0, -1)),
         **_capability_context(old=old, new=new),
+        "scan_view": version_scan_view(new),
+        "old_scan": version_scan_view(old) if old is not None else None,
     }
     return render(request, "registry/skills/diff.html", context)
 
@@ -847,6 +852,7 @@ def skill_labels(request, name: str):
             "audiences": selectors.label_move_audiences(skill=skill, label=label, target=target),
             **_capability_context(old=served, new=target),
             "capability_gate": gate if approving else None,
+            "scan_view": version_scan_view(target),
         }
         return render(request, "registry/skills/label_confirm.html", context)
     promoting = any(

@@ -27,6 +27,7 @@ from registry.readmodel.memo import GenerationMemo
 from registry.readmodel.rollouts import canary_names, subject_pins
 from registry.selectors.attestations import KEYS_PATH
 from registry.selectors.resolve import cache_namespace, registry_snapshot
+from registry.selectors.scans import scan_brief, scans_latest_served
 from registry.selectors.skills import EffectiveSkill
 
 SCHEME = "skill://"
@@ -40,6 +41,7 @@ CANARY_META = f"{META_PREFIX}canary"
 # Where the served version's signed release statement is (the REST API, with a read token) and
 # the keys that verify it (anyone): registry/api/attestations.py.
 ATTESTATION_META = f"{META_PREFIX}attestation"
+SCAN_META = f"{META_PREFIX}scan"  # the served version's scan verdict (selectors/scans.py)
 
 # The stable Skills Extension's per-skill limits: every conforming host loads a skill within
 # them, and a server should not serve one beyond them. Such a skill is left out of `skills/list`
@@ -86,13 +88,16 @@ class SkillEntry:
             )
         return None
 
-    def as_wire(self, *, canary: bool) -> dict[str, Any]:
-        """The extension's Skill object; its `_meta` says which version is served and whether it
-        is the canary of the label's rollout."""
+    def as_wire(self, *, canary: bool, scan: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The extension's Skill object; its `_meta` says which version is served, whether it
+        is the canary of the label's rollout, and the served version's scan verdict."""
         return {
             "uri": self.uri,
             "_meta": served_meta(version=self.version, canary=canary)
-            | {ATTESTATION_META: {"url": attestation_path(self.name, self.version), "keys": KEYS_PATH}},
+            | {
+                ATTESTATION_META: {"url": attestation_path(self.name, self.version), "keys": KEYS_PATH},
+                SCAN_META: scan or {"verdict": None},
+            },
             "frontmatter": self.frontmatter,
             "resources": [
                 {"uri": file_uri(self.name, f.path), "digest": f"sha256:{f.sha256}", "size": f.size} for f in self.files
@@ -201,9 +206,13 @@ class SkillCatalog:
     by_name: dict[str, SkillEntry]
     listed: tuple[SkillEntry, ...]  # those within the extension's limits: what `skills/list` lists
     canary: frozenset[str]  # the skills served at their rollout's canary
+    scans: dict[str, dict[str, Any]]  # by name: the served version's scan verdict (selectors/scans.py)
 
     def is_canary(self, entry: SkillEntry) -> bool:
         return entry.name in self.canary
+
+    def as_wire(self, entry: SkillEntry) -> dict[str, Any]:
+        return entry.as_wire(canary=self.is_canary(entry), scan=self.scans.get(entry.name))
 
 
 # Per label and rollout sides, the newest generation's catalogue: listing, getting or reading a
@@ -224,11 +233,14 @@ def mcp_skill_catalog(*, label: str | None = None, subject: str | None = None) -
     if found is None:
         skills = registry_snapshot(label=label, generation=generation, pins=pins).skills
         entries = tuple(sorted(_entries_for(skills), key=lambda entry: entry.name))
+        # A recorded scan bumps the generation (services/scans.py), so the verdicts are this generation's.
+        scans = scans_latest_served((skill.skill_id, skill.version) for skill in skills)
         found = SkillCatalog(
             entries=entries,
             by_name={entry.name: entry for entry in entries},
             listed=tuple(entry for entry in entries if entry.over_limits is None),
             canary=canary_names(label=label, pins=pins, generation=generation),
+            scans={skill.name: scan_brief(scans.get((skill.skill_id, skill.version))) for skill in skills},
         )
         _CATALOGS.put(key, found)
     return found

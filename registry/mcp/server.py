@@ -154,7 +154,7 @@ class ReadDirectoryParams(types.PaginatedRequestParams):
 async def skills_list(ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams) -> dict[str, Any]:
     catalog = await _catalog(ctx)
     page, next_cursor = _page(catalog.listed, params.cursor)
-    result: dict[str, Any] = {"skills": [entry.as_wire(canary=catalog.is_canary(entry)) for entry in page]}
+    result: dict[str, Any] = {"skills": [catalog.as_wire(entry) for entry in page]}
     if next_cursor is not None:
         result["nextCursor"] = next_cursor
     return _cacheable(result)
@@ -167,7 +167,7 @@ async def skills_get(ctx: ServerRequestContext[Any, Any], params: GetSkillParams
     catalog, entry, _ = found
     if (why := entry.over_limits) is not None:
         raise _invalid(f"{params.uri} is not served as a skill: {why}. Its files can still be read one by one.")
-    return _cacheable({"skill": entry.as_wire(canary=catalog.is_canary(entry))})
+    return _cacheable({"skill": catalog.as_wire(entry)})
 
 
 async def directory_read(ctx: ServerRequestContext[Any, Any], params: ReadDirectoryParams) -> dict[str, Any]:

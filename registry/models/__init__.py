@@ -17,6 +17,7 @@ from registry.models.evals import (
 from registry.models.labels import Label, LabelChange, LabelHistory, LabelPolicy
 from registry.models.logins import LoginCounter
 from registry.models.rules import ForceIncludeRule
+from registry.models.scans import VERDICT_RANK, ScanFinding, ScanStatus, ScanVerdict, SkillScan
 from registry.models.signing import PublisherKey, SigningKey, VersionAttestation
 from registry.models.skills import SOURCE_PRIORITY, Blob, Skill, SkillFile, SkillSource, SkillVersion
 from registry.models.state import RegistryChange, RegistryState
@@ -60,8 +61,12 @@ __all__ = [
     "RegistryState",
     "RollupCounts",
     "SOURCE_PRIORITY",
+    "ScanFinding",
+    "ScanStatus",
+    "ScanVerdict",
     "Skill",
     "SkillFile",
+    "SkillScan",
     "SkillSource",
     "SigningKey",
     "SkillVersion",
@@ -71,6 +76,7 @@ __all__ = [
     "UsageSource",
     "VersionCapabilities",
     "VersionAttestation",
+    "VERDICT_RANK",
     "Webhook",
     "WebhookDelivery",
     "WebhookEvent",

@@ -118,6 +118,8 @@ class LabelPolicy(models.Model):
     roles = models.JSONField(default=list)  # role names allowed to move the label
     require_eval = models.JSONField(null=True, blank=True)  # {model, min_task_rate, min_trigger_f1, not_worse}
     guard = models.JSONField(null=True, blank=True)  # {min_n, p_worse}
+    # The worst scan verdict the label may serve: {"max_verdict": "review"} (registry/models/scans.py).
+    require_scan = models.JSONField(null=True, blank=True)
     # Moving the label back to a version it served this recently needs a role, not new evidence.
     rollback_window = models.DurationField(default=timedelta(days=7))
     # "admin": a move to a version that adds a network destination, a command or a credential read

@@ -16,6 +16,7 @@ class WebhookEvent(models.TextChoices):
     RULE_CHANGED = "rule.changed"
     SKILL_ENABLED = "skill.enabled"
     SKILL_DISABLED = "skill.disabled"
+    SKILL_SCANNED = "skill.scanned"
 
 
 class Webhook(models.Model):

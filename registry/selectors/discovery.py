@@ -18,6 +18,7 @@ import hashlib
 import re
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Any
 
 from django.core.cache import cache
 from django.db.models import Count, F, Q, QuerySet
@@ -26,6 +27,7 @@ from registry.models import SkillVersion
 from registry.readmodel.rollouts import subject_pins
 from registry.readmodel.snapshot import Pins
 from registry.selectors.resolve import cache_namespace, registry_snapshot, skill_effective, skill_version_effective
+from registry.selectors.scans import scan_brief, scans_latest
 from registry.selectors.skills import EffectiveSkill
 from registry.selectors.versions import version_bundle
 from registry.skillformat.bundle import SKILL_MD, write_zip
@@ -54,6 +56,7 @@ class DiscoveryEntry:
     url: str
     digest: str
     version: int
+    scan: dict[str, Any] | None = None  # the served version's scan verdict (selectors/scans.py)
 
     @property
     def attestation(self) -> str:
@@ -157,6 +160,7 @@ def discovery_index(*, label: str, subject: str | None = None) -> list[Discovery
         digests[_digest_key(version.pk, version.fingerprint, unseen[version.pk])] = _build(
             version, unseen[version.pk]
         ).digest
+    scans = scans_latest(version_id for _, version_id, _, _ in listed)
     return [
         DiscoveryEntry(
             name=skill.name,
@@ -165,8 +169,9 @@ def discovery_index(*, label: str, subject: str | None = None) -> list[Discovery
             url=artifact_url(name=skill.name, type=type),
             digest=digests[key],
             version=skill.version,
+            scan=scan_brief(scans.get(version_id)),
         )
-        for skill, _, type, key in listed
+        for skill, version_id, type, key in listed
     ]
 
 

@@ -20,12 +20,13 @@ from django.utils.dateparse import parse_duration
 from django.utils.duration import duration_iso_string
 
 from registry.errors import ApplicationError, NotFound, PermissionDenied
-from registry.models import LabelChange, LabelHistory, LabelPolicy, Skill, SkillVersion
+from registry.models import VERDICT_RANK, LabelChange, LabelHistory, LabelPolicy, ScanVerdict, Skill, SkillVersion
 from registry.roles import ADMIN, ROLE_SCOPES
 from registry.selectors.attestations import version_publisher_signed
 from registry.selectors.capabilities import label_capability_change
 from registry.selectors.evals import eval_run_summary_current, eval_runs_compare
 from registry.selectors.label_policies import eval_run_evidence, label_policy_get, label_versions_served_since
+from registry.selectors.scans import finding_summary, scan_findings, scan_latest
 from registry.selectors.suite_reviews import eval_evidence
 from registry.services.audit import SYSTEM, Actor, audit_record
 
@@ -37,6 +38,11 @@ P_WORSE_MAX = 0.999  # a guard that needs certainty never fires
 REASON_MAX = 1000
 REQUIRE_EVAL_KEYS = {"model", "min_task_rate", "min_trigger_f1", "not_worse"}
 GUARD_KEYS = {"min_n", "p_worse"}
+REQUIRE_SCAN_KEYS = {"max_verdict"}
+# What `require_scan.max_verdict` may name: `error` would admit a scan that could not tell.
+SCAN_MAX_VERDICTS = [ScanVerdict.CLEAN, ScanVerdict.REVIEW, ScanVerdict.WARN, ScanVerdict.MALICIOUS]
+SCAN = "scan"
+SCAN_FINDINGS_SHOWN = 20
 ROLLBACK_WINDOW_DEFAULT = timedelta(days=7)
 ROLLBACK_WINDOW_MAX = timedelta(days=365)
 # `7d`, `36h`, `90m` (the console's box), besides what Django's parse_duration reads (ISO 8601
@@ -148,6 +154,21 @@ def new_capabilities_clean(value: Any) -> str:
     return str(value)
 
 
+def require_scan_clean(value: Any) -> dict[str, str] | None:
+    """`{"max_verdict": "review"}`: the worst scan verdict the label may serve (null: no scan asked)."""
+    wanted = _object(value, "require_scan", REQUIRE_SCAN_KEYS)
+    if wanted is None:
+        return None
+    verdict = wanted.get("max_verdict")
+    if verdict not in SCAN_MAX_VERDICTS:
+        choices = ", ".join(SCAN_MAX_VERDICTS)
+        raise InvalidLabelPolicy(
+            f"require_scan.max_verdict must be one of {choices}; got {str(verdict)[:40]!r}.",
+            fields={"require_scan.max_verdict": f"one of {choices}"},
+        )
+    return {"max_verdict": str(verdict)}
+
+
 def label_policy_clean(
     *,
     roles: Any,
@@ -216,6 +237,7 @@ def label_policy_set(
     rollback_window: Any = None,
     new_capabilities: Any = None,
     require_publisher_signature: Any = False,
+    require_scan: Any = None,
     actor: Actor = SYSTEM,
 ) -> LabelPolicy:
     """Create or replace the policy of `label` (the caller has checked the label's name)."""
@@ -227,6 +249,7 @@ def label_policy_set(
         new_capabilities=new_capabilities,
         require_publisher_signature=require_publisher_signature,
     )
+    cleaned_scan = require_scan_clean(require_scan)
     with transaction.atomic():
         policy = LabelPolicy.objects.select_for_update().filter(label=label).first()
         before = _policy_state(policy) if policy else None
@@ -236,6 +259,7 @@ def label_policy_set(
         policy.rollback_window = cleaned["rollback_window"]
         policy.new_capabilities = cleaned["new_capabilities"]
         policy.require_publisher_signature = cleaned["require_publisher_signature"]
+        policy.require_scan = cleaned_scan
         policy.updated_by = actor.user_or_none
         policy.save()
         audit_record(
@@ -270,6 +294,7 @@ def _policy_state(policy: LabelPolicy) -> dict[str, Any]:
         "rollback_window": duration_iso_string(policy.rollback_window),
         "new_capabilities": policy.new_capabilities or None,
         "require_publisher_signature": policy.require_publisher_signature,
+        "require_scan": policy.require_scan,
     }
 
 
@@ -412,6 +437,11 @@ def _needed(check: dict[str, Any], policy: LabelPolicy | None) -> str:
         return f"{label_policy_unmet_phrase(check)}: someone in the policy's roles accepts it"
     if name == PUBLISHER_SIGNATURE:
         return "its publisher's signature (`skillreg push --sign KEY`, with a key registered on the Tokens page)"
+    if name == SCAN:
+        if got is None:
+            return f"a finished scan with a verdict of at most {wanted['max_verdict']} (not scanned yet)"
+        why = f": {check.get('reason')}" if got == ScanVerdict.ERROR and check.get("reason") else ""
+        return f"a scan verdict of at most {wanted['max_verdict']} (its scan says {got}{why})"
     if name == "min_task_rate":
         return f"task pass rate ≥ {wanted:g} (its run has {_figure(got)})"
     if name == "min_trigger_f1":
@@ -435,6 +465,8 @@ def label_gate(*, skill: Skill, label: str, version: SkillVersion | None, role: 
         unmet += _capabilities_unmet(skill=skill, label=label, version=version)
     if policy.require_publisher_signature and version is not None and not version_publisher_signed(version=version):
         unmet.append(_unmet(PUBLISHER_SIGNATURE, True, False))
+    if policy.require_scan and version is not None:  # a rollback too: a rescan may have found something
+        unmet += scan_unmet(version=version, require_scan=policy.require_scan)
     status = ALLOWED
     if any(check["check"] in ADMIN_CHECKS for check in unmet):
         status = ADMIN_ONLY
@@ -474,6 +506,21 @@ def _new_capabilities_refusal(*, skill: Skill, gate: LabelGate, check: dict[str,
         "an admin moves it with an override reason.",
         extra={"policy": gate.label, "unmet": gate.unmet, "gate": gate.status, "new_capabilities": check["got"]},
     )
+
+
+def scan_unmet(*, version: SkillVersion, require_scan: dict[str, Any]) -> list[dict]:
+    """The `scan` check `version` fails under `require_scan` (empty: met): its newest finished
+    scan is over `max_verdict`, is an `error`, or there is none yet. The check carries the
+    verdict and the findings, so a refusal can show them."""
+    wanted = require_scan["max_verdict"]
+    scan = scan_latest(version)
+    verdict = scan.verdict if scan is not None else None
+    if verdict is not None and verdict != ScanVerdict.ERROR and VERDICT_RANK[verdict] <= VERDICT_RANK[wanted]:
+        return []
+    check = _unmet(SCAN, {"max_verdict": wanted}, verdict)
+    check["reason"] = scan.reason if scan is not None else "not scanned yet"
+    check["findings"] = [finding_summary(f) for f in scan_findings(scan)[:SCAN_FINDINGS_SHOWN]] if scan else []
+    return [check]
 
 
 def _served_within_window(*, skill: Skill, policy: LabelPolicy, version: SkillVersion) -> bool:

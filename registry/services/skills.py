@@ -32,6 +32,7 @@ from registry.services.capabilities import version_capabilities_store
 from registry.services.evals import eval_suite_replace
 from registry.services.generation import registry_changed
 from registry.services.labels import label_move
+from registry.services.scans import scan_queue
 from registry.services.webhooks import webhook_event_emit
 from registry.skillformat.bundle import (
     SKILL_MD,
@@ -247,6 +248,7 @@ def skill_version_publish(
             publisher_envelope=publisher_signature,
         )
         _announce_version(skill=skill, version=version, previous=newest, actor=actor)
+        scan_queue(version=version)
     return PublishResult(version=version, created=True, warnings=parsed.warnings)
 
 

@@ -89,6 +89,36 @@ def tag_chips(tags) -> list[str]:
     return tag_list(tags or ())
 
 
+VERDICT_TITLES = {
+    "clean": "Scan: clean",
+    "review": "Scan: worth a review (medium findings)",
+    "warn": "Scan: high-severity findings",
+    "malicious": "Scan: critical findings",
+    "error": "Scan: the scanner could not tell",
+    "": "Not scanned yet",
+}
+
+
+@register.simple_tag
+def verdict_badge(verdict: str | None, pending: bool = False) -> str:
+    """A scan verdict as a badge; none yet (or one queued) reads `scanning…`/`not scanned`."""
+    verdict = verdict or ""
+    text = verdict or ("scanning…" if pending else "not scanned")
+    return format_html(
+        '<span class="badge verdict verdict-{}" title="{}">{}</span>',
+        verdict or "none",
+        VERDICT_TITLES.get(verdict, verdict),
+        text,
+    )
+
+
+@register.simple_tag
+def verdict_in(scans: dict, version) -> str:
+    """The badge of `version`'s newest scan in `scans` (by version id, `selectors.scans.scans_latest`)."""
+    scan = scans.get(version.pk) if version is not None else None
+    return verdict_badge(scan.verdict if scan is not None else "")
+
+
 @register.simple_tag
 def policy_value(value) -> str:
     """A label policy check's `wanted` or `got` as a person reads it: `model scripted, version 2`."""

@@ -16,6 +16,7 @@ from registry.management.table import text_table
 from registry.models import SkillSource
 from registry.services.audit import Actor
 from registry.services.labels import label_move
+from registry.services.scans import versions_rescan
 from registry.services.skills import (
     BUNDLED_LABEL,
     ImportReport,
@@ -35,7 +36,7 @@ CLI = Actor(via="cli")
 
 
 class Command(BaseCommand):
-    help = "Manage skills: list, info, validate, import, export, sync, enable, disable, create, label, eval."
+    help = "Manage skills: list, info, validate, import, export, sync, enable, disable, create, label, rescan, eval."
 
     def add_arguments(self, parser: CommandParser) -> None:
         sub = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
@@ -88,6 +89,13 @@ class Command(BaseCommand):
         label.add_argument("version", type=int)
         label.add_argument("--source", choices=SkillSource.values)
 
+        rescan = sub.add_parser(
+            "rescan",
+            help="Queue security scans of the versions labels serve whose scan is by another scanner version or "
+            "rule pack (or missing); the `scans` worker runs them.",
+        )
+        rescan.add_argument("--all", action="store_true", help="Queue a scan of every version, whatever its scans.")
+
         # Running evals dispatches agent turns, the agents app's job: its `skills_eval` command
         # owns the arguments (`skills eval --help` shows them) and this forwards them.
         evaluate = sub.add_parser(
@@ -111,6 +119,11 @@ class Command(BaseCommand):
         except ApplicationError as exc:
             where = f" (line {exc.line})" if exc.line else ""
             raise CommandError(f"{exc.detail}{where}") from exc
+
+    def handle_rescan(self, *, all: bool, **_) -> None:
+        scans = versions_rescan(everything=all)
+        which = "every version" if all else "versions labels serve with an outdated or missing scan"
+        self.stdout.write(f"Queued {len(scans)} scan{'s' if len(scans) != 1 else ''} ({which}).")
 
     # --- reading -------------------------------------------------------------------------
     def handle_list(self, *, all: bool, **_) -> None:

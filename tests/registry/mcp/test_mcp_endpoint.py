@@ -20,6 +20,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from pydantic import TypeAdapter
 
+from registry.mcp.catalog import SCAN_META
 from registry.models import Blob, Skill
 from registry.services.labels import label_move
 from registry.services.rollouts import label_rollout_set
@@ -416,6 +417,7 @@ def test_during_a_rollout_each_subject_gets_the_version_rest_serves_it(live_serv
         served.add(version)
         assert served_meta(version, version == 2).items() <= skill["_meta"].items(), subject
         assert contents.meta == served_meta(version, version == 2)
+        assert skill["_meta"][SCAN_META] == {"verdict": None}  # no scans worker runs here
         assert contents.text.encode("utf-8") == rest.content == bodies[version]
         assert skill["resources"][0]["digest"] == _sha(bodies[version])
         # Only v2 has templates/new.md: the entry's files are the subject's version's.
