@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('registry', '0020_label_policy_rollback_window'),
+        ('registry', '0021_version_scans'),
     ]
 
     operations = [

@@ -255,12 +255,17 @@ def _attestation_locked(version: SkillVersion) -> VersionAttestation:
     return attestation
 
 
-def record_scan_verdict(version: SkillVersion, verdict: str, *, scanner: str | None = None) -> VersionAttestation:
+def record_scan_verdict(
+    version: SkillVersion, verdict: str, *, scanner: str | None = None
+) -> VersionAttestation | None:
     """Re-issue `version`'s statement with its scan verdict (`clean`, `review`, `warn`,
-    `malicious`, `error`), signed with the current key. The scan task calls it once it stored
-    the verdict; a later scan re-issues it again."""
+    `malicious`, `error`), signed with the current key; a later scan re-issues it again. A
+    version published before signing has no statement to re-issue (None): `keys attest-missing`
+    signs it."""
     with transaction.atomic():
-        attestation = _attestation_locked(version)
+        attestation = VersionAttestation.objects.select_for_update().filter(version=version).first()
+        if attestation is None:
+            return None
         scan = {"verdict": str(verdict), "scanner": scanner, "recordedAt": _iso(timezone.now())}
         return _reissue(attestation, scan=scan)
 

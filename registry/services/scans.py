@@ -6,8 +6,8 @@ do (its version was deleted, or another worker took it). The scanner runs outsid
 transaction, in a process of its own with a hard timeout (registry/scanning/runner.py); a crash,
 a timeout or a bundle it cannot read is recorded as `error` with the reason, never `clean`.
 
-`scan_recorded` is the hook for what must follow a recorded verdict (a signed release's
-attestation carries it): it is sent after the recording transaction commits, with the scan.
+A recorded verdict re-issues the version's signed release statement in the same transaction, so
+the attestation never says less than the scan does (registry/services/attestations.py).
 """
 
 from __future__ import annotations
@@ -23,7 +23,6 @@ from celery import current_app
 from django.conf import settings
 from django.db import transaction
 from django.db.models import Q
-from django.dispatch import Signal
 from django.utils import timezone
 
 from registry.models import Label, ScanFinding, ScanStatus, SkillScan, SkillVersion, WebhookEvent
@@ -31,6 +30,7 @@ from registry.scanning.identity import rulepack_digest, scanner_version
 from registry.scanning.runner import STARTUP_SECONDS, ScanOutcome, engine_command, scan_folder
 from registry.selectors.scans import scan_latest, scan_summary
 from registry.selectors.versions import version_bundle
+from registry.services.attestations import record_scan_verdict
 from registry.services.audit import Actor, audit_record
 from registry.services.generation import registry_changed
 from registry.services.webhooks import webhook_event_emit
@@ -40,8 +40,6 @@ logger = logging.getLogger(__name__)
 
 SCAN_TASK = "registry.tasks.version_scan_task"
 SCANNER = Actor(via="scanner")
-# Sent with `scan` (a SkillScan, done) once its verdict is committed.
-scan_recorded = Signal()
 
 
 def latest_verdict(version: SkillVersion) -> str | None:
@@ -109,7 +107,8 @@ def scan_run(*, scan_id: int) -> SkillScan | None:
 
 
 def scan_record(*, scan: SkillScan, outcome: ScanOutcome, duration: dt.timedelta) -> SkillScan:
-    """Write a scan's outcome and findings, tell webhooks and the read model, then `scan_recorded`."""
+    """Write a scan's outcome and findings, sign the verdict into the version's attestation, and
+    tell webhooks and the read model."""
     version = scan.version
     with transaction.atomic():
         scan.status = ScanStatus.DONE
@@ -152,7 +151,7 @@ def scan_record(*, scan: SkillScan, outcome: ScanOutcome, duration: dt.timedelta
             version=version.number,
             extra={"scan": scan_summary(scan, findings=True)},
         )
-        transaction.on_commit(lambda: scan_recorded.send(sender=SkillScan, scan=scan))
+        record_scan_verdict(version, scan.verdict, scanner=scan.scanner_version or None)
     return scan
 
 

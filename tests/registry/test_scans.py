@@ -5,7 +5,9 @@ the whole path through a real worker."""
 
 from __future__ import annotations
 
+import base64
 import datetime as dt
+import json
 import sys
 from pathlib import Path
 
@@ -13,14 +15,14 @@ import pytest
 from django.core.management import call_command
 
 from registry.checks import scan_llm_model_is_allowed
-from registry.models import AuditLog, LabelChange, LabelHistory, ScanStatus, SkillScan
+from registry.models import AuditLog, LabelChange, LabelHistory, ScanStatus, SkillScan, VersionAttestation
 from registry.scanning.identity import rulepack_digest, scanner_version
 from registry.scanning.runner import ScanOutcome, engine_command, scan_folder
 from registry.scanning.verdicts import verdict_for
 from registry.services.audit import Actor
 from registry.services.label_policies import label_policy_set
 from registry.services.labels import label_move
-from registry.services.scans import latest_verdict, scan_record, scan_recorded, scan_run, versions_rescan
+from registry.services.scans import latest_verdict, scan_record, scan_run, versions_rescan
 from tests.factories import publish, user_with_role
 
 HOSTILE = Path(__file__).resolve().parent / "hostile_skills"
@@ -271,18 +273,11 @@ def test_a_scan_that_times_out_is_recorded_as_error_with_the_reason(two_versions
 
 
 @pytest.mark.django_db
-def test_scan_recorded_is_sent_once_the_verdict_commits(two_versions, django_capture_on_commit_callbacks):
-    """The hook point for what follows a verdict (a signed release's attestation carries it)."""
+def test_a_recorded_verdict_is_signed_into_the_versions_attestation(two_versions):
+    """The signed release statement says what the scan found, from the same transaction on."""
     _, second = two_versions
-    received = []
-
-    def listener(sender, scan, **kwargs):
-        received.append((scan.version_id, scan.verdict, latest_verdict(scan.version)))
-
-    scan_recorded.connect(listener)
-    try:
-        with django_capture_on_commit_callbacks(execute=True):
-            _scanned(second, "review", [dict(FINDING, severity="MEDIUM")])
-    finally:
-        scan_recorded.disconnect(listener)
-    assert received == [(second.pk, "review", "review")]
+    _scanned(second, "review", [dict(FINDING, severity="MEDIUM")])
+    envelope = VersionAttestation.objects.get(version=second).envelope
+    statement = json.loads(base64.b64decode(envelope["payload"]))
+    assert statement["predicate"]["scan"]["verdict"] == "review"
+    assert statement["predicate"]["scan"]["scanner"] == scanner_version()
