@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -35,6 +36,22 @@ def _database_url_for_tests() -> str:
     return f"postgres://{db['USER']}{password}@{db['HOST']}{port}/{db['NAME']}"
 
 
+# How long a worker may take to answer a remote-control command (consume a queue or stop consuming
+# it, say what it holds). An idle worker answers in milliseconds; one that does not answer in time
+# is busy or stuck, and is restarted instead.
+CONTROL_SECONDS = 5
+
+
+def queues_purge(queues: list[str]) -> None:
+    """Drop every message waiting in `queues`: tasks an earlier module queued with no worker to
+    run them (or that a stopped worker put back) are not for the next module's worker."""
+    from config.celery import app
+
+    with app.connection_for_write() as connection:
+        for queue in queues:
+            connection.default_channel.queue_purge(queue)
+
+
 class WorkerProcess:
     # Every worker a test process starts reads its process's queues. The default worker (the test
     # settings, shared by the modules that ask for conftest's `worker`) would take the tasks meant
@@ -59,8 +76,10 @@ class WorkerProcess:
         self.lines: deque[str] = deque(maxlen=2000)
         self._ready = threading.Event()
         self._quitting = False
+        self.idle = False  # set aside: up, consuming nothing, holding nothing (`set_aside`)
 
     def start(self, timeout: float = WORKER_WAIT_SECONDS) -> WorkerProcess:
+        self.idle = False
         if self.default:
             WorkerProcess._default = self
         elif WorkerProcess._default is not None:
@@ -93,7 +112,7 @@ class WorkerProcess:
                 "--queues",
                 ",".join(self.queues),
                 "--hostname",
-                f"test-{os.getpid()}-{id(self):x}@%h",  # two workers of one test are two nodes
+                self.nodename,
                 "--without-gossip",
                 "--without-mingle",
                 *pool,
@@ -110,6 +129,62 @@ class WorkerProcess:
             self.stop()
             raise RuntimeError("Celery worker did not become ready:\n" + self.output())
         return self
+
+    @property
+    def nodename(self) -> str:
+        """The worker's Celery node name, which remote-control commands are addressed to: two
+        workers of one test are two nodes."""
+        return f"test-{os.getpid()}-{id(self):x}@{socket.gethostname()}"
+
+    def serve(self) -> WorkerProcess:
+        """Run the tasks a module queues from here on: a worker set aside by an earlier module
+        (`set_aside`) consumes its queues again, emptied first; otherwise one starts."""
+        if self.running and not self._quitting:
+            queues_purge(self.queues)
+            if self._consume(True):
+                self.idle = False
+                return self
+        self.stop()
+        queues_purge(self.queues)
+        return self.start()
+
+    def set_aside(self) -> None:
+        """Stop taking tasks and stay up for the next module that asks for a worker (`serve`), so
+        that later modules' tasks stay queued, as with no worker at all. A worker that does not
+        confirm in time (a task still running) or holds a task for later (a retry's countdown, a
+        message it prefetched) quits instead: it would run that task during a later module."""
+        if not self.running:
+            return
+        if self._consume(False) and self._holds_nothing():
+            self.idle = True
+        else:
+            self.quit()
+
+    def close(self) -> None:
+        """Let the worker go without waiting: one set aside holds no task and consumes no queue,
+        so it is killed outright (a shutdown takes seconds); any other quits (`quit`)."""
+        if self.idle:
+            self.kill()
+        else:
+            self.quit()
+
+    def _consume(self, consuming: bool) -> bool:
+        """Start or stop consuming every one of the worker's queues (Celery's remote control);
+        False when the worker did not confirm within CONTROL_SECONDS."""
+        from config.celery import app
+
+        command = app.control.add_consumer if consuming else app.control.cancel_consumer
+        return all(
+            command(queue, destination=[self.nodename], reply=True, timeout=CONTROL_SECONDS, limit=1)
+            for queue in self.queues
+        )
+
+    def _holds_nothing(self) -> bool:
+        from config.celery import app
+
+        inspect = app.control.inspect(destination=[self.nodename], timeout=CONTROL_SECONDS, limit=1)
+        answers = [inspect.scheduled(), inspect.reserved(), inspect.active()]
+        return all(answer and not any(answer.values()) for answer in answers)
 
     def _read_output(self) -> None:
         assert self.process and self.process.stdout
@@ -160,6 +235,8 @@ class WorkerProcess:
             self._quitting = True
 
     def stop(self) -> None:
+        if self.idle:
+            self.kill()
         if self.process and self.process.poll() is None:
             self.quit()
             try:
