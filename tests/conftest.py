@@ -110,9 +110,18 @@ def _fresh_registry_caches():
     registry_caches_reset()
 
 
+# The modules that start workers, browsers or servers (their tests are marked so): the only ones
+# whose tests queue tasks that a worker runs (see `_queues_emptied`).
+SLOW_MODULES = pytest.StashKey[set]()
+
+
 def pytest_collection_modifyitems(config, items):
     """With several test processes (make test), units of work go out longest first (see
     tests/scheduling.py), so the long ones run beside the rest instead of after them."""
+    marks = ("integration", "browser")
+    config.stash[SLOW_MODULES] = {
+        getattr(item, "module", None) for item in items if any(map(item.get_closest_marker, marks))
+    }
     if config.getoption("dist", "no") == "no":
         return
     from tests.scheduling import order_longest_first
@@ -143,6 +152,18 @@ def pytest_sessionfinish(session, exitstatus):
             f"CI: {len(skipped)} test(s) skipped, which CI does not allow (see the reasons above)", red=True
         )
         session.exitstatus = 1
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _queues_emptied(request):
+    """A module that may run workers starts with this test process's Celery queues empty: a task
+    an earlier module queued with no worker to run it (a browser test's turn, a webhook delivery),
+    or that a stopped worker put back, is not for this module's workers."""
+    if request.module not in request.config.stash.get(SLOW_MODULES, ()):
+        return
+    from tests.worker import queues_purge
+
+    queues_purge([settings.CELERY_TASK_DEFAULT_QUEUE, settings.WEBHOOK_QUEUE])
 
 
 @pytest.fixture(scope="session")

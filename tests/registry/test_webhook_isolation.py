@@ -13,7 +13,7 @@ from django.conf import settings
 
 from agents.models import FINISHED_STATUSES, AgentTurn, TurnStatus
 from agents.turns import services
-from registry.models import WebhookEvent
+from registry.models import DeliveryStatus, WebhookDelivery, WebhookEvent
 from registry.services.webhooks import webhook_create
 from tests.factories import publish, user_with_role
 from tests.worker import WorkerProcess, wait_for
@@ -105,4 +105,14 @@ def test_a_turn_runs_while_slow_receivers_hold_every_delivery(receivers, workers
     # The turn ended while both receivers were still trickling: no delivery stood in its way.
     assert not any(receiver.finished for receiver in receivers)
     assert ended - queued < TRICKLE_SECONDS / 2
+    # And the deliveries went on to complete on their own worker.
+    try:
+        wait_for(
+            lambda: WebhookDelivery.objects.filter(status=DeliveryStatus.DELIVERED).count() == 2,
+            message="both deliveries",
+        )
+    except AssertionError as error:
+        rows = list(WebhookDelivery.objects.values("status", "attempts", "last_status", "last_error"))
+        raise AssertionError(f"{error}: {rows}\n{deliveries_worker.output()[-5000:]}") from None
+    assert all(min(receiver.finished) - min(receiver.arrived) >= TRICKLE_SECONDS for receiver in receivers)
     assert "webhook_delivery_send_task[" not in turns_worker.output()  # never received there
