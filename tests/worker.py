@@ -82,7 +82,7 @@ class WorkerProcess:
         self.lines: deque[str] = deque(maxlen=2000)
         self._ready = threading.Event()
         self._quitting = False
-        self.idle = False  # set aside: up, consuming nothing, holding nothing (`set_aside`)
+        self.idle = False  # set aside: frozen, consuming nothing, holding nothing (`set_aside`)
 
     def start(self, timeout: float = WORKER_WAIT_SECONDS) -> WorkerProcess:
         self.idle = False
@@ -143,29 +143,37 @@ class WorkerProcess:
         return f"test-{os.getpid()}-{id(self):x}@{socket.gethostname()}"
 
     def serve(self) -> WorkerProcess:
-        """Run the module's tasks: a worker set aside by an earlier module (`set_aside`) consumes
-        its queues again; otherwise one starts. (Each module starts with the queues emptied.)"""
-        if self.running and not self._quitting and self._consume(True):
+        """Run the module's tasks: a worker set aside by an earlier module (`set_aside`) wakes and
+        consumes its queues again; otherwise one starts. (Each module starts with the queues
+        emptied: conftest's `_queues_emptied`.)"""
+        if self.idle and self.running:
+            os.killpg(self.main_pid, signal.SIGCONT)
             self.idle = False
-            return self
+            if self._consume(True):
+                return self
         self.stop()
         return self.start()
 
     def set_aside(self) -> None:
-        """Stop taking tasks and stay up for the next module that asks for a worker (`serve`), so
-        that later modules' tasks stay queued, as with no worker at all. A worker that does not
-        confirm in time (a task still running) or holds a task for later (a retry's countdown, a
-        message it prefetched) quits instead: it would run that task during a later module."""
+        """Between modules: stop consuming, then freeze (SIGSTOP) until the next module that asks
+        for a worker (`serve`), as if no worker ran. Consuming, it would take the tasks later
+        modules queue; awake, its reaper thread would act on their data every few seconds
+        (requeue their turns, advance their eval runs, roll up their usage). It freezes holding
+        nothing: the module's data is gone (each test's is rolled back or flushed), so its reaper
+        is in no transaction. A worker that does not confirm in time (a task still running) or
+        holds a task for later (a retry's countdown, a message it prefetched) quits instead: it
+        would run that task during a later module."""
         if not self.running:
             return
         if self._consume(False) and self._holds_nothing():
+            os.killpg(self.main_pid, signal.SIGSTOP)
             self.idle = True
         else:
             self.quit()
 
     def close(self) -> None:
-        """Let the worker go without waiting: one set aside holds no task and consumes no queue,
-        so it is killed outright (a shutdown takes seconds); any other quits (`quit`)."""
+        """Let the worker go without waiting: one set aside (frozen, holding no task, consuming
+        no queue) is killed outright; any other quits (`quit`)."""
         if self.idle:
             self.kill()
         else:
