@@ -45,6 +45,9 @@ def test_create_a_skill_with_a_validation_error_shown_while_typing(live_server, 
     page = open_page("ada")
     page.goto(f"{live_server.url}/skills/")
     page.get_by_role("link", name="New skill").click()
+    # Typing waits for the page's load: until then the code editor has not replaced the textarea,
+    # nor has htmx bound the live check to it.
+    page.wait_for_url("**/skills/new/")
     # A new skill from a template can be published as it is: no problem at all.
     expect(page.locator("#problems")).to_be_visible()
     expect(page.locator('#live .problems li[data-level="error"]')).to_have_count(0)
