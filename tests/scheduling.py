@@ -95,7 +95,8 @@ def guess(items: list[pytest.Item]) -> float:
 
 def order_longest_first(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Sort `items` so that units come longest first, each unit's tests kept in their order."""
-    measured = config.cache.get(CACHE_KEY, {}) if config.cache else {}
+    cache = getattr(config, "cache", None)  # None with -p no:cacheprovider
+    measured = cache.get(CACHE_KEY, {}) if cache else {}
     units: dict[str, list[pytest.Item]] = {}
     for item in items:
         units.setdefault(unit_of(item.nodeid), []).append(item)
@@ -128,7 +129,8 @@ class UnitTimes:
 
     @pytest.hookimpl
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        if self.config.cache is None or not self.seconds:
+        cache = getattr(self.config, "cache", None)
+        if cache is None or not self.seconds:
             return
-        known = self.config.cache.get(CACHE_KEY, {})
-        self.config.cache.set(CACHE_KEY, {**known, **{unit: round(s, 1) for unit, s in self.seconds.items()}})
+        known = cache.get(CACHE_KEY, {})
+        cache.set(CACHE_KEY, {**known, **{unit: round(s, 1) for unit, s in self.seconds.items()}})
