@@ -43,9 +43,10 @@ run: install
 	$(PY) manage.py ensure_admin --url http://127.0.0.1:$(PORT)/
 	$(VENV)/bin/honcho start --procfile Procfile --port $(PORT)
 
-# Test processes run side by side (pytest-xdist), each with its own test database, Celery queue
-# and worker, and live server; a module's tests stay in one process (they share its fixtures),
-# and modules go out in the order tests/conftest.py gives them (the slow ones first).
+# Test processes run side by side (pytest-xdist), each with its own test database (a copy of one
+# migrated template), Celery queue, live server and a Celery worker that its modules share; a
+# module's tests stay in one process (they share its fixtures) but for the few long tests that run
+# apart, and the units go out longest first (tests/scheduling.py).
 # Much of the suite waits on workers, browsers and subprocesses rather than computing, hence one
 # process more than the 2 cores CI has. PYTEST_PROCESSES=0 runs it all in one process.
 PYTEST_PROCESSES ?= 3

@@ -23,6 +23,20 @@ def pytest_configure(config):
     # Settings write nothing at import; the SQLite test database and the filesystem broker (when
     # REDIS_URL is unset) need VAR_DIR's folders, as `make run` makes them.
     local_state.prepare(settings.VAR_DIR)
+    if config.getoption("dist", "no") != "no" and not hasattr(config, "workerinput"):
+        from tests import template_database
+        from tests.scheduling import UnitTimes
+
+        config.pluginmanager.register(UnitTimes(config), "skill-registry-unit-times")
+        template_database.register(config)
+
+
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix, request):
+    """A test process's database is a copy of the run's migrated template (tests/template_database.py)."""
+    from tests.template_database import use_template
+
+    use_template(request.config)
 
 
 @pytest.fixture
@@ -96,14 +110,33 @@ def _fresh_registry_caches():
     registry_caches_reset()
 
 
+# The modules that start workers, browsers or servers (their tests are marked so): the only ones
+# whose tests queue tasks that a worker runs (see `_queues_emptied`).
+SLOW_MODULES = pytest.StashKey[set]()
+
+
 def pytest_collection_modifyitems(config, items):
-    """With several test processes (make test), the modules that start workers, browsers or
-    servers are handed out first, so the long ones run beside the rest instead of after them."""
+    """With several test processes (make test), units of work go out longest first (see
+    tests/scheduling.py), so the long ones run beside the rest instead of after them."""
+    marks = ("integration", "browser")
+    config.stash[SLOW_MODULES] = {
+        getattr(item, "module", None) for item in items if any(map(item.get_closest_marker, marks))
+    }
     if config.getoption("dist", "no") == "no":
         return
-    marks = ("integration", "browser")
-    slow = {item.getparent(pytest.Module) for item in items if any(map(item.get_closest_marker, marks))}
-    items.sort(key=lambda item: item.getparent(pytest.Module) not in slow)  # stable: modules stay whole
+    from tests.scheduling import order_longest_first
+
+    order_longest_first(config, items)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """`--dist loadfile` (make test): a module per unit of work, bar the few long tests that run apart."""
+    if config.getoption("dist") != "loadfile":
+        return None
+    from tests.scheduling import UnitScheduling
+
+    return UnitScheduling(config, log)
 
 
 def pytest_sessionfinish(session, exitstatus):
@@ -121,6 +154,18 @@ def pytest_sessionfinish(session, exitstatus):
         session.exitstatus = 1
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _queues_emptied(request):
+    """A module that may run workers starts with this test process's Celery queues empty: a task
+    an earlier module queued with no worker to run it (a browser test's turn, a webhook delivery),
+    or that a stopped worker put back, is not for this module's workers."""
+    if request.module not in request.config.stash.get(SLOW_MODULES, ()):
+        return
+    from tests.worker import queues_purge
+
+    queues_purge([settings.CELERY_TASK_DEFAULT_QUEUE, settings.WEBHOOK_QUEUE])
+
+
 @pytest.fixture(scope="session")
 def worker_exits(django_db_setup):
     """worker_exits(process): a module's worker quits at the module's end and exits while the
@@ -129,7 +174,7 @@ def worker_exits(django_db_setup):
     quitting = []
 
     def quit_later(process) -> None:
-        process.quit()
+        process.close()
         quitting.append(process)
 
     yield quit_later
@@ -139,8 +184,8 @@ def worker_exits(django_db_setup):
 
 @pytest.fixture(scope="session")
 def default_worker(worker_exits, django_db_blocker):
-    """This test process's Celery worker with the test settings: started by each module that asks
-    for `worker` and stopped at that module's end (see `worker`)."""
+    """This test process's Celery worker with the test settings, started by the first module that
+    asks for `worker` and kept for the next ones (see `worker`)."""
     from tests.worker import WorkerProcess
 
     process = WorkerProcess(default=True)
@@ -152,10 +197,11 @@ def default_worker(worker_exits, django_db_blocker):
 def worker(default_worker):
     """A real Celery worker for the test module (tests needing other settings define their own).
 
-    It stops at the module's end: a worker left running would take the tasks that later modules'
-    committed writes queue (a webhook delivery, a turn a browser test expects to stay queued)
-    and run them where those tests assume no worker runs."""
-    if not default_worker.running:
-        default_worker.start()
-    yield default_worker
-    default_worker.stop()
+    One worker serves every module of a test process that asks for it: at the module's end it
+    stops consuming (Celery's remote control) and stays up, and the next module that asks for it
+    has its queues emptied and consumed again. A worker left consuming would take the tasks that
+    later modules' committed writes queue (a webhook delivery, a turn a browser test expects to
+    stay queued) and run them where those tests assume no worker runs; one that holds a task for
+    later (a retry's countdown) is stopped instead (`WorkerProcess.set_aside`)."""
+    yield default_worker.serve()
+    default_worker.set_aside()

@@ -228,7 +228,7 @@ class MakeRun:
                         return
             except OSError:
                 pass
-            time.sleep(1)
+            time.sleep(0.2)
         raise AssertionError(f"make run was not healthy after {timeout} s:\n{self.output}")
 
     def stop(self) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -35,6 +36,28 @@ def _database_url_for_tests() -> str:
     return f"postgres://{db['USER']}{password}@{db['HOST']}{port}/{db['NAME']}"
 
 
+# How long a worker may take to answer a remote-control command (consume a queue or stop consuming
+# it, say what it holds). An idle worker answers in milliseconds; one that does not answer in time
+# is busy or stuck, and is restarted instead.
+CONTROL_SECONDS = 5
+
+
+def queues_purge(queues: list[str]) -> None:
+    """Drop every message waiting in `queues`: tasks an earlier module queued with no worker to
+    run them (or that a stopped worker put back) are not for the next module's worker."""
+    import kombu.exceptions
+
+    from config.celery import app
+
+    with app.connection_for_write() as connection:
+        try:
+            connection.ensure_connection(max_retries=1)
+        except kombu.exceptions.OperationalError:
+            return  # no broker, no queue: the tests that need one say so
+        for queue in queues:
+            connection.default_channel.queue_purge(queue)
+
+
 class WorkerProcess:
     # Every worker a test process starts reads its process's queues. The default worker (the test
     # settings, shared by the modules that ask for conftest's `worker`) would take the tasks meant
@@ -59,8 +82,10 @@ class WorkerProcess:
         self.lines: deque[str] = deque(maxlen=2000)
         self._ready = threading.Event()
         self._quitting = False
+        self.idle = False  # set aside: frozen, consuming nothing, holding nothing (`set_aside`)
 
     def start(self, timeout: float = WORKER_WAIT_SECONDS) -> WorkerProcess:
+        self.idle = False
         if self.default:
             WorkerProcess._default = self
         elif WorkerProcess._default is not None:
@@ -93,7 +118,7 @@ class WorkerProcess:
                 "--queues",
                 ",".join(self.queues),
                 "--hostname",
-                f"test-{os.getpid()}-{id(self):x}@%h",  # two workers of one test are two nodes
+                self.nodename,
                 "--without-gossip",
                 "--without-mingle",
                 *pool,
@@ -110,6 +135,67 @@ class WorkerProcess:
             self.stop()
             raise RuntimeError("Celery worker did not become ready:\n" + self.output())
         return self
+
+    @property
+    def nodename(self) -> str:
+        """The worker's Celery node name, which remote-control commands are addressed to: two
+        workers of one test are two nodes."""
+        return f"test-{os.getpid()}-{id(self):x}@{socket.gethostname()}"
+
+    def serve(self) -> WorkerProcess:
+        """Run the module's tasks: a worker set aside by an earlier module (`set_aside`) wakes and
+        consumes its queues again; otherwise one starts. (Each module starts with the queues
+        emptied: conftest's `_queues_emptied`.)"""
+        if self.idle and self.running:
+            os.killpg(self.main_pid, signal.SIGCONT)
+            self.idle = False
+            if self._consume(True):
+                return self
+        self.stop()
+        return self.start()
+
+    def set_aside(self) -> None:
+        """Between modules: stop consuming, then freeze (SIGSTOP) until the next module that asks
+        for a worker (`serve`), as if no worker ran. Consuming, it would take the tasks later
+        modules queue; awake, its reaper thread would act on their data every few seconds
+        (requeue their turns, advance their eval runs, roll up their usage). It freezes holding
+        nothing: the module's data is gone (each test's is rolled back or flushed), so its reaper
+        is in no transaction. A worker that does not confirm in time (a task still running) or
+        holds a task for later (a retry's countdown, a message it prefetched) quits instead: it
+        would run that task during a later module."""
+        if not self.running:
+            return
+        if self._consume(False) and self._holds_nothing():
+            os.killpg(self.main_pid, signal.SIGSTOP)
+            self.idle = True
+        else:
+            self.quit()
+
+    def close(self) -> None:
+        """Let the worker go without waiting: one set aside (frozen, holding no task, consuming
+        no queue) is killed outright; any other quits (`quit`)."""
+        if self.idle:
+            self.kill()
+        else:
+            self.quit()
+
+    def _consume(self, consuming: bool) -> bool:
+        """Start or stop consuming every one of the worker's queues (Celery's remote control);
+        False when the worker did not confirm within CONTROL_SECONDS."""
+        from config.celery import app
+
+        command = app.control.add_consumer if consuming else app.control.cancel_consumer
+        return all(
+            command(queue, destination=[self.nodename], reply=True, timeout=CONTROL_SECONDS, limit=1)
+            for queue in self.queues
+        )
+
+    def _holds_nothing(self) -> bool:
+        from config.celery import app
+
+        inspect = app.control.inspect(destination=[self.nodename], timeout=CONTROL_SECONDS, limit=1)
+        answers = [inspect.scheduled(), inspect.reserved(), inspect.active()]
+        return all(answer and not any(answer.values()) for answer in answers)
 
     def _read_output(self) -> None:
         assert self.process and self.process.stdout
@@ -160,6 +246,8 @@ class WorkerProcess:
             self._quitting = True
 
     def stop(self) -> None:
+        if self.idle:
+            self.kill()
         if self.process and self.process.poll() is None:
             self.quit()
             try:

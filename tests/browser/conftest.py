@@ -6,12 +6,18 @@ import os
 import shutil
 
 import pytest
+from playwright.sync_api import expect
 
 # Playwright's sync API keeps an asyncio loop running in the test thread; Django would then
 # refuse the plain ORM calls that tests and database fixtures make from that thread. The
 # project has no async code, so the check protects nothing here. It must be set before any
 # database fixture runs, hence at import.
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+
+# An expectation waits for its condition and ends as soon as it holds. Playwright's 5 s default is
+# short for a round trip through the live server (a live check, a POST and its page) when the test
+# processes, their workers and Chromium share two busy cores: a passing run never waits it out.
+expect.set_options(timeout=20_000)
 
 CHROMIUM_ARGS = [
     "--no-sandbox",

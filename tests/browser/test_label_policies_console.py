@@ -42,6 +42,7 @@ def test_an_admin_protects_production_and_overrides_a_refusal_with_a_reason(open
     page = open_page("root")
 
     page.get_by_role("link", name="Label policies").click()
+    page.wait_for_url("**/labels/policies/")  # the policies page has loaded before its form is used
     expect(page.locator(".empty")).to_contain_text("No label is protected yet")
     page.get_by_label("admin").uncheck()
     page.get_by_label("Model").fill("scripted")

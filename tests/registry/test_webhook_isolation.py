@@ -13,8 +13,9 @@ from django.conf import settings
 
 from agents.models import FINISHED_STATUSES, AgentTurn, TurnStatus
 from agents.turns import services
-from registry.models import WebhookEvent
-from registry.services.webhooks import webhook_create
+from registry.models import DeliveryStatus, WebhookDelivery, WebhookEvent
+from registry.services.webhooks import webhook_attempt_limit, webhook_create
+from registry.tasks import webhook_delivery_send_task
 from tests.factories import publish, user_with_role
 from tests.worker import WorkerProcess, wait_for
 
@@ -83,7 +84,22 @@ def workers(worker_exits):
     worker_exits(deliveries)
 
 
-def test_a_turn_runs_while_slow_receivers_hold_every_delivery(receivers, workers, settings):
+@pytest.fixture
+def attempt_limits_as_the_workers(settings, monkeypatch):
+    """The test process reads the workers' WEBHOOK_TIMEOUT_SECONDS too, as `make run`'s web and
+    workers read one configuration. It matters beyond this process: once any test module has
+    imported registry.tasks (a whole run does), Celery's send_task copies the registered task's
+    time limits, fixed at that import from this process's settings (5 s: a 20 s limit), into the
+    message, and the worker obeys the message's over its own (35 s). Every attempt was then cut
+    at 20 s, just short of the 20 s trickle, and retried until the wait gave up."""
+    settings.WEBHOOK_TIMEOUT_SECONDS = float(WORKER_ENV["WEBHOOK_TIMEOUT_SECONDS"])
+    monkeypatch.setattr(webhook_delivery_send_task, "soft_time_limit", webhook_attempt_limit())
+    monkeypatch.setattr(webhook_delivery_send_task, "time_limit", webhook_attempt_limit() + 10)
+
+
+def test_a_turn_runs_while_slow_receivers_hold_every_delivery(
+    receivers, workers, settings, attempt_limits_as_the_workers
+):
     settings.WEBHOOK_ALLOW_PRIVATE_ADDRESSES = True
     turns_worker, deliveries_worker = workers
     for receiver in receivers:
@@ -105,4 +121,14 @@ def test_a_turn_runs_while_slow_receivers_hold_every_delivery(receivers, workers
     # The turn ended while both receivers were still trickling: no delivery stood in its way.
     assert not any(receiver.finished for receiver in receivers)
     assert ended - queued < TRICKLE_SECONDS / 2
+    # And the deliveries went on to complete on their own worker.
+    try:
+        wait_for(
+            lambda: WebhookDelivery.objects.filter(status=DeliveryStatus.DELIVERED).count() == 2,
+            message="both deliveries",
+        )
+    except AssertionError as error:
+        rows = list(WebhookDelivery.objects.values("status", "attempts", "last_status", "last_error"))
+        raise AssertionError(f"{error}: {rows}\n{deliveries_worker.output()[-5000:]}") from None
+    assert all(min(receiver.finished) - min(receiver.arrived) >= TRICKLE_SECONDS for receiver in receivers)
     assert "webhook_delivery_send_task[" not in turns_worker.output()  # never received there

@@ -17,12 +17,14 @@ import urllib.error
 import urllib.request
 import uuid
 from http.server import ThreadingHTTPServer
+from types import SimpleNamespace
 
 import pytest
 from django.test import Client
 
 from registry.models import AuditLog, DeliveryStatus, Webhook, WebhookDelivery
 from registry.roles import ADMIN
+from registry.services import webhooks
 from registry.services.webhooks import webhook_create, webhook_delivery_attempt
 from tests.factories import publish, user_with_role
 from tests.registry.test_webhooks import ALL_EVENTS, PUBLIC, ROOT, Receiver, bearer
@@ -147,14 +149,16 @@ def test_a_delivery_carries_the_standard_webhooks_headers_beside_its_own(setting
     )
 
 
-def test_a_retry_has_the_same_id_and_a_new_timestamp_and_signature(settings, receiver):
+def test_a_retry_has_the_same_id_and_a_new_timestamp_and_signature(settings, receiver, monkeypatch):
     settings.WEBHOOK_ALLOW_PRIVATE_ADDRESSES = True
     _, secret = webhook_create(url=f"http://127.0.0.1:{receiver.port}/in", events=ALL_EVENTS)
     publish("retried")
     delivery = WebhookDelivery.objects.get()
     webhook_delivery_attempt(delivery_id=delivery.pk)
     WebhookDelivery.objects.filter(pk=delivery.pk).update(status=DeliveryStatus.PENDING)  # as if it got a 500
-    time.sleep(1.1)  # the timestamp counts whole seconds
+    # The timestamp counts whole seconds: the retry is sent two seconds later by the delivery's clock.
+    later = time.time() + 2
+    monkeypatch.setattr(webhooks, "time", SimpleNamespace(time=lambda: later))
     webhook_delivery_attempt(delivery_id=delivery.pk)
 
     first, second = ({k.lower(): v for k, v in r["headers"].items()} for r in receiver.requests)
