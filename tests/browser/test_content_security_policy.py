@@ -251,6 +251,9 @@ def console_pages(f: Fixtures) -> dict[str, str]:
         "skill-file": f"{skill}/files/scripts/run.sh?version=1",
         "token-list": "/tokens/",
         "token-revoke": f"/tokens/{f.token}/revoke/",
+        # A signing key's add and revoke are POSTs; a GET is sent back to the tokens page.
+        "publisher-key-add": "/tokens/keys/",
+        "publisher-key-revoke": "/tokens/keys/1/revoke/",
         "webhook-list": "/webhooks/",
         "webhook-delete": f"/webhooks/{f.webhook}/delete/",
         "eval-suite": "/skills/code-review/evals/",

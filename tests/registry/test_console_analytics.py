@@ -33,7 +33,8 @@ def test_analysts_and_up_see_both_pages(client, role):
     client.force_login(user_with_role(role))
     assert b"<svg" in client.get("/analytics/").content
     page = client.get("/analytics/skills/pdf/").content.decode()
-    assert "v2 beats v1" in page or "v1 beats v2" in page
+    # One outcome a version is below the comparison's minimum: the page says so, with no verdict.
+    assert "Too few outcomes to compare yet" in page and "beats" not in page
 
 
 def test_hostile_skill_names_are_escaped_and_never_break_a_page(client):

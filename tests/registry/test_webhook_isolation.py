@@ -95,6 +95,9 @@ def attempt_limits_as_the_workers(settings, monkeypatch):
     settings.WEBHOOK_TIMEOUT_SECONDS = float(WORKER_ENV["WEBHOOK_TIMEOUT_SECONDS"])
     monkeypatch.setattr(webhook_delivery_send_task, "soft_time_limit", webhook_attempt_limit())
     monkeypatch.setattr(webhook_delivery_send_task, "time_limit", webhook_attempt_limit() + 10)
+    # The task caches its send options on first use (Task._get_exec_options): an earlier module's
+    # publish would otherwise have fixed the 20 s limit already.
+    monkeypatch.setattr(webhook_delivery_send_task, "_exec_options", None)
 
 
 def test_a_turn_runs_while_slow_receivers_hold_every_delivery(
