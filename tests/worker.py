@@ -40,6 +40,7 @@ def _database_url_for_tests() -> str:
 # it, say what it holds). An idle worker answers in milliseconds; one that does not answer in time
 # is busy or stuck, and is restarted instead.
 CONTROL_SECONDS = 5
+REDIS_BRPOP_SECONDS = 1  # kombu's Redis transport: how long one blocking read of the queues lasts
 
 
 def queues_purge(queues: list[str]) -> None:
@@ -149,7 +150,7 @@ class WorkerProcess:
         if self.idle and self.running:
             os.killpg(self.main_pid, signal.SIGCONT)
             self.idle = False
-            if self._consume(True):
+            if self.consume(True):
                 return self
         self.stop()
         return self.start()
@@ -165,7 +166,7 @@ class WorkerProcess:
         would run that task during a later module."""
         if not self.running:
             return
-        if self._consume(False) and self._holds_nothing():
+        if self.consume(False) and self._blocked_reads_returned() and self._holds_nothing():
             os.killpg(self.main_pid, signal.SIGSTOP)
             self.idle = True
         else:
@@ -179,7 +180,7 @@ class WorkerProcess:
         else:
             self.quit()
 
-    def _consume(self, consuming: bool) -> bool:
+    def consume(self, consuming: bool) -> bool:
         """Start or stop consuming every one of the worker's queues (Celery's remote control);
         False when the worker did not confirm within CONTROL_SECONDS."""
         from config.celery import app
@@ -189,6 +190,17 @@ class WorkerProcess:
             command(queue, destination=[self.nodename], reply=True, timeout=CONTROL_SECONDS, limit=1)
             for queue in self.queues
         )
+
+    @staticmethod
+    def _blocked_reads_returned() -> bool:
+        """True once a read the worker sent before it stopped consuming has returned. On Redis a
+        worker waits for messages with BRPOP, which Redis keeps blocked for up to kombu's
+        `brpop_timeout` (1 s): frozen while one is pending, the worker would still take the next
+        message pushed to its queue from Redis and never run it (a later module's turn would
+        stay queued). Nothing tells when that read has come back, so this waits it out."""
+        if settings.CELERY_BROKER_URL.startswith("redis"):
+            time.sleep(REDIS_BRPOP_SECONDS + 0.5)
+        return True
 
     def _holds_nothing(self) -> bool:
         from config.celery import app

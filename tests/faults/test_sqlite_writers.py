@@ -170,7 +170,10 @@ def test_api_clients_a_worker_and_the_cli_write_the_embedded_database_at_once(em
     def outcomes() -> set[str]:
         return {api.call("GET", f"/api/v1/agent/turns/{turn}?after=1000000000")[1]["status"] for turn in turn_ids}
 
-    wait_for(lambda: outcomes() <= set(FINISHED), timeout=240, interval=1, message="every queued turn to end")
+    try:
+        wait_for(lambda: outcomes() <= set(FINISHED), timeout=240, interval=1, message="every queued turn to end")
+    except (AssertionError, OSError) as error:  # which process ended, in its own words
+        raise AssertionError(f"{error!r}\n{log.read_text(errors='replace')[-5000:]}") from None
     assert outcomes() == {"succeeded"}
     assert "database is locked" not in log.read_text(errors="replace")
     with closing(sqlite3.connect(Path(env["VAR_DIR"]) / "db.sqlite3")) as db:

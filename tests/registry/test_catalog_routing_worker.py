@@ -84,6 +84,8 @@ def test_a_large_catalog_is_202_until_the_worker_has_it(api, client, worker, bac
     publish("deploy-check", description=f"Checks a deploy's health ({run}).", tags=["deploy"])
     eval_suite_replace(skill=skill_get(name="deploy-check"), document=suite("is the deploy healthy"))
     settings.CATALOG_ROUTING_BACKGROUND = True
+    # The worker holds off until both answers are read: it could otherwise finish in between.
+    assert worker.consume(False)
 
     response = api.get(URL, {"label": "latest"})
 
@@ -91,5 +93,6 @@ def test_a_large_catalog_is_202_until_the_worker_has_it(api, client, worker, bac
     assert response.json()["status"] == "computing" and response.json()["skills"] == []
     client.force_login(user_with_role("alan", "analyst"))
     assert "A worker is computing the report" in client.get("/catalog/routing/", {"label": "latest"}).content.decode()
+    assert worker.consume(True)
     report = wait_for(lambda: ready(api, {"label": "latest"}), message="the worker's report at latest")
     assert [s["name"] for s in report["skills"]] == ["deploy-check"] and report["recall_at_1"] == 1.0
