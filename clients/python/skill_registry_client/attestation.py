@@ -214,6 +214,7 @@ def private_key_read(path: str) -> Ed25519PrivateKey:
     try:
         with open(path, "rb") as handle:
             data = handle.read()
+        key: object  # any kind of private key until the check below
         if b"OPENSSH PRIVATE KEY" in data:
             key = serialization.load_ssh_private_key(data, password=None)
         else:
