@@ -16,25 +16,10 @@ from registry.models import LabelPolicy, PublisherKey
 from registry.services.audit import Actor
 from registry.services.skills import skill_version_publish
 from registry.skillformat.bundle import bundle_from_parts
-from tests.browser.console_helpers import log_in, new_page, screenshot, user_with_role
+from tests.browser.console_helpers import screenshot, user_with_role
 from tests.factories import make_skill_md
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-
-@pytest.fixture
-def open_page(browser, live_server):
-    contexts = []
-
-    def open_as(username: str):
-        page = new_page(browser)
-        contexts.append(page.context)
-        log_in(page, live_server.url, username)
-        return page
-
-    yield open_as
-    for context in contexts:
-        context.close()
 
 
 def test_register_a_key_then_see_signed_by_on_the_version_page(live_server, open_page):
