@@ -27,6 +27,8 @@ from tests.factories import publish, user_with_role
 
 HOSTILE = Path(__file__).resolve().parent / "hostile_skills"
 HOSTILE_SKILLS = sorted(path.name for path in HOSTILE.iterdir() if path.is_dir())
+BUNDLED = Path(__file__).resolve().parent.parent.parent / "skills"
+BUNDLED_SKILLS = sorted(path.parent.name for path in BUNDLED.glob("*/SKILL.md"))
 # A scanner process that answers its start-up line, then dies at the first scan.
 CRASHING = [sys.executable, "-c", "import sys; print('{}', flush=True); sys.stdin.readline(); sys.exit(3)"]
 # One that never answers a scan.
@@ -59,6 +61,14 @@ def test_every_hostile_skill_gets_a_verdict_worse_than_clean(name):
     assert outcome.rulepack_digest == rulepack_digest()
     # Offline analyzers only: no LLM analyzer without SCAN_LLM_MODEL.
     assert "static_analyzer" in outcome.analyzers and not any("llm" in name for name in outcome.analyzers)
+
+
+@pytest.mark.parametrize("name", BUNDLED_SKILLS)
+def test_every_bundled_skill_scans_clean(name):
+    # The registry's own skills, served to every agent: a finding on one is a false positive every
+    # user sees (tool-call-error-recovery once read "do not tell the user ...", a concealment rule).
+    outcome = scan_folder(BUNDLED / name, timeout=120)
+    assert outcome.verdict == "clean", [(f["severity"], f["rule_id"], f["file"], f["line"]) for f in outcome.findings]
 
 
 def test_findings_point_at_the_line_in_skill_md_not_in_its_body():
