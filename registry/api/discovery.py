@@ -18,6 +18,7 @@ from rest_framework import serializers
 
 from registry.api.base import RawApiView, if_none_match, not_modified, raw_response
 from registry.api.schema import errors
+from registry.api.serializers import DiscoveryQuerySerializer
 from registry.errors import NotFound
 from registry.readmodel.rollouts import subject_of
 from registry.selectors.attestations import version_attestation
@@ -84,7 +85,8 @@ SUBJECT = OpenApiParameter(
     OpenApiTypes.STR,
     OpenApiParameter.QUERY,
     required=False,
-    description="Who reads, when the label has a rollout: the same subject always gets the same version.",
+    description="Who reads, when the label has a rollout: the same subject always gets the same version "
+    "(at most 200 characters; a longer one is a 400).",
 )
 OFF_OR_UNKNOWN = "The index is off (`DISCOVERY_LABEL` unset), or the skill is not published at that label."
 
@@ -114,8 +116,10 @@ class DiscoveryApi(RawApiView):
 
 def _subject(request) -> str | None:
     """The reader's rollout subject: the `subject` parameter (the index is read without a token,
-    so a reader that names none gets every rollout's stable version)."""
-    return subject_of(given=request.query_params.get("subject"))
+    so a reader that names none gets every rollout's stable version). Over SUBJECT_MAX_CHARS is a 400."""
+    query = DiscoveryQuerySerializer(data=request.query_params)
+    query.is_valid(raise_exception=True)
+    return subject_of(given=query.validated_data.get("subject"))
 
 
 def _etag(digest: str) -> str:

@@ -350,6 +350,10 @@ class SkillVersionQuerySerializer(serializers.Serializer):
         return attrs
 
 
+class DiscoveryQuerySerializer(serializers.Serializer):
+    subject = serializers.CharField(required=False, allow_blank=True, max_length=SUBJECT_MAX_CHARS)
+
+
 class ShadowSerializer(serializers.Serializer):
     source = _text()
     enabled = serializers.BooleanField()
@@ -688,6 +692,12 @@ class ResolveInputSerializer(serializers.Serializer):
                 raise serializers.ValidationError(f"'{key}' must be text, a number or a boolean.")
             if isinstance(item, str) and len(item) > CONTEXT_TEXT_MAX:
                 raise serializers.ValidationError(f"'{key}' is over {CONTEXT_TEXT_MAX:,} characters.")
+        # Refused, not cut: two subjects sharing their first characters would read one side of a rollout.
+        subject = value.get("subject")
+        if subject not in (None, "") and len(str(subject)) > SUBJECT_MAX_CHARS:
+            raise serializers.ValidationError(
+                {"subject": f"context.subject is {len(str(subject)):,} characters; at most {SUBJECT_MAX_CHARS}."}
+            )
         return value
 
 

@@ -206,3 +206,11 @@ def test_a_skill_whose_winning_source_lacks_the_label_is_not_published(anonymous
     publish("commit-style", source="workspace", description="Workspace edition, never promoted.")
     assert [entry["name"] for entry in _index(anonymous)["skills"]] == ["pdf-tools"]
     assert anonymous.get("/.well-known/agent-skills/commit-style/SKILL.md").status_code == 404
+
+
+def test_an_over_long_subject_is_a_400_naming_it_not_cut(anonymous, published):
+    for path in (INDEX, "/.well-known/agent-skills/pdf-tools.zip", "/.well-known/agent-skills/commit-style/SKILL.md"):
+        response = anonymous.get(f"{path}?subject={'s' * 201}")
+        assert response.status_code == 400, path
+        assert "subject" in response.json()["fields"], path
+        assert anonymous.get(f"{path}?subject={'s' * 200}").status_code == 200, path

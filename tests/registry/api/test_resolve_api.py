@@ -106,3 +106,13 @@ def test_resolve_forced_skill_and_budgets(api, skills):
 )
 def test_resolve_rejects_bad_input_with_400(api, skills, body):
     assert api.post("/api/v1/resolve", body, format="json").status_code == 400
+
+
+def test_an_over_long_subject_is_a_400_naming_it_not_cut(api, skills):
+    # Cut at 200, two subjects sharing their first 200 characters would read one side of a rollout.
+    response = api.post("/api/v1/resolve", {"query": "x", "context": {"subject": "s" * 201}}, format="json")
+
+    assert response.status_code == 400
+    assert "subject" in response.json()["fields"]["context"]
+    assert "context.subject" in response.json()["detail"]
+    assert api.post("/api/v1/resolve", {"context": {"subject": "s" * 200}}, format="json").status_code == 200
