@@ -9,8 +9,9 @@ Rules shared by every reader:
   backslashes, NUL or other control characters, no empty parts, valid UTF-8 (zip entry names
   too, flagged as UTF-8 or not). No two paths, nor folders implied by them, that differ only
   by case or Unicode normalisation: macOS and Windows would make them one. No file or folder
-  name that Windows or a terminal shows as something else (`portable_name_problem`): a trailing
-  dot or space, a reserved device name (`con`, `nul.md`, `COM1`), a bidirectional control.
+  name that Windows or a terminal shows as something else or cannot store
+  (`portable_name_problem`): a trailing dot or space, a reserved device name (`con`, `nul.md`,
+  `COM1`), one of `< > : " | ? *`, a bidirectional control.
 - Regular files, and relative symbolic links that stay inside the skill (`CLAUDE.md ->
   AGENTS.md`, as real skill repositories have). A link is kept as a link: its target text is
   stored, written back as a link and zipped with the link mode; readers of the bundle see the
@@ -76,6 +77,8 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 # Bidirectional embeddings, overrides and isolates (U+202A-U+202E, U+2066-U+2069) reorder how
 # the characters after them are shown: `invoice\u202egpj.sh` reads as `invoicehs.jpg`.
 _BIDI_CONTROL = re.compile("[\u202a-\u202e\u2066-\u2069]")
+# Characters Windows refuses in a file or folder name: a skill holding one cannot be installed there.
+_WINDOWS_RESERVED = re.compile(r'[<>:"|?*]')
 # Names Windows opens as devices in every folder, in any case and with any extension (`nul.md`
 # and `Com1.tar.gz` are devices too), after dropping the spaces before the first dot.
 WINDOWS_DEVICE_NAMES = frozenset(
@@ -162,6 +165,8 @@ def portable_name_problem(name: str) -> str | None:
             f"contains the bidirectional control U+{ord(bidi.group()):04X}, which makes a terminal or file list "
             "show the characters after it in another order"
         )
+    if reserved := _WINDOWS_RESERVED.search(name):
+        return f"contains {reserved.group()!r}, which Windows does not allow in a file or folder name (< > : \" | ? *)"
     if name.endswith((".", " ")):
         end = "a dot" if name.endswith(".") else "a space"
         return f"ends with {end}, which Windows drops (so {name!r} and {name.rstrip('. ')!r} would be one name)"

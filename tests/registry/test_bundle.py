@@ -151,6 +151,12 @@ def test_default_limits_match_the_spec():
         ("COM\u00b9", "reserved device name"),
         ("invoice\u202egpj.sh", "bidirectional control U+202E"),
         ("a\u2066b/c.md", "bidirectional control U+2066"),
+        ("weird:name", "contains ':', which Windows does not allow"),
+        ("docs/<draft>.md", "('<draft>.md') contains '<'"),
+        ("what?.md", "contains '?'"),
+        ('a"b', "contains '\"'"),
+        ("a|b", "contains '|'"),
+        ("*.txt", "contains '*'"),
     ],
 )
 def test_unsafe_paths_are_refused_with_a_message_naming_them(path, reason):
@@ -163,7 +169,7 @@ def test_unsafe_paths_are_refused_with_a_message_naming_them(path, reason):
 
 
 def test_safe_paths_pass():
-    for path in ["a", "a/b/c.md", ".meta/x", "Größe/🦞.txt", "a b/c", "weird:name", "console.md", "com10", "x.md.bak"]:
+    for path in ["a", "a/b/c.md", ".meta/x", "Größe/🦞.txt", "a b/c", "weird;name", "console.md", "com10", "x.md.bak"]:
         assert check_path(path) == path
 
 
@@ -586,7 +592,7 @@ safe_names = st.text(alphabet=st.characters(blacklist_categories=("Cs", "Cc")), 
         "/" not in s
         and "\\" not in s
         and s not in {".", "..", "SKILL.md", *SKIPPED_NAMES}
-        and not (len(s) >= 2 and s[1] == ":")
+        and not any(char in '<>:"|?*' for char in s)
         and not s.endswith((".", " "))
         and not any("\u202a" <= char <= "\u202e" or "\u2066" <= char <= "\u2069" for char in s)
         and s.split(".")[0].rstrip(" ").upper() not in {"CON", "PRN", "AUX", "NUL"}

@@ -21,10 +21,10 @@ from registry.services.skills import skill_import_path
 from registry.skillformat.bundle import Bundle, find_skill_folders, read_folder, read_zip, write_folder, write_zip
 from registry.skillformat.skillmd import parse_skill_md
 
-CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus"
+CORPUS = Path(os.environ.get("SKILL_CORPUS") or Path(__file__).resolve().parents[2].parent / "shared" / "corpus")
 
 if not CORPUS.is_dir():
-    pytest.skip(f"the skill corpus is missing: {CORPUS}", allow_module_level=True)
+    pytest.skip(f"the skill corpus is missing: {CORPUS} (set SKILL_CORPUS)", allow_module_level=True)
 
 SKILL_FOLDERS = find_skill_folders(CORPUS)
 

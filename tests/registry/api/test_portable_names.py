@@ -1,6 +1,7 @@
 """Names that Windows or a terminal shows as another name: a trailing dot or space (`x.md ` is
-`x.md` on Windows), a reserved device name (`con`, `nul.md`, `COM1`, in any folder and case) and a
-bidirectional control (U+202A-U+202E, U+2066-U+2069) are refused in bundle paths and skill names,
+`x.md` on Windows), a reserved device name (`con`, `nul.md`, `COM1`, in any folder and case), a
+character Windows does not allow in a name (`< > : " | ? *`: the skill would not install there) and
+a bidirectional control (U+202A-U+202E, U+2066-U+2069) are refused in bundle paths and skill names,
 with the rule and the path named — through the API (JSON and zip), the console and the CLI."""
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ TRAILING_DOT = "ends with a dot, which Windows drops"
 TRAILING_SPACE = "ends with a space, which Windows drops"
 DEVICE = "reserved device name"
 BIDI = "bidirectional control"
+RESERVED = "which Windows does not allow in a file or folder name"
 
 BAD_PATHS = [
     (["x.md", "x.md "], "'x.md '", TRAILING_SPACE),
@@ -35,6 +37,13 @@ BAD_PATHS = [
     (["lpt1/readme.md"], "'lpt1/readme.md' ('lpt1')", f"{DEVICE} 'lpt1'"),
     (["invoice\u202egpj.sh"], "'invoice\\u202egpj.sh'", f"{BIDI} U+202E"),
     (["notes/\u2067evil.md"], "'notes/\\u2067evil.md' ('\\u2067evil.md')", f"{BIDI} U+2067"),
+    (["a<b.md"], "'a<b.md'", f"'<', {RESERVED}"),
+    (["docs/a>b.md"], "'docs/a>b.md' ('a>b.md')", f"'>', {RESERVED}"),
+    (["notes:draft.md"], "'notes:draft.md'", f"':', {RESERVED}"),
+    (['say "hi".md'], "'say \"hi\".md'", f"'\"', {RESERVED}"),
+    (["a|b/c.md"], "'a|b/c.md' ('a|b')", f"'|', {RESERVED}"),
+    (["why?.md"], "'why?.md'", f"'?', {RESERVED}"),
+    (["scripts/*.sh"], "'scripts/*.sh' ('*.sh')", f"'*', {RESERVED}"),
 ]
 IDS = [ascii(paths[-1]) for paths, _, _ in BAD_PATHS]
 
@@ -69,6 +78,7 @@ def _zip(names: list[str]) -> bytes:
         (["SKILL.md", "empty./"], TRAILING_DOT),  # an empty folder entry is checked too
         (["zipped/SKILL.md", "zipped/aux.json"], f"{DEVICE} 'aux'"),
         (["SKILL.md", "readme.md\u202c"], f"{BIDI} U+202C"),
+        (["SKILL.md", "what?/a.md"], f"'?', {RESERVED}"),
     ],
 )
 def test_zip_entries_with_a_misleading_name_are_refused(api, names, rule):
