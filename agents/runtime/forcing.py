@@ -54,9 +54,10 @@ def detect_forced_skill(*, request: TurnRequest, store: SkillStore, tools: ToolR
     """The forced skill of this turn; raises UnknownForcedSkill with a readable message."""
     if request.forced_skill is None:
         return None
-    document = store.load(request.forced_skill)
+    name = request.forced_skill
+    document = store.load(name)
     if document is None:
-        raise UnknownForcedSkill(f"unknown skill '/{request.forced_skill}': no enabled skill has that name")
+        raise UnknownForcedSkill(f"unknown skill '/{name}': {store.missing_reason(name)}")
     offered, fallback = allowed_tools(document, tools)
     return ForcedSkill(document, offered, fallback)
 

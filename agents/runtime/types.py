@@ -40,6 +40,10 @@ class SkillStore(Protocol):
         """The effective, enabled skill called `name`."""
         ...
 
+    def missing_reason(self, name: str) -> str:
+        """Why `load(name)` found nothing, for a turn's error (e.g. "no enabled skill has that name")."""
+        ...
+
     def read_file(self, name: str, path: str) -> bytes | None:
         """A bundled file of skill `name`, or None when there is no such file."""
         ...

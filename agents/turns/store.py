@@ -15,6 +15,7 @@ from typing import Any
 
 from agents.runtime.types import Resolution, SkillDocument, SkillSummary
 from registry.models import SkillVersion
+from registry.readmodel.served import skill_lacks_label
 from registry.selectors import resolve as registry_resolve
 
 
@@ -60,6 +61,15 @@ class RegistrySkillStore:
                 )
             )
         return self._documents[name]
+
+    def missing_reason(self, name: str) -> str:
+        # A turn is checked at creation (agent_turn_create); the label may move or go after that.
+        if skill_lacks_label(name=name, label=self.label):
+            return (
+                f"the skill has no label '{self.label}' (a turn at a label reads only the skills that carry it; "
+                "the label was removed or moved after the turn was queued)"
+            )
+        return "no enabled skill has that name"
 
     def read_file(self, name: str, path: str) -> bytes | None:
         version = self._version(name)

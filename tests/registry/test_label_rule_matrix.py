@@ -25,7 +25,7 @@ from agents.models import TraceEvent
 from agents.turns import services as agent_services
 from registry.errors import ApplicationError
 from registry.models import Skill, TokenScope
-from registry.services.labels import label_move
+from registry.services.labels import label_delete, label_move
 from registry.services.rollouts import label_rollout_set
 from registry.skillformat.bundle import read_zip
 from tests.clients.test_python_client import Registry
@@ -194,6 +194,28 @@ def test_a_turn_forcing_a_skill_without_the_label_is_refused_naming_it(admin_use
             )
         assert f"The skill '{name}' has no label '{asked}'" in refused.value.detail
         assert refused.value.fields == {"message" if how == "command" else how: f"'{name}' has no label '{asked}'"}
+
+
+@committed  # the turn's lease is renewed from a thread of its own, on its own connection
+@pytest.mark.parametrize("how", ["forced_skill", "command"])
+def test_a_turn_whose_label_goes_after_it_was_queued_fails_naming_the_label(admin_user, how):
+    skill = publish("deploy-check", description="Checks a deploy.").skill
+    label_move(skill=skill, label="staging", version_number=1)
+    given = (
+        {"forced_skill": "deploy-check", "message": "go"} if how == "forced_skill" else {"message": "/deploy-check go"}
+    )
+    turn = agent_services.agent_turn_create(
+        user=admin_user, model="scripted", script=[{"content": "ok"}], label="staging", **given
+    )
+
+    label_delete(skill=skill, label="staging")  # while the turn waits in the queue
+    claimed = agent_services.agent_turn_claim(turn_id=str(turn.pk))
+    assert claimed is not None
+    agent_services.agent_turn_run(claimed=claimed)
+
+    turn.refresh_from_db()
+    assert turn.status == "failed"
+    assert "'/deploy-check'" in turn.error and "no label 'staging'" in turn.error, turn.error
 
 
 # --- MCP: skills/list, skills/get and resources/read, on both revisions -----------------------

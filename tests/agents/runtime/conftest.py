@@ -69,6 +69,9 @@ class MemoryStore:
         stored = self.skills.get(name)
         return stored.document if stored else None
 
+    def missing_reason(self, name: str) -> str:
+        return "no enabled skill has that name"
+
     def read_file(self, name: str, path: str) -> bytes | None:
         stored = self.skills.get(name)
         return stored.files.get(path) if stored else None

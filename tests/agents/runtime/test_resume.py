@@ -89,6 +89,9 @@ class _EmptyStore:
     def load(self, name):
         return None
 
+    def missing_reason(self, name):
+        return "no enabled skill has that name"
+
     def read_file(self, name, path):
         return None
 
