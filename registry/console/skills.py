@@ -47,7 +47,7 @@ from registry.selectors.rollouts import (
 )
 from registry.selectors.scans import scans_latest, version_scan_view
 from registry.services.audit import Actor
-from registry.services.label_policies import NEW_CAPABILITIES, LabelGate, label_gate, label_policy_enforce
+from registry.services.label_policies import NEW_CAPABILITIES, LabelGate, label_gate, label_gates, label_policy_enforce
 from registry.services.labels import IMPLICIT_LABEL, LABEL_NAME, label_delete, label_move, label_name_check
 from registry.services.rollouts import label_rollout_abort, label_rollout_set
 from registry.services.skills import (
@@ -768,10 +768,12 @@ def _move_gates(request, skill: Skill, *, labels: dict[str, int], versions, pane
         return label_gate(skill=skill, label=label, version=version, role=role)
 
     moves = [version for version in versions if version.number != labels.get("production")]
+    # One reading for every version's button (label_gates), not one per version.
+    production = (
+        label_gates(skill=skill, label="production", versions=moves, role=role) if "production" in protected else []
+    )
     return MoveGates(
-        production={version.number: gate("production", version) for version in moves}
-        if "production" in protected
-        else {},
+        production={each.version: each for each in production if each.version is not None},
         remove={name: gate(name, None) for name in labels if name in protected},
         promote={
             panel.label.name: gate(panel.label.name, panel.label.canary_version)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -94,8 +95,10 @@ def version_signatures(*, version: SkillVersion) -> VersionSignatures:
     )
 
 
-def version_publisher_signed(*, version: SkillVersion) -> bool:
-    return VersionAttestation.objects.filter(version=version, publisher_key__isnull=False).exists()
+def versions_publisher_signed(*, version_ids: Iterable[int]) -> set[int]:
+    """Which of these versions a publisher signed, in one query."""
+    signed = VersionAttestation.objects.filter(version_id__in=list(version_ids), publisher_key__isnull=False)
+    return set(signed.values_list("version_id", flat=True))
 
 
 def publisher_keys_for_user(*, user: Any) -> list[PublisherKey]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from django.core.cache import cache
@@ -24,9 +25,21 @@ def version_capabilities(version: SkillVersion) -> Manifest:
     """The version's manifest: the row publishing stored, or (a version published before the
     analysis existed, or by an older analyzer) computed from its files and kept in the shared
     cache for a day. Never executes anything; bounded in time by the analysis itself."""
-    stored = VersionCapabilities.objects.filter(version=version, analyzer=ANALYZER_VERSION).first()
-    if stored is not None:
-        return Manifest.from_dict(stored.manifest)
+    return versions_capabilities([version])[version.pk]
+
+
+def versions_capabilities(versions: Iterable[SkillVersion]) -> dict[int, Manifest]:
+    """`version_capabilities` of each version, by version id: the stored rows in one query."""
+    versions = list(versions)
+    stored = VersionCapabilities.objects.filter(version__in=versions, analyzer=ANALYZER_VERSION)
+    manifests = {row.version_id: Manifest.from_dict(row.manifest) for row in stored}
+    for version in versions:
+        if version.pk not in manifests:
+            manifests[version.pk] = _computed_capabilities(version)
+    return manifests
+
+
+def _computed_capabilities(version: SkillVersion) -> Manifest:
     key = f"capabilities:{ANALYZER_VERSION}:{cache_namespace()}:{version.pk}"
     cached = cache.get(key)
     if cached is not None:
@@ -52,8 +65,23 @@ class LabelCapabilityChange:
     diff: CapabilityDiff
 
 
-def label_capability_change(*, skill: Skill, label: str, target: SkillVersion) -> LabelCapabilityChange:
+def label_capability_changes(
+    *, skill: Skill, label: str, targets: Iterable[SkillVersion]
+) -> dict[int, LabelCapabilityChange]:
+    """What moving `label` to each of `targets` changes, by target version id: the label and
+    every manifest read once, whatever the number of targets."""
+    targets = list(targets)
     found = skill.labels.select_related("version").filter(name=label).first()
     served = found.version if found is not None else None
-    diff = CapabilityDiff() if served == target else version_capabilities_diff(old=served, new=target)
-    return LabelCapabilityChange(label=label, served=served, target=target, diff=diff)
+    manifests = versions_capabilities(targets + ([served] if served is not None else []))
+    return {
+        target.pk: LabelCapabilityChange(
+            label=label,
+            served=served,
+            target=target,
+            diff=CapabilityDiff()
+            if served == target
+            else capabilities_diff(old=manifests[served.pk] if served is not None else None, new=manifests[target.pk]),
+        )
+        for target in targets
+    }

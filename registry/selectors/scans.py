@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from django.db.models import Max
+from django.db.models import Max, prefetch_related_objects
 
 from registry.models import ScanFinding, ScanStatus, SkillScan, SkillVersion
 from registry.scanning.verdicts import SEVERITY_RANK
@@ -32,6 +32,13 @@ def scans_latest(version_ids: Iterable[int]) -> dict[int, SkillScan]:
         .values_list("last", flat=True)
     )
     return {scan.version_id: scan for scan in SkillScan.objects.filter(pk__in=list(newest))}
+
+
+def scans_latest_with_findings(version_ids: Iterable[int]) -> dict[int, SkillScan]:
+    """`scans_latest`, each scan with its findings read too (`scan_findings` then reads none), in three queries."""
+    scans = scans_latest(version_ids)
+    prefetch_related_objects(list(scans.values()), "findings")
+    return scans
 
 
 def scans_latest_served(pairs: Iterable[tuple[int, int]]) -> dict[tuple[int, int], SkillScan]:

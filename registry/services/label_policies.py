@@ -9,6 +9,7 @@ inside its transaction, and so does anything else that changes what a label serv
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -20,13 +21,22 @@ from django.utils.dateparse import parse_duration
 from django.utils.duration import duration_iso_string
 
 from registry.errors import ApplicationError, NotFound, PermissionDenied
-from registry.models import VERDICT_RANK, LabelChange, LabelHistory, LabelPolicy, ScanVerdict, Skill, SkillVersion
+from registry.models import (
+    VERDICT_RANK,
+    LabelChange,
+    LabelHistory,
+    LabelPolicy,
+    ScanVerdict,
+    Skill,
+    SkillScan,
+    SkillVersion,
+)
 from registry.roles import ADMIN, ROLE_SCOPES
-from registry.selectors.attestations import version_publisher_signed
-from registry.selectors.capabilities import label_capability_change
+from registry.selectors.attestations import versions_publisher_signed
+from registry.selectors.capabilities import LabelCapabilityChange, label_capability_changes
 from registry.selectors.evals import eval_run_summary_current, eval_runs_compare
 from registry.selectors.label_policies import eval_run_evidence, label_policy_get, label_versions_served_since
-from registry.selectors.scans import finding_summary, scan_findings, scan_latest
+from registry.selectors.scans import finding_summary, scan_findings, scans_latest_with_findings
 from registry.selectors.suite_reviews import eval_evidence
 from registry.services.audit import SYSTEM, Actor, audit_record
 
@@ -451,35 +461,83 @@ def _needed(check: dict[str, Any], policy: LabelPolicy | None) -> str:
 
 def label_gate(*, skill: Skill, label: str, version: SkillVersion | None, role: str) -> LabelGate:
     """The one reading of a label's policy for a change: see LabelGate. Reads only."""
-    number = version.number if version is not None else None
+    return label_gates(skill=skill, label=label, versions=[version], role=role)[0]
+
+
+def label_gates(*, skill: Skill, label: str, versions: Sequence[SkillVersion | None], role: str) -> list[LabelGate]:
+    """`label_gate` for each of `versions`, what the checks read (the policy, the rollback window,
+    signatures, scans, what each version adds) read once for all of them: a page with a button per
+    version costs as many queries for one version as for fifty. Eval evidence (`require_eval`) is
+    still read per version."""
     policy = label_policy_get(label=label)
     if policy is None:
-        return LabelGate(label=label, version=number)
+        return [LabelGate(label=label, version=version.number if version else None) for version in versions]
+    facts = _GateFacts.read(skill=skill, policy=policy, versions=[v for v in versions if v is not None])
+    return [_label_gate(skill=skill, policy=policy, version=version, role=role, facts=facts) for version in versions]
+
+
+@dataclass(frozen=True)
+class _GateFacts:
+    """What a policy's checks read about the versions a label might serve, read together."""
+
+    served_within_window: set[int]  # version numbers
+    changes: dict[int, LabelCapabilityChange]  # by version id; only when the policy checks capabilities
+    signed: set[int]  # version ids a publisher signed; only when the policy asks for a signature
+    scans: dict[int, SkillScan]  # the newest finished scan by version id; only when the policy asks for one
+
+    @classmethod
+    def read(cls, *, skill: Skill, policy: LabelPolicy, versions: list[SkillVersion]) -> _GateFacts:
+        ids = [version.pk for version in versions]
+        window = policy.rollback_window
+        served = set()
+        if window and versions:
+            served = label_versions_served_since(skill=skill, label=policy.label, since=timezone.now() - window)
+        checks_capabilities = policy.new_capabilities and versions
+        return cls(
+            served_within_window=served,
+            changes=label_capability_changes(skill=skill, label=policy.label, targets=versions)
+            if checks_capabilities
+            else {},
+            signed=versions_publisher_signed(version_ids=ids) if policy.require_publisher_signature and ids else set(),
+            scans=scans_latest_with_findings(ids) if policy.require_scan and ids else {},
+        )
+
+
+def _label_gate(
+    *, skill: Skill, policy: LabelPolicy, version: SkillVersion | None, role: str, facts: _GateFacts
+) -> LabelGate:
+    label = policy.label
     unmet = [] if role in policy.roles else [_unmet("role", policy.roles, role or None)]
-    rollback = version is not None and _served_within_window(skill=skill, policy=policy, version=version)
+    rollback = version is not None and version.number in facts.served_within_window
     if policy.require_eval and version is None:
         unmet.append(_unmet(REMOVAL, {"model": policy.require_eval["model"]}, None))
     elif policy.require_eval and version is not None and not rollback:
         unmet += label_policy_unmet(skill=skill, label=label, version=version, require_eval=policy.require_eval)
     if policy.new_capabilities and version is not None and not rollback:
-        unmet += _capabilities_unmet(skill=skill, label=label, version=version)
-    if policy.require_publisher_signature and version is not None and not version_publisher_signed(version=version):
+        unmet += _capabilities_unmet(facts.changes[version.pk])
+    if policy.require_publisher_signature and version is not None and version.pk not in facts.signed:
         unmet.append(_unmet(PUBLISHER_SIGNATURE, True, False))
     if policy.require_scan and version is not None:  # a rollback too: a rescan may have found something
-        unmet += scan_unmet(version=version, require_scan=policy.require_scan)
+        unmet += scan_unmet(scan=facts.scans.get(version.pk), require_scan=policy.require_scan)
     status = ALLOWED
     if any(check["check"] in ADMIN_CHECKS for check in unmet):
         status = ADMIN_ONLY
     elif unmet:
         status = NEEDS_EVIDENCE
-    return LabelGate(label=label, version=number, status=status, unmet=unmet, rollback=rollback, policy=policy)
+    return LabelGate(
+        label=label,
+        version=version.number if version is not None else None,
+        status=status,
+        unmet=unmet,
+        rollback=rollback,
+        policy=policy,
+    )
 
 
-def _capabilities_unmet(*, skill: Skill, label: str, version: SkillVersion) -> list[dict]:
-    """The `new_capabilities` check: what `version` adds that a policy asks an admin about
-    (network destinations, commands, credential reads) compared with the version the label
+def _capabilities_unmet(change: LabelCapabilityChange) -> list[dict]:
+    """The `new_capabilities` check: what the change's target adds that a policy asks an admin
+    about (network destinations, commands, credential reads) compared with the version the label
     serves now (with none, everything it does is new). Empty when it adds none of them."""
-    change = label_capability_change(skill=skill, label=label, target=version)
     added = change.diff.gated_added
     if not added:
         return []
@@ -508,12 +566,11 @@ def _new_capabilities_refusal(*, skill: Skill, gate: LabelGate, check: dict[str,
     )
 
 
-def scan_unmet(*, version: SkillVersion, require_scan: dict[str, Any]) -> list[dict]:
-    """The `scan` check `version` fails under `require_scan` (empty: met): its newest finished
-    scan is over `max_verdict`, is an `error`, or there is none yet. The check carries the
-    verdict and the findings, so a refusal can show them."""
+def scan_unmet(*, scan: SkillScan | None, require_scan: dict[str, Any]) -> list[dict]:
+    """The `scan` check a version fails under `require_scan` (empty: met), given its newest
+    finished `scan`: over `max_verdict`, an `error`, or none yet. The check carries the verdict
+    and the findings, so a refusal can show them."""
     wanted = require_scan["max_verdict"]
-    scan = scan_latest(version)
     verdict = scan.verdict if scan is not None else None
     if verdict is not None and verdict != ScanVerdict.ERROR and VERDICT_RANK[verdict] <= VERDICT_RANK[wanted]:
         return []
@@ -521,13 +578,6 @@ def scan_unmet(*, version: SkillVersion, require_scan: dict[str, Any]) -> list[d
     check["reason"] = scan.reason if scan is not None else "not scanned yet"
     check["findings"] = [finding_summary(f) for f in scan_findings(scan)[:SCAN_FINDINGS_SHOWN]] if scan else []
     return [check]
-
-
-def _served_within_window(*, skill: Skill, policy: LabelPolicy, version: SkillVersion) -> bool:
-    if not policy.rollback_window:
-        return False
-    since = timezone.now() - policy.rollback_window
-    return version.number in label_versions_served_since(skill=skill, label=policy.label, since=since)
 
 
 def label_policy_enforce(

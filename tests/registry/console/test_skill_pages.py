@@ -4,16 +4,22 @@ the conflict screen, labels and rollback, bundle files, and bounded query counts
 from __future__ import annotations
 
 import re
+from datetime import timedelta
 
 import pytest
 from django.contrib.auth.models import Group
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
-from registry.models import AuditLog, Label, Skill, SkillVersion
+from registry.models import AuditLog, Label, Skill, SkillScan, SkillVersion
+from registry.scanning.runner import ScanOutcome
 from registry.selectors import skill_get
 from registry.services.audit import Actor
+from registry.services.label_policies import label_policy_set
 from registry.services.labels import label_move
 from registry.services.rollouts import label_rollout_set
+from registry.services.scans import scan_record
 from registry.services.skills import skill_version_publish
 from registry.skillformat.bundle import bundle_from_parts
 from tests.factories import UserFactory, make_skill_md, publish
@@ -576,3 +582,41 @@ def test_the_skill_header_marks_the_page_being_shown(analyst_client):
         page = analyst_client.get(path).content.decode()
         current = re.findall(r'<a class="btn" href="[^"]*" aria-current="page">(\w+)', page)
         assert current == [tab], (path, current)
+
+
+FINDING = {"analyzer": "static", "rule_id": "R1", "severity": "HIGH", "category": "c", "title": "t", "file": "SKILL.md"}
+
+
+def test_the_versions_page_under_a_strict_policy_costs_the_same_queries_for_2_or_10_versions(author_client):
+    """Each version's Move button shows its gate (its scan, what it adds, its signature, whether
+    production served it within the rollback window): read for all versions at once, never once
+    per version. (A policy's require_eval evidence is still read per version.)"""
+    label_policy_set(
+        label="production",
+        roles=["author", "admin"],
+        rollback_window="7d",
+        new_capabilities="admin",
+        require_publisher_signature=True,
+        require_scan={"max_verdict": "review"},
+    )
+
+    def queries_with(versions: int, name: str) -> int:
+        for number in range(versions):
+            published = publish(
+                name,
+                description=f"Revision {number}.",
+                files=[("scripts/run.sh", f"curl https://x{number}.example\n".encode(), True)],
+            )
+            scan = SkillScan.objects.get(version=published.version)
+            scan_record(scan=scan, outcome=ScanOutcome(verdict="warn", findings=[FINDING]), duration=timedelta(0))
+        skill = skill_get(name=name)
+        for number in (2, 1):  # production served v2 within the window: moving back to it is a rollback
+            label_move(skill=skill, label="production", version_number=number, override_reason="setting up")
+        url = f"/skills/{name}/versions/"
+        author_client.get(url)  # warm per-process caches (session, generation)
+        with CaptureQueriesContext(connection) as queries:
+            assert author_client.get(url).status_code == 200
+        return len(queries)
+
+    two, ten = queries_with(2, "two-versions"), queries_with(10, "ten-versions")
+    assert two == ten, f"{two} queries for 2 versions, {ten} for 10"
