@@ -1,5 +1,6 @@
 """Python client for Skill Registry: `Client` for agents, `skillreg` for skill folders."""
 
+from skill_registry_client.attestation import SignatureRefused
 from skill_registry_client.client import CacheStats, Client, Resolution
 from skill_registry_client.errors import (
     ContentMismatch,
@@ -19,6 +20,7 @@ __all__ = [
     "RegistryError",
     "RegistryUnavailable",
     "Resolution",
+    "SignatureRefused",
     "SkillBundle",
     "SkillFile",
     "VersionConflict",

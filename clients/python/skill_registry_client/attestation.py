@@ -170,9 +170,12 @@ def envelope_verify(envelope: Any, keys: dict[str, dict], *, skill: str, now: da
     )
 
 
-def files_check(verified: Verified, *, skill: str, version: int | None, files: dict[str, str], where: str) -> None:
-    """`files` (path -> sha256) must be exactly the statement's files of `skill` (at `version`);
-    SignatureRefused names the first file that is not. `where` prefixes the path shown."""
+def files_check(
+    verified: Verified, *, skill: str, version: int | None, files: dict[str, str], where: str, every: bool = True
+) -> None:
+    """`files` (path -> sha256) must be exactly the statement's files of `skill` (at `version`),
+    or with `every=False` some of them (one file read alone); SignatureRefused names the first
+    file that is not. `where` prefixes the path shown."""
     predicate = verified.statement.get("predicate") or {}
     if predicate.get("skill") != skill or (version is not None and predicate.get("version") != version):
         raise SignatureRefused(
@@ -182,7 +185,7 @@ def files_check(verified: Verified, *, skill: str, version: int | None, files: d
         )
     prefix = f"{skill}/"
     signed = {name[len(prefix) :]: digest for name, digest in verified.digests.items() if name.startswith(prefix)}
-    for path in sorted(signed.keys() | files.keys()):
+    for path in sorted(signed.keys() | files.keys() if every else files.keys()):
         if path not in files:
             raise SignatureRefused(
                 f"{where}{path}: signed in {skill} v{predicate.get('version')} but missing.", skill=skill

@@ -13,17 +13,14 @@ import zlib
 from pathlib import Path
 
 from skill_registry_client.attestation import (
-    KEYS_PATH,
     SignatureRefused,
     Verified,
     envelope_verify,
     files_check,
-    keys_first_use,
-    keys_update,
     private_key_read,
     publisher_envelope,
 )
-from skill_registry_client.errors import ContentMismatch, NotFound, RegistryError, VersionConflict
+from skill_registry_client.errors import ContentMismatch, RegistryError, VersionConflict
 from skill_registry_client.folders import (
     LOCK_NAME,
     SKILL_MD,
@@ -36,6 +33,7 @@ from skill_registry_client.folders import (
     validate_folder,
     write_folder,
 )
+from skill_registry_client.releases import KeySet, attestation_get
 from skill_registry_client.transport import Transport, skill_path
 
 PAGE = 500  # the API's largest page
@@ -65,37 +63,6 @@ def _download(transport: Transport, name: str, *, version: int, source: str | No
         return bundle_from_zip(name, answer.body, version=version, source=source)
     except (zipfile.BadZipFile, zlib.error, EOFError, ValueError) as error:
         raise SignatureRefused(f"{name}: the download of version {version} is damaged ({error}).", skill=name) from None
-
-
-class KeySet:
-    """The registry keys a run trusts: skills.lock's, pinned from keys.json on first use. keys.json
-    is read once per run: it may only narrow a pinned key (rotated out, expired) or add a key an
-    already trusted key endorsed (attestation.keys_update)."""
-
-    def __init__(self, transport: Transport, lock: Lockfile) -> None:
-        self.transport = transport
-        self.lock = lock
-        self.read = False
-
-    def trusted(self) -> dict[str, dict]:
-        if not self.read:
-            document = self.transport.request("GET", KEYS_PATH).json()
-            self.lock.keys = keys_update(self.lock.keys, document) if self.lock.keys else keys_first_use(document)
-            self.read = True
-        return self.lock.keys
-
-
-def _attestation(transport: Transport, name: str, *, version: int, source: str | None) -> dict:
-    try:
-        return transport.request(
-            "GET", skill_path(name, "versions", str(version), "attestation"), params={"source": source}
-        ).json()
-    except NotFound:
-        raise SignatureRefused(
-            f"{name}: version {version} has no attestation, so its bytes cannot be checked; refusing it "
-            "(an operator signs older versions with `manage.py keys attest-missing`).",
-            skill=name,
-        ) from None
 
 
 def _verified(keys: KeySet, envelope: dict, bundle: SkillBundle, *, where: str = "") -> Verified:
@@ -133,7 +100,7 @@ def pull(args: argparse.Namespace) -> int:
         for name in names:
             detail = transport.request("GET", skill_path(name), params={"label": args.label}).json()
             bundle = _download(transport, name, version=detail["version"], source=detail["source"])
-            envelope = _attestation(transport, name, version=detail["version"], source=detail["source"])
+            envelope = attestation_get(transport, name, version=detail["version"], source=detail["source"])
             verified = _verified(keys, envelope, bundle)
             if bundle.fingerprint != detail["fingerprint"]:
                 raise ContentMismatch(
@@ -183,7 +150,9 @@ def _pull_frozen(transport: Transport, directory: Path, names: list[str], args: 
     for name in chosen:
         locked = lock.skills[name]
         bundle = _download(transport, name, version=locked["version"], source=locked.get("source"))
-        _verified(keys, _attestation(transport, name, version=locked["version"], source=locked.get("source")), bundle)
+        _verified(
+            keys, attestation_get(transport, name, version=locked["version"], source=locked.get("source")), bundle
+        )
         problems = lock_differences(name, locked, bundle)
         if problems:
             raise ContentMismatch(
@@ -252,7 +221,7 @@ def push(args: argparse.Namespace) -> int:
             print(f"{name}: not published: {error}", file=sys.stderr)
             continue
         published = SkillBundle(name=name, files=bundle.files, version=result["version"], source=result["source"])
-        envelope = _attestation(transport, name, version=result["version"], source=result["source"])
+        envelope = attestation_get(transport, name, version=result["version"], source=result["source"])
         _verified(keys, envelope, published)  # what the registry signed is what was sent
         lock.skills[name] = {**published.lock_entry(), "label": (locked or {}).get("label"), "attestation": envelope}
         lock.write()

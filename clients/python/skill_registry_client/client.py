@@ -11,11 +11,15 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from skill_registry_client.attestation import SignatureRefused, envelope_verify, files_check
 from skill_registry_client.cache import Entry, ResponseCache
 from skill_registry_client.errors import RegistryError, RegistryUnavailable
-from skill_registry_client.folders import SkillFile, bundle_from_zip
+from skill_registry_client.folders import SKILL_MD, SkillFile, bundle_from_zip
+from skill_registry_client.releases import KeySet, attestation_get
 from skill_registry_client.reporter import UsageReporter
-from skill_registry_client.transport import Transport, skill_path
+from skill_registry_client.transport import Answer, Transport, skill_path
+
+Check = Callable[[Answer], None]
 
 
 @dataclass(frozen=True)
@@ -52,6 +56,13 @@ class Client:
     If-None-Match, so an unchanged answer costs a 304. With `cache_dir` answers also outlive the
     process. When the registry cannot be reached, the last good answer comes back (`stale=True`
     on a `Resolution`); with nothing cached, `RegistryUnavailable` is raised.
+
+    `skill_md` and `files` check what they download against the registry's signed attestation of
+    the version served, as `skillreg pull` does, and raise `SignatureRefused` naming the file for
+    bytes it does not vouch for. The registry's keys are pinned from keys.json on first use and
+    kept for the client's life (afterwards keys.json may only narrow them, or add a key a trusted
+    one endorsed); pass `trusted_keys` (keyid -> keys.json entry, e.g. skills.lock's `keys`) to
+    pin them yourself. `verify_signatures=False` turns the check off.
     """
 
     def __init__(
@@ -65,8 +76,11 @@ class Client:
         timeout: float = 10.0,
         report_batch_size: int = 100,
         report_interval: float = 2.0,
+        verify_signatures: bool = True,
+        trusted_keys: Mapping[str, Mapping] | None = None,
     ) -> None:
         self.ttl = ttl
+        self.verify_signatures = verify_signatures
         self.stale_while_revalidate = stale_while_revalidate
         self.transport = Transport(base_url, token, timeout=timeout)
         scope = f"{self.transport.base_url}\n{hashlib.sha256(token.encode()).hexdigest()}"
@@ -75,6 +89,8 @@ class Client:
         self.reporter = UsageReporter(self.transport, batch_size=report_batch_size, interval=report_interval)
         self._revalidating: set[str] = set()
         self._lock = threading.Lock()
+        self.keys: dict[str, dict] = {keyid: dict(entry) for keyid, entry in (trusted_keys or {}).items()}
+        self._keyset = KeySet(self.transport, self)
 
     # --- reads ---------------------------------------------------------------------------------
 
@@ -99,16 +115,46 @@ class Client:
     def skill_md(self, name: str, label: str | None = None, *, version: int | None = None) -> str:
         """The skill's SKILL.md text, exactly as published."""
         params = {"label": label, "version": version}
-        entry, _ = self._get(("GET", skill_path(name, "SKILL.md"), params, None), parse=lambda b: b.decode("utf-8"))
+
+        def signed(answer: Answer) -> None:
+            self._check_signed(name, answer, {SKILL_MD: hashlib.sha256(answer.body).hexdigest()}, every=False)
+
+        request = ("GET", skill_path(name, SKILL_MD), params, None)
+        entry, _ = self._get(request, parse=lambda b: b.decode("utf-8"), check=signed)
         return entry.parsed
 
     def files(self, name: str, label: str | None = None, *, version: int | None = None) -> list[SkillFile]:
         """Every file of the skill, SKILL.md first: path, bytes, executable bit, link target."""
         params = {"label": label, "version": version}
-        entry, _ = self._get(
-            ("GET", skill_path(name, "bundle.zip"), params, None), parse=lambda b: list(bundle_from_zip(name, b).files)
-        )
+
+        def signed(answer: Answer) -> None:
+            files = {f.path: f.sha256 for f in bundle_from_zip(name, answer.body).files}
+            self._check_signed(name, answer, files, every=True)
+
+        request = ("GET", skill_path(name, "bundle.zip"), params, None)
+        entry, _ = self._get(request, parse=lambda b: list(bundle_from_zip(name, b).files), check=signed)
         return entry.parsed
+
+    def _check_signed(self, name: str, answer: Answer, files: dict[str, str], *, every: bool) -> None:
+        """Refuse (SignatureRefused, naming the file) a download the registry's signed statement
+        of the version it served does not vouch for; nothing is cached then."""
+        if not self.verify_signatures:
+            return
+        served = answer.headers.get("X-Skill-Version") or ""
+        if not served.isdigit():
+            raise SignatureRefused(
+                f"{name}: the registry did not say which version it served, so its signature cannot be checked.",
+                skill=name,
+            )
+        version = int(served)
+        envelope = attestation_get(self.transport, name, version=version, source=None)
+        try:
+            verified = envelope_verify(envelope, self._keyset.trusted(), skill=name)
+        except SignatureRefused:
+            # A long-lived client may predate a key rotation: read keys.json again, once.
+            self._keyset.refresh()
+            verified = envelope_verify(envelope, self._keyset.trusted(), skill=name)
+        files_check(verified, skill=name, version=version, files=files, where=f"{name}/", every=every)
 
     # --- usage ---------------------------------------------------------------------------------
 
@@ -132,8 +178,9 @@ class Client:
 
     # --- the cache -----------------------------------------------------------------------------
 
-    def _get(self, request: tuple, *, parse: Callable[[bytes], Any]) -> tuple[Entry, bool]:
-        """The entry for `request` (method, path, params, body) and whether it is stale."""
+    def _get(self, request: tuple, *, parse: Callable[[bytes], Any], check: Check | None = None) -> tuple[Entry, bool]:
+        """The entry for `request` (method, path, params, body) and whether it is stale. `check`
+        vets each new answer before it is cached (raising refuses it)."""
         key = json.dumps(request, sort_keys=True, separators=(",", ":"))
         entry = self.cache.get(key)
         if entry is not None:
@@ -142,11 +189,11 @@ class Client:
                 self.stats.hits += 1
                 return self._parsed(entry, parse), entry.unreachable
             if age < self.ttl + self.stale_while_revalidate:
-                self._revalidate_in_background(key, request, entry, parse)
+                self._revalidate_in_background(key, request, entry, parse, check)
                 self.stats.hits += 1
                 return self._parsed(entry, parse), entry.unreachable
         try:
-            return self._revalidate(key, request, entry, parse), False
+            return self._revalidate(key, request, entry, parse, check), False
         except RegistryUnavailable as error:
             if entry is None:
                 raise RegistryUnavailable(f"{error.detail} Nothing is cached for this request yet.") from None
@@ -162,7 +209,9 @@ class Client:
         self.cache.put(parsed, persist=False)
         return parsed
 
-    def _revalidate(self, key: str, request: tuple, entry: Entry | None, parse: Callable[[bytes], Any]) -> Entry:
+    def _revalidate(
+        self, key: str, request: tuple, entry: Entry | None, parse: Callable[[bytes], Any], check: Check | None = None
+    ) -> Entry:
         method, path, params, body = request
         headers = {"If-None-Match": entry.etag} if entry is not None and entry.etag else {}
         answer = self.transport.request(method, path, params=params, json_body=body, headers=headers)
@@ -174,6 +223,8 @@ class Client:
             self.cache.put(fresh, persist=False)
             return self._parsed(fresh, parse)
         self.stats.fetched += 1
+        if check is not None:
+            check(answer)
         fresh = Entry(
             key=key,
             etag=answer.headers.get("ETag", ""),
@@ -184,7 +235,9 @@ class Client:
         self.cache.put(fresh)
         return fresh
 
-    def _revalidate_in_background(self, key: str, request: tuple, entry: Entry, parse: Callable[[bytes], Any]) -> None:
+    def _revalidate_in_background(
+        self, key: str, request: tuple, entry: Entry, parse: Callable[[bytes], Any], check: Check | None
+    ) -> None:
         with self._lock:
             if key in self._revalidating:
                 return
@@ -193,7 +246,7 @@ class Client:
 
         def run() -> None:
             try:
-                self._revalidate(key, request, entry, parse)
+                self._revalidate(key, request, entry, parse, check)
             except RegistryUnavailable:
                 self.cache.put(replace(entry, unreachable=True), persist=False)
             except RegistryError:
