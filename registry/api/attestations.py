@@ -12,7 +12,6 @@ from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers
 from rest_framework.response import Response
 
-from registry import selectors
 from registry.api import serializers as s
 from registry.api.base import ApiView, RawApiView, raw_response
 from registry.api.schema import errors
@@ -54,8 +53,7 @@ class VersionAttestationApi(ApiView):
         "signature when there is one. Verify with the keys at /.well-known/skill-registry/keys.json.",
     )
     def get(self, request, name: str, number: int):
-        skill, params = self.skill_and_params(name, AttestationQuerySerializer)
-        version = selectors.skill_version_for(skill=skill, number=number)
+        skill, version, params = self.version_and_params(name, number, AttestationQuerySerializer)
         attestation = version_attestation(version=version)
         if params["signer"] == "publisher":
             if attestation.publisher_envelope is None:

@@ -227,6 +227,12 @@ class ApiView(APIView):
         skill = selectors.skill_get(name=name, source=parsed.validated_data.get("source"))
         return skill, parsed.validated_data
 
+    def version_and_params(self, name: str, number: int, params: type[Serializer]) -> tuple[Skill, SkillVersion, dict]:
+        """What a `/skills/{name}/versions/{number}/...` request is about: the skill, its version
+        `number` (a 404 when it has none) and the parsed parameters, as `skill_and_params` reads them."""
+        skill, parsed = self.skill_and_params(name, params)
+        return skill, selectors.skill_version_for(skill=skill, number=number), parsed
+
     def subject(self, params: dict) -> str | None:
         """Who a read is for, for a label's rollout: the `subject` parameter, else the token
         (or the signed-in user)."""

@@ -93,8 +93,7 @@ class SkillVersionCapabilitiesApi(ApiView):
         "each with file and line; with `against`, what it adds and drops.",
     )
     def get(self, request, name: str, number: int):
-        skill, query = self.skill_and_params(name, CapabilitiesQuerySerializer)
-        version = selectors.skill_version_for(skill=skill, number=number)
+        skill, version, query = self.version_and_params(name, number, CapabilitiesQuerySerializer)
         manifest = version_capabilities(version)
         diff = None
         if query.get("against"):

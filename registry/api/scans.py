@@ -6,7 +6,6 @@ from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.response import Response
 
-from registry import selectors
 from registry.api import serializers as s
 from registry.api.base import ApiView
 from registry.api.schema import errors
@@ -67,8 +66,7 @@ class SkillVersionScanApi(ApiView):
         summary="The security scan of one version: verdict, findings and scan history.",
     )
     def get(self, request, name: str, number: int):
-        skill, _ = self.skill_and_params(name, s.VersionsQuerySerializer)
-        version = selectors.skill_version_for(skill=skill, number=number)
+        _, version, _ = self.version_and_params(name, number, s.VersionsQuerySerializer)
         state = version_scan_state(version)
         state["history"] = ScanHistoryItemSerializer(scan_history(version), many=True).data
         return Response(state)

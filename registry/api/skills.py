@@ -153,7 +153,9 @@ def _upload_limit() -> int:
     return settings.SKILL_BUNDLE_MAX_BYTES * 4 // 3 + 2 * 1024 * 1024
 
 
-class SkillListCreateApi(ApiView):
+class PublishingApi(ApiView):
+    """Lists on GET, publishes on POST: a body up to a bundle's size, as JSON or a zip."""
+
     required_scopes = {"GET": READ, "POST": WRITE}
     parser_classes = UPLOAD_PARSERS
 
@@ -161,6 +163,8 @@ class SkillListCreateApi(ApiView):
     def max_body_bytes(self) -> int:  # type: ignore[override]
         return _upload_limit()
 
+
+class SkillListCreateApi(PublishingApi):
     @extend_schema(
         operation_id="skills_list",
         parameters=[s.SkillListQuerySerializer],
@@ -359,14 +363,7 @@ class SkillBundleApi(RawApiView):
 
 
 @NAME_PATH
-class SkillVersionListApi(ApiView):
-    required_scopes = {"GET": READ, "POST": WRITE}
-    parser_classes = UPLOAD_PARSERS
-
-    @property
-    def max_body_bytes(self) -> int:  # type: ignore[override]
-        return _upload_limit()
-
+class SkillVersionListApi(PublishingApi):
     @extend_schema(
         operation_id="skills_versions_list",
         parameters=[s.VersionsQuerySerializer],
@@ -408,8 +405,7 @@ class SkillVersionDetailApi(ApiView):
         summary="One version of a skill.",
     )
     def get(self, request, name: str, number: int):
-        skill, _ = self.skill_and_params(name, s.VersionsQuerySerializer)
-        version = selectors.skill_version_for(skill=skill, number=number)
+        skill, version, _ = self.version_and_params(name, number, s.VersionsQuerySerializer)
         return Response(s.SkillDetailSerializer(selectors.skill_version_detail(skill=skill, version=version)).data)
 
 

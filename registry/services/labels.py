@@ -90,34 +90,55 @@ def label_move(
         promoted = current is not None and current.canary_version_id == version.pk
         current = _label_point(skill=skill, label=label, current=current, version=version, actor=actor)
         kind = LabelChange.ROLLBACK if rollback else LabelChange.PROMOTE if promoted else LabelChange.MOVE
-        label_history_record(
+        _label_changed(
             skill=skill,
             label=label,
-            kind=LabelChange.OVERRIDE if overridden else kind,
-            from_version=before,
-            to_version=version.number,
+            kind=kind,
+            before=before,
+            after=version.number,
             actor=actor,
-            reason=(override_reason or "").strip() if overridden else "",
-            unmet=overridden,
-        )
-        audit_record(
-            actor=actor,
-            action="label.move",
-            object_type="skill",
-            object_repr=f"{skill.name}@{skill.source}",
-            before={"label": label, "version": before},
-            after={"label": label, "version": version.number},
-        )
-        registry_changed(skill=skill.name)
-        webhook_event_emit(
-            event=WebhookEvent.LABEL_MOVED,
-            actor=actor,
-            skill=skill.name,
-            version=version.number,
-            label=label,
-            from_version=before,
+            overridden=overridden,
+            override_reason=override_reason,
         )
     return current
+
+
+def _label_changed(
+    *,
+    skill: Skill,
+    label: str,
+    kind: str,
+    before: int | None,
+    after: int | None,
+    actor: Actor,
+    overridden: list[dict],
+    override_reason: str | None,
+) -> None:
+    """Record a change of what `label` serves (`after` None: the label was removed): its history
+    row (an admin's override, with its reason, when checks were unmet), the audit log, the read
+    model and the `label.moved` webhook (a removal moves the label to nothing: `version` null)."""
+    label_history_record(
+        skill=skill,
+        label=label,
+        kind=LabelChange.OVERRIDE if overridden else kind,
+        from_version=before,
+        to_version=after,
+        actor=actor,
+        reason=(override_reason or "").strip() if overridden else "",
+        unmet=overridden,
+    )
+    audit_record(
+        actor=actor,
+        action="label.move" if after is not None else "label.delete",
+        object_type="skill",
+        object_repr=f"{skill.name}@{skill.source}",
+        before={"label": label, "version": before},
+        after={"label": label, "version": after} if after is not None else None,
+    )
+    registry_changed(skill=skill.name)
+    webhook_event_emit(
+        event=WebhookEvent.LABEL_MOVED, actor=actor, skill=skill.name, version=after, label=label, from_version=before
+    )
 
 
 def _label_point(*, skill: Skill, label: str, current: Label | None, version: SkillVersion, actor: Actor) -> Label:
@@ -159,25 +180,13 @@ def label_delete(
             overridden = gate.unmet
         before = current.version.number
         current.delete()
-        label_history_record(
+        _label_changed(
             skill=skill,
             label=label,
-            kind=LabelChange.OVERRIDE if overridden else LabelChange.DELETE,
-            from_version=before,
-            to_version=None,
+            kind=LabelChange.DELETE,
+            before=before,
+            after=None,
             actor=actor,
-            reason=(override_reason or "").strip() if overridden else "",
-            unmet=overridden,
-        )
-        audit_record(
-            actor=actor,
-            action="label.delete",
-            object_type="skill",
-            object_repr=f"{skill.name}@{skill.source}",
-            before={"label": label, "version": before},
-        )
-        registry_changed(skill=skill.name)
-        # A deleted label moved to nothing: `version` is null.
-        webhook_event_emit(
-            event=WebhookEvent.LABEL_MOVED, actor=actor, skill=skill.name, label=label, from_version=before
+            overridden=overridden,
+            override_reason=override_reason,
         )

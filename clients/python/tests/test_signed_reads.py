@@ -9,13 +9,12 @@ import hashlib
 import io
 import json
 import stat
-import threading
 import zipfile
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from stand_in import StandInHandler, serving, url_of
 
 from skill_registry_client import Client, RegistryError, SignatureRefused
 from skill_registry_client.attestation import (
@@ -72,7 +71,7 @@ def bundle_zip(files: dict[str, bytes]) -> bytes:
     return buffer.getvalue()
 
 
-class SigningRegistry(BaseHTTPRequestHandler):
+class SigningRegistry(StandInHandler):
     """GET SKILL.md, bundle.zip (X-Skill-Version: 3), version 3's attestation and keys.json."""
 
     key = Ed25519PrivateKey.generate()
@@ -98,26 +97,17 @@ class SigningRegistry(BaseHTTPRequestHandler):
         self._send(b'{"error": "not_found", "detail": "no such path"}', status=404)
 
     def _send(self, content: bytes, *, status: int = 200, version: int | None = None) -> None:
-        self.send_response(status)
-        self.send_header("ETag", f'"{hashlib.sha256(content).hexdigest()}"')
+        headers = {"ETag": f'"{hashlib.sha256(content).hexdigest()}"'}
         if version is not None:
-            self.send_header("X-Skill-Version", str(version))
-        self.send_header("Content-Length", str(len(content)))
-        self.end_headers()
-        self.wfile.write(content)
-
-    def log_message(self, *args):
-        pass
+            headers["X-Skill-Version"] = str(version)
+        self.send(status, content, headers)
 
 
 @pytest.fixture
 def registry():
     SigningRegistry.served, SigningRegistry.attested, SigningRegistry.log = dict(SigningRegistry.signed), True, []
-    server = ThreadingHTTPServer(("127.0.0.1", 0), SigningRegistry)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    with serving(SigningRegistry) as server:
+        yield url_of(server)
 
 
 def test_signed_downloads_are_checked_and_served(registry):

@@ -8,12 +8,11 @@ import hashlib
 import io
 import json
 import stat
-import threading
 import time
 import zipfile
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+from stand_in import StandInHandler, serving, url_of
 
 from skill_registry_client import Client, NotFound, RegistryError, RegistryUnavailable
 from skill_registry_client.cache import Entry, ResponseCache
@@ -112,7 +111,7 @@ def test_validate_finds_what_the_registry_would_refuse(tmp_path):
     assert [(i.line, i.message) for i in validate_folder(folder)] == [(3, "not valid UTF-8.")]
 
 
-class StandIn(BaseHTTPRequestHandler):
+class StandIn(StandInHandler):
     """POST /api/v1/resolve with an ETag over the answer; POST /api/v1/usage counting event ids."""
 
     answer = {"skills": [], "prompt_block": "", "instructions": [], "fired_rules": []}
@@ -142,26 +141,14 @@ class StandIn(BaseHTTPRequestHandler):
 
     def _send(self, status: int, content: bytes, etag: str | None = None) -> None:
         type(self).log.append((self.path, status))
-        self.send_response(status)
-        if etag:
-            self.send_header("ETag", etag)
-        self.send_header("Content-Length", str(len(content)))
-        self.end_headers()
-        self.wfile.write(content)
-
-    def log_message(self, *args):
-        pass
+        self.send(status, content, {"ETag": etag} if etag else {})
 
 
 @pytest.fixture
 def stand_in():
     StandIn.log, StandIn.event_ids, StandIn.unavailable, StandIn.gone = [], [], 0, False
-    server = ThreadingHTTPServer(("127.0.0.1", 0), StandIn)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield server, f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    with serving(StandIn) as server:
+        yield server, url_of(server)
 
 
 def test_the_cache_revalidates_serves_stale_and_refuses_a_first_call_it_cannot_answer(stand_in, tmp_path):

@@ -64,10 +64,13 @@ PROGRAM = _re(
     r"^\s*(?:\$\s+)?(?:(?:sudo|env|exec|time|nohup|command)\s+)*(?:[A-Za-z_][A-Za-z0-9_]*=\S*\s+)*([A-Za-z0-9_./-]{1,80})"
 )
 PLACEHOLDER = _re(r"<[A-Za-z][A-Za-z0-9_ .-]{0,60}>")
-REDIRECT = _re(r"(?:^|[^0-9&<>=-])>{1,2}\s*([~/$][^\s;|&)]{0,300})")
-TEE = _re(r"\btee\s+(?:-a\s+)?([~/$][^\s;|&)]{0,300})")
-DOWNLOAD_TARGET = _re(r"(?:\s-O|\s-o|--output(?:-document)?=?)\s*([~/][^\s;|&)]{0,300})")
-COPY_TARGET = _re(r"\b(?:cp|mv|install|ln|rsync)\s+(?:-\S+\s+)*\S+\s+([~/$][^\s;|&)]{0,300})\s*$")
+# A file a shell line writes to: from `~`, `/` or a variable (`$HOME/...`), up to the word's end.
+_PATH_REST = r"[^\s;|&)]{0,300}"
+_WRITTEN_PATH = rf"([~/$]{_PATH_REST})"
+REDIRECT = _re(rf"(?:^|[^0-9&<>=-])>{{1,2}}\s*{_WRITTEN_PATH}")
+TEE = _re(rf"\btee\s+(?:-a\s+)?{_WRITTEN_PATH}")
+DOWNLOAD_TARGET = _re(rf"(?:\s-O|\s-o|--output(?:-document)?=?)\s*([~/]{_PATH_REST})")
+COPY_TARGET = _re(rf"\b(?:cp|mv|install|ln|rsync)\s+(?:-\S+\s+)*\S+\s+{_WRITTEN_PATH}\s*$")
 # JS/TS
 JS_ENV = _re(
     r"\b(?:process\.env|Bun\.env|import\.meta\.env)(?:\.([A-Za-z_][A-Za-z0-9_]*)|\[\s*['\"]([^'\"]{1,80})['\"]\s*\])"
