@@ -1,0 +1,70 @@
+"""Reads of skillsets: what a consumer is served for a set at a label, the list, one set's
+versions and labels, and the diff between two versions."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+
+from registry.errors import NotFound
+from registry.models import Skillset, SkillsetLabel, SkillsetVersion
+from registry.readmodel.effective import requested_label
+
+
+@dataclass(frozen=True)
+class ServedSkillset:
+    """A set as one consumer reads it: its version at the label (the canary one when the
+    subject is on the canary side of the set's rollout) and its members at their numbers."""
+
+    name: str
+    label: str
+    version: int
+    members: dict[str, int] = field(default_factory=dict)  # member skill name -> version number
+    canary: bool = False
+
+
+def skillset_bucket(*, skillset: str, label: str, canary: int, subject: str) -> int:
+    """The subject's bucket in [0, 100) for a set's rollout: the skill rollouts' hash
+    (registry/readmodel/rollouts.py::subject_bucket) keyed on the set, so one draw decides every
+    member and a subject reads all the new members or none. The `skillset:` prefix keeps a set
+    and a skill of the same spelling (not allowed, but renamed data may hold one) apart."""
+    digest = hashlib.sha256(f"skillset:{skillset}\x00{label}\x00{canary}\x00{subject}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") % 100
+
+
+def _members(version: SkillsetVersion) -> dict[str, int]:
+    return {m.skill_name: m.skill_version_number for m in version.members.all()}
+
+
+def served_skillset(name: str, label: str | None = None, subject: str | None = None) -> ServedSkillset:
+    """The set `name` at `label` (no label: production; `latest`: its newest version). Raises
+    NotFound for an unknown set or a label the set does not carry. The label row and the
+    members it points at are read in one query each from one committed state (a move is one
+    transaction), so a reader sees the set before or after a move, never a mix."""
+    label_name = requested_label(label)
+    skillset = Skillset.objects.filter(name__iexact=name).first()
+    if skillset is None:
+        raise NotFound(f"No skillset named {name!r}.", fields={"skillset": name})
+    if label_name == "latest":
+        version = skillset.versions.prefetch_related("members").filter(number=skillset.latest_version).first()
+        if version is None:
+            raise NotFound(f"Skillset {skillset.name!r} has no versions.", fields={"skillset": name})
+        return ServedSkillset(name=skillset.name, label=label_name, version=version.number, members=_members(version))
+    row = (
+        SkillsetLabel.objects.filter(skillset=skillset, name=label_name)
+        .select_related("version", "canary_version")
+        .prefetch_related("version__members", "canary_version__members")
+        .first()
+    )
+    if row is None:
+        raise NotFound(f"Skillset {skillset.name!r} has no label {label_name!r}.", fields={"label": label_name})
+    chosen, canary = row.version, False
+    if subject and row.rollout_active and row.canary_version is not None:
+        bucket = skillset_bucket(
+            skillset=skillset.name, label=label_name, canary=row.canary_version.number, subject=subject
+        )
+        if bucket < row.weight:
+            chosen, canary = row.canary_version, True
+    return ServedSkillset(
+        name=skillset.name, label=label_name, version=chosen.number, members=_members(chosen), canary=canary
+    )
