@@ -121,4 +121,9 @@ class Migration(migrations.Migration):
             model_name='skillsetlabel',
             constraint=models.CheckConstraint(condition=models.Q(('weight__lte', 100)), name='skillset_label_weight_at_most_100'),
         ),
+        migrations.AlterField(
+            model_name='webhookdelivery',
+            name='event',
+            field=models.CharField(choices=[('skill.published', 'Skill Published'), ('label.moved', 'Label Moved'), ('label.rolled_back', 'Label Rolled Back'), ('rule.changed', 'Rule Changed'), ('skill.enabled', 'Skill Enabled'), ('skill.disabled', 'Skill Disabled'), ('skill.scanned', 'Skill Scanned'), ('skillset.label_moved', 'Skillset Label Moved')], max_length=32),
+        ),
     ]

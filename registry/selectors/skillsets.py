@@ -42,9 +42,7 @@ def served_skillset(name: str, label: str | None = None, subject: str | None = N
     members it points at are read in one query each from one committed state (a move is one
     transaction), so a reader sees the set before or after a move, never a mix."""
     label_name = requested_label(label)
-    skillset = Skillset.objects.filter(name__iexact=name).first()
-    if skillset is None:
-        raise NotFound(f"No skillset named {name!r}.", fields={"skillset": name})
+    skillset = skillset_get(name=name)
     if label_name == "latest":
         version = skillset.versions.prefetch_related("members").filter(number=skillset.latest_version).first()
         if version is None:
@@ -68,3 +66,32 @@ def served_skillset(name: str, label: str | None = None, subject: str | None = N
     return ServedSkillset(
         name=skillset.name, label=label_name, version=chosen.number, members=_members(chosen), canary=canary
     )
+
+
+def skillset_get(*, name: str) -> Skillset:
+    """The set called `name` (any case), or NotFound."""
+    skillset = Skillset.objects.filter(name__iexact=name).first()
+    if skillset is None:
+        raise NotFound(f"No skillset named {name!r}.", fields={"skillset": name})
+    return skillset
+
+
+def skillset_name_taken(*, name: str) -> Skillset | None:
+    """The set whose name is `name` regardless of case (a new skill may not take it)."""
+    return Skillset.objects.filter(name__iexact=name).first()
+
+
+def skillset_version_get(*, skillset: Skillset, number: int) -> SkillsetVersion:
+    """One version with its members (each with its skill version, when it still exists)."""
+    found = (
+        skillset.versions.filter(number=number)
+        .prefetch_related("members__skill_version__skill")
+        .select_related("created_by")
+        .first()
+    )
+    if found is None:
+        raise NotFound(
+            f"Skillset {skillset.name!r} has no version {number} (latest is {skillset.latest_version}).",
+            fields={"version": f"between 1 and {skillset.latest_version}"},
+        )
+    return found
