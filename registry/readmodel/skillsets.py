@@ -75,8 +75,8 @@ def skillset_served(
         raise state
     chosen, canary = state.stable, False
     if subject and state.canary is not None and state.weight > 0:
-        bucket = subject_bucket(skill=f"skillset:{state.name}", label=label_name, canary=state.canary[1], subject=subject)
-        if bucket < state.weight:
+        set_key = f"skillset:{state.name}"  # served_skillset's bucket: one draw for every member
+        if subject_bucket(skill=set_key, label=label_name, canary=state.canary[1], subject=subject) < state.weight:
             chosen, canary = state.canary, True
     return SkillsetServed(
         name=state.name, label=label_name, version=chosen[1], members=_members_of(chosen[0]), canary=canary
@@ -91,7 +91,14 @@ def _label_state(name: str, label: str) -> _LabelState | NotFound:
         if row is None:
             return _not_found(name, label)
         return _LabelState(name=row["skillset__name"], stable=(row["id"], row["number"]))
-    fields = ("skillset__name", "version_id", "version__number", "canary_version_id", "canary_version__number", "weight")
+    fields = (
+        "skillset__name",
+        "version_id",
+        "version__number",
+        "canary_version_id",
+        "canary_version__number",
+        "weight",
+    )
     row = SkillsetLabel.objects.filter(skillset__name__iexact=name, name=label).values(*fields).first()
     if row is None:
         return _not_found(name, label)

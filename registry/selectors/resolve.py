@@ -515,25 +515,24 @@ def forced_skills(snapshot: Snapshot, *, forced_skill: str | None, fired: Sequen
         if forced_skill in snapshot.by_name:
             by.setdefault(forced_skill, []).append("forced_skill")
         else:
-            warnings.append(f"The forced skill '{forced_skill}' {_left_out(forced_skill, snapshot.label, snapshot.skillset)}.")
+            warnings.append(f"The forced skill '{forced_skill}' {_left_out(forced_skill, snapshot)}.")
             forced_skill = None
     for rule in fired:
         for name in rule.skills:
             if name in snapshot.by_name:
                 by.setdefault(name, []).append(rule.name)
             else:
-                warnings.append(
-                    f"Rule '{rule.name}' names the skill '{name}', which {_left_out(name, snapshot.label, snapshot.skillset)}."
-                )
+                warnings.append(f"Rule '{rule.name}' names the skill '{name}', which {_left_out(name, snapshot)}.")
     return ForcedSkills(by=by, forced_skill=forced_skill, warnings=tuple(warnings))
 
 
-def _left_out(name: str, label: str | None, skillset: str | None = None) -> str:
-    """Why a skill that a request forces is not in it: the label it lacks, when that is why."""
-    if skillset is not None:
-        return f"is not a served member of the skillset '{skillset}'"
-    if skill_lacks_label(name=name, label=label):
-        return f"does not carry the label '{label}'"
+def _left_out(name: str, snapshot: Snapshot) -> str:
+    """Why a skill that a request forces is not in it: the label it lacks, when that is why, or
+    the skillset the request is limited to."""
+    if snapshot.skillset is not None:
+        return f"is not a served member of the skillset '{snapshot.skillset}'"
+    if skill_lacks_label(name=name, label=snapshot.label):
+        return f"does not carry the label '{snapshot.label}'"
     return "is not an enabled skill"
 
 
