@@ -34,7 +34,11 @@ def members():
     for n in range(3):
         publish("sql-tools", description=f"Edition {n + 1}.")
     publish("charts")
-    return {"csv-tools": csv, "sql-tools": Skill.objects.get(name="sql-tools"), "charts": Skill.objects.get(name="charts")}
+    return {
+        "csv-tools": csv,
+        "sql-tools": Skill.objects.get(name="sql-tools"),
+        "charts": Skill.objects.get(name="charts"),
+    }
 
 
 def _author(make_token) -> APIClient:
