@@ -166,6 +166,7 @@ class ErrorSerializer(serializers.Serializer):
     latest_version = serializers.IntegerField(required=False, help_text="409: the newest version now.")
     name = _text(required=False, help_text="409 `name_taken`: the skill that has the name.")
     source = _text(required=False, help_text="409 `name_taken`: that skill's source.")
+    member = _text(required=False, help_text="Skillsets: the member skill a refusal is about.")
     issues = serializers.ListField(
         child=serializers.DictField(),
         required=False,

@@ -6,8 +6,10 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 
+from django.db.models import Count, F
+
 from registry.errors import NotFound
-from registry.models import Skillset, SkillsetLabel, SkillsetVersion
+from registry.models import Skillset, SkillsetLabel, SkillsetLabelHistory, SkillsetVersion
 from registry.readmodel.effective import requested_label
 
 
@@ -95,3 +97,110 @@ def skillset_version_get(*, skillset: Skillset, number: int) -> SkillsetVersion:
             fields={"version": f"between 1 and {skillset.latest_version}"},
         )
     return found
+
+
+# --- the API's and the console's reads -----------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SkillsetRow:
+    skillset: Skillset
+    members: int  # in the newest version
+    labels: dict[str, int]  # label -> version it holds
+    rollouts: dict[str, tuple[int, int]]  # label -> (canary version, weight), while one runs
+
+
+def skillset_list() -> list[SkillsetRow]:
+    """Every set with its newest version's size and its labels. Three queries."""
+    sets = list(Skillset.objects.select_related("created_by").order_by("name"))
+    sizes = dict(
+        SkillsetVersion.objects.filter(skillset__in=sets, number=F("skillset__latest_version"))
+        .annotate(n=Count("members"))
+        .values_list("skillset_id", "n")
+    )
+    labels: dict[int, dict[str, int]] = {}
+    rollouts: dict[int, dict[str, tuple[int, int]]] = {}
+    rows = SkillsetLabel.objects.filter(skillset__in=sets).select_related("version", "canary_version")
+    for label in rows.order_by("skillset_id", "name"):
+        labels.setdefault(label.skillset_id, {})[label.name] = label.version.number
+        if label.rollout_active and label.canary_version is not None:
+            rollouts.setdefault(label.skillset_id, {})[label.name] = (label.canary_version.number, label.weight)
+    return [SkillsetRow(s, sizes.get(s.pk, 0), labels.get(s.pk, {}), rollouts.get(s.pk, {})) for s in sets]
+
+
+@dataclass(frozen=True)
+class MemberRow:
+    """One member of a set version as it stands now: `missing` when its skill version was
+    deleted since publish, `disabled` when its skill is off."""
+
+    name: str
+    version: int
+    missing: bool
+    disabled: bool
+    source: str | None
+
+
+def skillset_member_rows(version: SkillsetVersion) -> list[MemberRow]:
+    rows = []
+    for member in version.members.all():
+        skill = member.skill_version.skill if member.skill_version is not None else None
+        rows.append(
+            MemberRow(
+                name=member.skill_name,
+                version=member.skill_version_number,
+                missing=skill is None,
+                disabled=skill is not None and not skill.enabled,
+                source=skill.source if skill is not None else None,
+            )
+        )
+    return sorted(rows, key=lambda row: row.name)
+
+
+@dataclass(frozen=True)
+class SkillsetVersionRow:
+    version: SkillsetVersion
+    members: int
+    labels: list[str]
+
+
+@dataclass(frozen=True)
+class SkillsetDetail:
+    skillset: Skillset
+    versions: list[SkillsetVersionRow]  # newest first
+    labels: list[SkillsetLabel]
+    history: list[SkillsetLabelHistory]
+    members: list[MemberRow]  # the newest version's
+
+
+def skillset_detail(skillset: Skillset, *, history_limit: int = 50) -> SkillsetDetail:
+    labels = list(skillset.labels.select_related("version", "canary_version", "updated_by").order_by("name"))
+    held: dict[int, list[str]] = {}
+    for label in labels:
+        held.setdefault(label.version_id, []).append(label.name)
+    versions = skillset.versions.select_related("created_by").annotate(n=Count("members")).order_by("-number")
+    rows = [SkillsetVersionRow(v, v.n, held.get(v.pk, [])) for v in versions]  # type: ignore[attr-defined]
+    history = list(skillset.label_history.select_related("changed_by")[:history_limit])
+    newest = skillset_version_get(skillset=skillset, number=skillset.latest_version) if rows else None
+    members = skillset_member_rows(newest) if newest is not None else []
+    return SkillsetDetail(skillset=skillset, versions=rows, labels=labels, history=history, members=members)
+
+
+@dataclass(frozen=True)
+class MemberChange:
+    """One member between two set versions: `added`, `removed`, `changed` (another version of
+    the skill) or `same`."""
+
+    name: str
+    change: str
+    old: int | None
+    new: int | None
+
+
+def skillset_versions_diff(*, old: SkillsetVersion, new: SkillsetVersion) -> list[MemberChange]:
+    before, after = _members(old), _members(new)
+    changes = []
+    for name in sorted(before.keys() | after.keys()):
+        was, now = before.get(name), after.get(name)
+        change = "added" if was is None else "removed" if now is None else "same" if was == now else "changed"
+        changes.append(MemberChange(name=name, change=change, old=was, new=now))
+    return changes
