@@ -229,7 +229,7 @@ class SkillsetListApi(ApiView):
     )
     def get(self, request):
         rows: list[SkillsetRow] = skillset_list()
-        return Response(SkillsetSummarySerializer(rows, many=True).data)
+        return self.paginated(rows, lambda row: SkillsetSummarySerializer(row).data)
 
 
 @SKILLSET_PATH

@@ -377,27 +377,12 @@ def skillset_rollout_set(
     with transaction.atomic():
         skillset = Skillset.objects.select_for_update().get(pk=skillset.pk)
         version = _set_version(skillset, version_number)
-        current = (
-            SkillsetLabel.objects.select_related("version", "canary_version")
-            .filter(skillset=skillset, name=label)
-            .first()
-        )
-        if current is None:
-            raise RolloutConflict(
-                f"Skillset '{skillset.name}' has no label '{label}' yet: point it at a stable version first "
-                "(PUT without weight), then roll out a canary.",
-                fields={"label": "no stable version to roll out from"},
-            )
-        if current.version_id == version.pk:
-            raise RolloutConflict(
-                f"'{label}' already holds version {version_number}: a canary must be another version.",
-                fields={"version": "differs from the stable version"},
-            )
+        current = _rollout_target(skillset=skillset, label=label, version=version)
         for member in _movable_members(version):
             skill = member.skill_version.skill  # type: ignore[union-attr]
             held = skill.labels.select_related("version").filter(name=label).first()
             if held is None or held.version.number == member.skill_version_number:
-                continue
+                continue  # nothing to roll out from, or already there
             with _as_member(member.skill_name):
                 label_rollout_set(
                     skill=skill,
@@ -426,6 +411,26 @@ def skillset_rollout_set(
             to_version=version.number,
             weight=weight,
             actor=actor,
+        )
+    return current
+
+
+def _rollout_target(*, skillset: Skillset, label: str, version: SkillsetVersion) -> SkillsetLabel:
+    """The set label a rollout changes; one not set yet, or a canary that is its stable version,
+    is a conflict (as for a skill's label)."""
+    current = (
+        SkillsetLabel.objects.select_related("version", "canary_version").filter(skillset=skillset, name=label).first()
+    )
+    if current is None:
+        raise RolloutConflict(
+            f"Skillset '{skillset.name}' has no label '{label}' yet: point it at a stable version first "
+            "(PUT without weight), then roll out a canary.",
+            fields={"label": "no stable version to roll out from"},
+        )
+    if current.version_id == version.pk:
+        raise RolloutConflict(
+            f"'{label}' already holds version {version.number}: a canary must be another version.",
+            fields={"version": "differs from the stable version"},
         )
     return current
 

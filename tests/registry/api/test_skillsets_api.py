@@ -61,7 +61,7 @@ def test_a_publish_takes_numbers_as_given_and_labels_as_they_point(api, members)
     again = api.put(SET_URL, {"members": {"csv-tools": 2, "sql-tools": 2, "charts": 1}}, format="json")
     assert again.status_code == 200 and again.json()["number"] == 1  # the same members: nothing new
     assert api.put(SET_URL, {"members": {"csv-tools": 1, "sql-tools": 3}}, format="json").json()["number"] == 2
-    listed = api.get("/api/v1/skillsets").json()
+    listed = api.get("/api/v1/skillsets").json()["results"]
     assert [(row["name"], row["latest_version"], row["members"]) for row in listed] == [("data", 2, 2)]
     assert api.get(f"{SET_URL}/versions/1").json()["members"][0] == {
         "name": "charts",
