@@ -108,11 +108,12 @@ def _published(
     version it points to or that its rollout gives the reader (`pins`, from `subject_pins`), with
     publishable names, by name; with `names`, only those. With `snapshot` (a skillset's), its
     skills instead."""
+    effective: list[EffectiveSkill]
     if snapshot is not None:
         effective = [skill for skill in snapshot.skills if names is None or skill.name in names]
     elif names is None:
         # One snapshot for the whole listing: every entry as of one generation, read once.
-        effective: list[EffectiveSkill] = list(registry_snapshot(label=label, pins=pins).skills)
+        effective = list(registry_snapshot(label=label, pins=pins).skills)
     else:
         effective = [skill for name in names if (skill := skill_effective(name=name, label=label, pins=pins))]
     return sorted((skill for skill in effective if publishable(skill.name)), key=lambda skill: skill.name)

@@ -108,7 +108,9 @@ def test_readers_never_see_a_mix_while_the_sets_label_moves_back_and_forth(regis
             skillset_label_move(skillset=skillset, label="production", version_number=target)
             # Each move is read at least once before the next: both sides are really exercised.
             with changed:
-                assert changed.wait_for(lambda: seen[target] > before or errors or mixes, timeout=30)
+                assert changed.wait_for(
+                    lambda target=target, before=before: seen[target] > before or errors or mixes, timeout=30
+                )
     finally:
         done.set()
         for thread in threads:
