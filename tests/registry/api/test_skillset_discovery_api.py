@@ -11,30 +11,18 @@ from urllib.parse import urljoin
 import pytest
 from django.test import Client
 
-from registry.models import Skill
 from registry.selectors.skillsets import served_skillset
-from registry.services.labels import label_move
-from tests.factories import publish
-from tests.registry.skillset_fixtures import publish_versions, set_label, set_version
+from tests.registry.skillset_fixtures import V1, V2, data_set_publish, set_label
 
 pytestmark = pytest.mark.django_db
 
 INDEX = "/.well-known/agent-skills/index.json"
-V1 = {"pdf-tools": 1, "xlsx-tools": 2}
-V2 = {"pdf-tools": 2, "xlsx-tools": 3}
 
 
 @pytest.fixture
 def data_set(settings):
     settings.DISCOVERY_LABEL = "production"
-    publish_versions("pdf-tools", 2, files=[("scripts/run.sh", b"#!/bin/sh\necho run\n", True)])
-    publish_versions("xlsx-tools", 3)
-    web = publish("web-fetch", description="Fetches web pages for the data team.")
-    label_move(skill=web.skill, label="production", version_number=1)
-    set_version("data", V1)
-    set_version("data", V2)
-    set_label("data", "production", 1)
-    label_move(skill=Skill.objects.get(name="pdf-tools"), label="production", version_number=2)
+    data_set_publish(pdf_files=[("scripts/run.sh", b"#!/bin/sh\necho run\n", True)])
 
 
 def _index(query: str = "") -> dict:

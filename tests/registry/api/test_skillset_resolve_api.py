@@ -11,31 +11,21 @@ from django.test.utils import CaptureQueriesContext
 from registry.models import Skill
 from registry.readmodel.generation import current_generation
 from registry.readmodel.skillsets import skillset_served
+from registry.selectors.resolve import resolve
 from registry.selectors.skillsets import served_skillset
 from registry.services.generation import registry_changed
 from registry.services.labels import label_move
 from registry.services.skills import skill_set_enabled
-from tests.factories import publish
-from tests.registry.skillset_fixtures import publish_versions, set_label, set_version
+from tests.registry.skillset_fixtures import V1, V2, data_set_publish, set_label
 
 pytestmark = pytest.mark.django_db
-
-V1 = {"pdf-tools": 1, "xlsx-tools": 2}
-V2 = {"pdf-tools": 2, "xlsx-tools": 3}
 
 
 @pytest.fixture
 def data_set():
     """`data` v1 = pdf-tools 1, xlsx-tools 2; v2 = pdf-tools 2, xlsx-tools 3; production at v1.
     The members' own production labels point elsewhere, and `web-fetch` is no member."""
-    publish_versions("pdf-tools", 2)
-    publish_versions("xlsx-tools", 3)
-    publish("web-fetch", description="Fetches web pages for the data team.")
-    set_version("data", V1)
-    set_version("data", V2)
-    set_label("data", "production", 1)
-    # Then the members' own production labels move on alone (a hotfix, say).
-    label_move(skill=Skill.objects.get(name="pdf-tools"), label="production", version_number=2)
+    data_set_publish()
     label_move(skill=Skill.objects.get(name="xlsx-tools"), label="production", version_number=1)
 
 
@@ -63,7 +53,7 @@ def test_a_skillset_resolves_to_exactly_its_members_at_the_sets_numbers(api, dat
     }
     assert "web-fetch" not in body["prompt_block"] and "pdf-tools" in body["prompt_block"]
     # Without a skillset nothing changes: the members' own labels, and every other skill.
-    assert _served(_resolve(api, label="production").json()) == {"pdf-tools": 2, "xlsx-tools": 1}
+    assert _served(_resolve(api, label="production").json()) == {"pdf-tools": 2, "xlsx-tools": 1, "web-fetch": 1}
 
 
 def test_moving_the_set_label_moves_every_member_at_once_and_back(api, data_set):
@@ -155,3 +145,15 @@ def test_the_read_model_agrees_with_served_skillset_for_every_subject_and_costs_
         for subject in subjects:
             skillset_served(name="DATA", label="production", subject=subject, generation=generation)
     assert len(queries) == 0
+
+
+def test_a_warm_skillset_resolve_of_a_new_query_reads_nothing_but_the_generation(data_set):
+    resolve(query="first question", skillset="data", label="production", context={"subject": "a"})
+    generation = current_generation()
+
+    with CaptureQueriesContext(connection) as queries:
+        result = resolve(query="another question", skillset="data", label="production", context={"subject": "b"})
+
+    assert {skill.skill.name: skill.skill.version for skill in result.skills} == V1
+    assert result.generation == generation
+    assert len(queries) <= 1  # the generation (the test settings do not LISTEN): the set is in memory

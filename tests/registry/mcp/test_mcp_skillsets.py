@@ -10,26 +10,15 @@ import pytest
 
 from registry.models import Skill
 from registry.selectors.skillsets import served_skillset
-from registry.services.labels import label_move
-from tests.factories import publish
 from tests.registry.mcp.test_mcp_endpoint import _ANY, MODERN, SUBJECT_META, Host, SkillsListRequest, run_host
-from tests.registry.skillset_fixtures import publish_versions, set_label, set_version
+from tests.registry.skillset_fixtures import V1, V2, data_set_publish, set_label
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-V1 = {"pdf-tools": 1, "xlsx-tools": 2}
-V2 = {"pdf-tools": 2, "xlsx-tools": 3}
 
 
 @pytest.fixture
 def data_set():
-    publish_versions("pdf-tools", 2)
-    publish_versions("xlsx-tools", 3)
-    publish("web-fetch", description="Fetches web pages for the data team.")
-    set_version("data", V1)
-    set_version("data", V2)
-    set_label("data", "production", 1)
-    label_move(skill=Skill.objects.get(name="pdf-tools"), label="production", version_number=2)
+    data_set_publish()
 
 
 def _url(live_server, **query) -> str:
