@@ -280,6 +280,13 @@ def _recorded(
     )
 
 
+def _held(skillset: Skillset, label: str) -> SkillsetLabel | None:
+    """The set's label of that name, with its versions (the caller holds the set's row lock)."""
+    return (
+        SkillsetLabel.objects.select_related("version", "canary_version").filter(skillset=skillset, name=label).first()
+    )
+
+
 def skillset_label_move(
     *,
     skillset: Skillset,
@@ -299,7 +306,7 @@ def skillset_label_move(
     with transaction.atomic():
         skillset = Skillset.objects.select_for_update().get(pk=skillset.pk)
         version = _set_version(skillset, version_number)
-        current = SkillsetLabel.objects.select_related("version").filter(skillset=skillset, name=label).first()
+        current = _held(skillset, label)
         for member in _movable_members(version):
             with _as_member(member.skill_name):
                 label_move(
@@ -340,7 +347,7 @@ def skillset_label_delete(*, skillset: Skillset, label: str, actor: Actor = SYST
     label_name_check(label)
     with transaction.atomic():
         skillset = Skillset.objects.select_for_update().get(pk=skillset.pk)
-        current = SkillsetLabel.objects.select_related("version").filter(skillset=skillset, name=label).first()
+        current = _held(skillset, label)
         if current is None:
             raise NotFound(f"Skillset '{skillset.name}' has no label '{label}'.")
         before = current.version.number
@@ -455,9 +462,7 @@ def skillset_rollout_set(
 def _rollout_target(*, skillset: Skillset, label: str, version: SkillsetVersion) -> SkillsetLabel:
     """The set label a rollout changes; one not set yet, or a canary that is its stable version,
     is a conflict (as for a skill's label)."""
-    current = (
-        SkillsetLabel.objects.select_related("version", "canary_version").filter(skillset=skillset, name=label).first()
-    )
+    current = _held(skillset, label)
     if current is None:
         raise RolloutConflict(
             f"Skillset '{skillset.name}' has no label '{label}' yet: point it at a stable version first "
@@ -487,11 +492,7 @@ def skillset_label_rollback(
     label_name_check(label)
     with transaction.atomic():
         skillset = Skillset.objects.select_for_update().get(pk=skillset.pk)
-        current = (
-            SkillsetLabel.objects.select_related("version", "canary_version")
-            .filter(skillset=skillset, name=label)
-            .first()
-        )
+        current = _held(skillset, label)
         if current is None:
             raise NotFound(f"Skillset '{skillset.name}' has no label '{label}'.")
         if current.canary_version is not None:
@@ -531,11 +532,7 @@ def skillset_rollout_abort(*, skillset: Skillset, label: str, actor: Actor = SYS
     label_name_check(label)
     with transaction.atomic():
         skillset = Skillset.objects.select_for_update().get(pk=skillset.pk)
-        current = (
-            SkillsetLabel.objects.select_related("version", "canary_version")
-            .filter(skillset=skillset, name=label)
-            .first()
-        )
+        current = _held(skillset, label)
         if current is None or current.canary_version is None:
             raise NotFound(f"Skillset '{skillset.name}' has no rollout at label '{label}'.")
         return _rollout_end(skillset=skillset, current=current, actor=actor)
