@@ -124,12 +124,17 @@ class MemberSerializer(serializers.Serializer):
     disabled = serializers.BooleanField(help_text="The member's skill is disabled now.")
 
 
-class SkillsetVersionSerializer(serializers.Serializer):
-    skillset = serializers.CharField(source="version.skillset.name")
+class SkillsetVersionHeadSerializer(serializers.Serializer):
+    """A set version's number, who published it when, and why (`note`)."""
+
     number = serializers.IntegerField(source="version.number")
     note = serializers.CharField(source="version.note")
     created_at = serializers.DateTimeField(source="version.created_at")
     created_by = serializers.CharField(source="version.created_by", allow_null=True)
+
+
+class SkillsetVersionSerializer(SkillsetVersionHeadSerializer):
+    skillset = serializers.CharField(source="version.skillset.name")
     members = MemberSerializer(many=True)
 
 
@@ -149,11 +154,7 @@ class SkillsetSummarySerializer(serializers.Serializer):
     labels = serializers.DictField(child=serializers.IntegerField(), help_text="Label -> version it holds.")
 
 
-class SkillsetVersionRowSerializer(serializers.Serializer):
-    number = serializers.IntegerField(source="version.number")
-    note = serializers.CharField(source="version.note")
-    created_at = serializers.DateTimeField(source="version.created_at")
-    created_by = serializers.CharField(source="version.created_by", allow_null=True)
+class SkillsetVersionRowSerializer(SkillsetVersionHeadSerializer):
     members = serializers.IntegerField()
     labels = serializers.ListField(child=serializers.CharField())
 

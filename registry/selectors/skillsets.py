@@ -128,6 +128,12 @@ def skillset_list() -> list[SkillsetRow]:
     return [SkillsetRow(s, sizes.get(s.pk, 0), labels.get(s.pk, {}), rollouts.get(s.pk, {})) for s in sets]
 
 
+def skillset_labels_held(skillset: Skillset) -> dict[str, SkillsetLabel]:
+    """The set's labels by name, with the versions they hold."""
+    labels = skillset.labels.select_related("version", "canary_version")
+    return {label.name: label for label in labels}
+
+
 @dataclass(frozen=True)
 class MemberRow:
     """One member of a set version as it stands now: `missing` when its skill version was

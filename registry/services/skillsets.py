@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
@@ -34,6 +35,7 @@ from registry.readmodel.effective import skill_winner
 from registry.readmodel.served import skills_named
 from registry.services.audit import SYSTEM, Actor, audit_record
 from registry.services.generation import registry_changed
+from registry.services.label_policies import LabelGate, label_gate
 from registry.services.labels import IMPLICIT_LABEL, label_move, label_name_check
 from registry.services.rollouts import RolloutConflict, label_rollout_abort, label_rollout_set, weight_check
 from registry.services.webhooks import webhook_event_emit
@@ -278,6 +280,13 @@ def _recorded(
     )
 
 
+def _held(skillset: Skillset, label: str) -> SkillsetLabel | None:
+    """The set's label of that name, with its versions (the caller holds the set's row lock)."""
+    return (
+        SkillsetLabel.objects.select_related("version", "canary_version").filter(skillset=skillset, name=label).first()
+    )
+
+
 def skillset_label_move(
     *,
     skillset: Skillset,
@@ -297,7 +306,7 @@ def skillset_label_move(
     with transaction.atomic():
         skillset = Skillset.objects.select_for_update().get(pk=skillset.pk)
         version = _set_version(skillset, version_number)
-        current = SkillsetLabel.objects.select_related("version").filter(skillset=skillset, name=label).first()
+        current = _held(skillset, label)
         for member in _movable_members(version):
             with _as_member(member.skill_name):
                 label_move(
@@ -338,7 +347,7 @@ def skillset_label_delete(*, skillset: Skillset, label: str, actor: Actor = SYST
     label_name_check(label)
     with transaction.atomic():
         skillset = Skillset.objects.select_for_update().get(pk=skillset.pk)
-        current = SkillsetLabel.objects.select_related("version").filter(skillset=skillset, name=label).first()
+        current = _held(skillset, label)
         if current is None:
             raise NotFound(f"Skillset '{skillset.name}' has no label '{label}'.")
         before = current.version.number
@@ -352,6 +361,41 @@ def skillset_label_delete(*, skillset: Skillset, label: str, actor: Actor = SYST
             to_version=None,
             actor=actor,
         )
+
+
+@dataclass(frozen=True)
+class MemberMove:
+    """What moving a set label does to one member: its label of that name now (`held`), the
+    number it would serve, and what its policy asks of that change (`gate`; `allowed` when the
+    member's label already serves it)."""
+
+    name: str
+    held: int | None
+    target: int
+    gate: LabelGate
+
+    @property
+    def changed(self) -> bool:
+        return self.held != self.target
+
+
+def skillset_label_preview(*, skillset: Skillset, label: str, version_number: int, role: str) -> list[MemberMove]:
+    """Each member's part in moving the set's `label` to `version_number`, read with the gate the
+    move will enforce (`label_gate`): what the console's confirmation shows. Reads only; a
+    member deleted or disabled since publish raises as the move would."""
+    label_name_check(label)
+    version = _set_version(skillset, version_number)
+    moves = []
+    for member in _movable_members(version):
+        skill = member.skill_version.skill  # type: ignore[union-attr]
+        held = skill.labels.select_related("version").filter(name=label).first()
+        number = member.skill_version_number
+        if held is not None and held.version_id == member.skill_version_id:
+            gate = LabelGate(label=label, version=number)
+        else:
+            gate = label_gate(skill=skill, label=label, version=member.skill_version, role=role)
+        moves.append(MemberMove(member.skill_name, held.version.number if held else None, number, gate))
+    return moves
 
 
 # --- rollouts and rollback -------------------------------------------------------------------
@@ -418,9 +462,7 @@ def skillset_rollout_set(
 def _rollout_target(*, skillset: Skillset, label: str, version: SkillsetVersion) -> SkillsetLabel:
     """The set label a rollout changes; one not set yet, or a canary that is its stable version,
     is a conflict (as for a skill's label)."""
-    current = (
-        SkillsetLabel.objects.select_related("version", "canary_version").filter(skillset=skillset, name=label).first()
-    )
+    current = _held(skillset, label)
     if current is None:
         raise RolloutConflict(
             f"Skillset '{skillset.name}' has no label '{label}' yet: point it at a stable version first "
@@ -450,11 +492,7 @@ def skillset_label_rollback(
     label_name_check(label)
     with transaction.atomic():
         skillset = Skillset.objects.select_for_update().get(pk=skillset.pk)
-        current = (
-            SkillsetLabel.objects.select_related("version", "canary_version")
-            .filter(skillset=skillset, name=label)
-            .first()
-        )
+        current = _held(skillset, label)
         if current is None:
             raise NotFound(f"Skillset '{skillset.name}' has no label '{label}'.")
         if current.canary_version is not None:
@@ -494,11 +532,7 @@ def skillset_rollout_abort(*, skillset: Skillset, label: str, actor: Actor = SYS
     label_name_check(label)
     with transaction.atomic():
         skillset = Skillset.objects.select_for_update().get(pk=skillset.pk)
-        current = (
-            SkillsetLabel.objects.select_related("version", "canary_version")
-            .filter(skillset=skillset, name=label)
-            .first()
-        )
+        current = _held(skillset, label)
         if current is None or current.canary_version is None:
             raise NotFound(f"Skillset '{skillset.name}' has no rollout at label '{label}'.")
         return _rollout_end(skillset=skillset, current=current, actor=actor)
