@@ -317,6 +317,8 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = SKILL_BUNDLE_MAX_BYTES + 1024 * 1024
 # dropped only after: allow as many as a zip of the skill may hold entries.
 DATA_UPLOAD_MAX_NUMBER_FILES = 4 * SKILL_BUNDLE_MAX_FILES + 100
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
+# A skillset version lists at most this many member skills.
+SKILLSET_MAX_MEMBERS = env.int("SKILLSET_MAX_MEMBERS", default=200)
 MAX_SKILLS_IN_PROMPT = env.int("MAX_SKILLS_IN_PROMPT", default=150)
 MAX_PROMPT_CHARS = env.int("MAX_PROMPT_CHARS", default=18000)
 RULE_PATTERN_MAX_LENGTH = env.int("RULE_PATTERN_MAX_LENGTH", default=1000)

@@ -88,7 +88,28 @@ SUBJECT = OpenApiParameter(
     description="Who reads, when the label has a rollout: the same subject always gets the same version "
     "(at most 200 characters; a longer one is a 400).",
 )
-OFF_OR_UNKNOWN = "The index is off (`DISCOVERY_LABEL` unset), or the skill is not published at that label."
+SKILLSET = OpenApiParameter(
+    "skillset",
+    OpenApiTypes.STR,
+    OpenApiParameter.QUERY,
+    required=False,
+    description="Only this skillset's members, at the numbers of the set's version at DISCOVERY_LABEL (404 naming "
+    "an unknown set or one without that label). The index's `url`s carry it.",
+)
+OFF_OR_UNKNOWN = (
+    "The index is off (`DISCOVERY_LABEL` unset), or the skill is not published at that label (with `skillset`: "
+    "not a member of the set)."
+)
+
+
+class DiscoveryQuerySerializer(serializers.Serializer):
+    skillset = serializers.CharField(min_length=1, max_length=128, required=False, default=None)
+
+
+def _skillset(request) -> str | None:
+    query = DiscoveryQuerySerializer(data=request.query_params)
+    query.is_valid(raise_exception=True)
+    return query.validated_data["skillset"]
 
 
 class DiscoveryApi(RawApiView):
@@ -99,10 +120,13 @@ class DiscoveryApi(RawApiView):
 
     def artifact(self, request, name: str, type: str):
         label = _published_label()
-        subject = _subject(request)
-        target = discovery_target(label=label, name=name, type=type, subject=subject) if publishable(name) else None
+        subject, skillset = _subject(request), _skillset(request)
+        target = None
+        if publishable(name):
+            target = discovery_target(label=label, name=name, type=type, subject=subject, skillset=skillset)
         if target is None:
-            raise NotFound(f"No skill '{name}' is published as {type} at label '{label}'.")
+            where = f" in skillset '{skillset}'" if skillset else ""
+            raise NotFound(f"No skill '{name}' is published as {type}{where} at label '{label}'.")
         if target.known_digest and if_none_match(request, _etag(target.known_digest)):
             return not_modified(_etag(target.known_digest))
         found = discovery_artifact(target)
@@ -136,7 +160,7 @@ class DiscoveryIndexApi(DiscoveryApi):
             304: OpenApiResponse(description="If-None-Match matched."),
             **errors(400, 404),
         },
-        parameters=[SUBJECT],
+        parameters=[SUBJECT, SKILLSET],
         summary="The Agent Skills discovery index of DISCOVERY_LABEL's skills (no token needed).",
     )
     def get(self, request):
@@ -154,7 +178,7 @@ class DiscoveryIndexApi(DiscoveryApi):
                     "attestation": entry.attestation,
                     "scan": entry.scan,
                 }
-                for entry in discovery_index(label=label, subject=_subject(request))
+                for entry in discovery_index(label=label, subject=_subject(request), skillset=_skillset(request))
             ],
         }
         content = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
@@ -167,7 +191,7 @@ class DiscoverySkillMdApi(DiscoveryApi):
         operation_id="discovery_skill_md",
         auth=[],
         tags=["discovery"],
-        parameters=[NAME_PATH, SUBJECT],
+        parameters=[NAME_PATH, SUBJECT, SKILLSET],
         responses={
             (200, "text/markdown"): OpenApiResponse(OpenApiTypes.STR),
             304: OpenApiResponse(description="If-None-Match matched."),
@@ -185,7 +209,7 @@ class DiscoveryAttestationApi(DiscoveryApi):
         operation_id="discovery_attestation",
         auth=[],
         tags=["discovery"],
-        parameters=[NAME_PATH, SUBJECT],
+        parameters=[NAME_PATH, SUBJECT, SKILLSET],
         responses={(200, "application/json"): OpenApiResponse(OpenApiTypes.OBJECT), **errors(400, 404)},
         summary="The signed release statement (DSSE envelope) of the version a published skill serves.",
         description=OFF_OR_UNKNOWN,
@@ -194,7 +218,9 @@ class DiscoveryAttestationApi(DiscoveryApi):
         label = _published_label()
         target = None
         if publishable(name):
-            target = discovery_target(label=label, name=name, type=SKILL_MD_TYPE, subject=_subject(request))
+            target = discovery_target(
+                label=label, name=name, type=SKILL_MD_TYPE, subject=_subject(request), skillset=_skillset(request)
+            )
         if target is None:
             raise NotFound(f"No skill '{name}' is published at label '{label}'.")
         content = json.dumps(version_attestation(version=target.version).envelope, separators=(",", ":")).encode()
@@ -208,7 +234,7 @@ class DiscoveryArchiveApi(DiscoveryApi):
         operation_id="discovery_archive",
         auth=[],
         tags=["discovery"],
-        parameters=[NAME_PATH, SUBJECT],
+        parameters=[NAME_PATH, SUBJECT, SKILLSET],
         responses={
             (200, "application/zip"): OpenApiResponse(OpenApiTypes.BINARY),
             304: OpenApiResponse(description="If-None-Match matched."),

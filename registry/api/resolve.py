@@ -55,9 +55,11 @@ class ResolveApi(ApiView):
         responses={
             200: s.ResolveSerializer,
             304: OpenApiResponse(description="If-None-Match matched."),
-            **errors(400, 401, 403, 413, 415),
+            **errors(400, 401, 403, 404, 413, 415),
         },
         summary="Skills, prompt block, rule instructions and fired rules for one turn, with one ETag.",
+        description="With `skillset`, exactly that set's members at its version's numbers (404 naming an unknown "
+        "set, or a label the set does not carry).",
     )
     def post(self, request):
         body = s.ResolveInputSerializer(data=request.data)

@@ -166,6 +166,7 @@ class ErrorSerializer(serializers.Serializer):
     latest_version = serializers.IntegerField(required=False, help_text="409: the newest version now.")
     name = _text(required=False, help_text="409 `name_taken`: the skill that has the name.")
     source = _text(required=False, help_text="409 `name_taken`: that skill's source.")
+    member = _text(required=False, help_text="Skillsets: the member skill a refusal is about.")
     issues = serializers.ListField(
         child=serializers.DictField(),
         required=False,
@@ -683,6 +684,15 @@ class ResolveInputSerializer(serializers.Serializer):
     )
     max_skills = WholeNumberField(required=False, allow_null=True, default=None, min_value=0, max_value=10_000)
     max_chars = WholeNumberField(required=False, allow_null=True, default=None, min_value=0, max_value=10_000_000)
+    skillset = _text(
+        required=False,
+        allow_null=True,
+        default=None,
+        max_length=128,
+        help_text="Resolve within this skillset: exactly its members, at the numbers of the set's version at `label` "
+        "(for `context.subject` when the set's label has a rollout), whatever the members' own labels say. "
+        "404 for an unknown set or a label it does not carry.",
+    )
 
     def validate_context(self, value):
         if len(value) > CONTEXT_MAX_FIELDS:
@@ -726,6 +736,17 @@ class TruncationSerializer(serializers.Serializer):
     truncated = serializers.BooleanField()
 
 
+class ResolvedSkillsetSerializer(serializers.Serializer):
+    name = _text()
+    label = _text()
+    version = serializers.IntegerField(help_text="The set's version served (the canary one when `canary`).")
+    canary = serializers.BooleanField(help_text="True when `version` is the canary of the set label's rollout.")
+    members = serializers.DictField(
+        child=serializers.IntegerField(), help_text="Every member of that version: skill name -> version number."
+    )
+    missing = serializers.ListField(child=_text(), help_text="Members deleted or disabled since: left out.")
+
+
 class ResolveSerializer(serializers.Serializer):
     skills = ResolvedSkillSerializer(many=True)
     prompt_block = _text()
@@ -737,6 +758,7 @@ class ResolveSerializer(serializers.Serializer):
     truncated = TruncationSerializer()
     warnings = serializers.ListField(child=_text())
     generation = serializers.IntegerField()
+    skillset = ResolvedSkillsetSerializer(allow_null=True, help_text="The skillset asked for; null without one.")
 
 
 # --- usage and analytics -----------------------------------------------------------------

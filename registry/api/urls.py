@@ -14,6 +14,7 @@ from registry.api import (
     rules,
     scans,
     skills,
+    skillsets,
     usage,
     webhooks,
 )
@@ -48,6 +49,25 @@ urlpatterns = [
         "skills/<str:name>/labels/<str:label>/rollout",
         skills.SkillLabelRolloutApi.as_view(),
         name="api-skill-label-rollout",
+    ),
+    path("skillsets", skillsets.SkillsetListApi.as_view(), name="api-skillsets"),
+    path("skillsets/<str:name>", skillsets.SkillsetApi.as_view(), name="api-skillset"),
+    path(
+        "skillsets/<str:name>/versions/<int:number>",
+        skillsets.SkillsetVersionApi.as_view(),
+        name="api-skillset-version",
+    ),
+    path("skillsets/<str:name>/diff", skillsets.SkillsetDiffApi.as_view(), name="api-skillset-diff"),
+    path("skillsets/<str:name>/labels/<str:label>", skillsets.SkillsetLabelApi.as_view(), name="api-skillset-label"),
+    path(
+        "skillsets/<str:name>/labels/<str:label>/rollout",
+        skillsets.SkillsetLabelRolloutApi.as_view(),
+        name="api-skillset-label-rollout",
+    ),
+    path(
+        "skillsets/<str:name>/labels/<str:label>/rollback",
+        skillsets.SkillsetLabelRollbackApi.as_view(),
+        name="api-skillset-label-rollback",
     ),
     path("label-policies", label_policies.LabelPolicyListApi.as_view(), name="api-label-policies"),
     path("label-policies/<str:label>", label_policies.LabelPolicyApi.as_view(), name="api-label-policy"),

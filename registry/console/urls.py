@@ -6,6 +6,7 @@ urlpatterns = [
     path("", include("registry.console.dashboard")),
     path("", include("registry.console.analytics")),
     path("", include("registry.console.skills")),
+    path("", include("registry.console.skillsets")),
     path("", include("registry.console.rules")),
     path("", include("registry.console.tokens")),
     path("", include("registry.console.users")),

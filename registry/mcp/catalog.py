@@ -6,6 +6,7 @@ bytes, and a directory's children. Reads only.
 resolve snapshot's skills, so `/mcp`, `POST /resolve` and the REST reads agree on what a label
 serves. During a label's rollout a catalogue is the subject's: the skills its bucket puts on the
 canary are read at the canary (`registry/readmodel/rollouts.py`), as the REST reads serve them.
+With `?skillset=` it is exactly the set's members at its version's numbers, as resolve serves them.
 Digests and sizes are those of the exact bytes `resources/read` returns: the stored blob
 of each file (a link's target, as the REST file endpoint serves it) and SKILL.md as UTF-8.
 """
@@ -25,6 +26,7 @@ from registry.models import Blob, SkillFile, SkillVersion
 from registry.readmodel.generation import current_generation
 from registry.readmodel.memo import GenerationMemo
 from registry.readmodel.rollouts import canary_names, subject_pins
+from registry.readmodel.skillsets import skillset_served, skillset_snapshot
 from registry.selectors.attestations import KEYS_PATH
 from registry.selectors.resolve import cache_namespace, registry_snapshot
 from registry.selectors.scans import scan_brief, scans_latest_served
@@ -220,30 +222,50 @@ class SkillCatalog:
 _CATALOGS: GenerationMemo[SkillCatalog] = GenerationMemo(maxsize=32)
 
 
-def mcp_skill_catalog(*, label: str | None = None, subject: str | None = None) -> SkillCatalog:
+def mcp_skill_catalog(
+    *, label: str | None = None, subject: str | None = None, skillset: str | None = None
+) -> SkillCatalog:
     """Every effective enabled skill at `label` (each skill's served version without one), the
-    canary where the label's rollout puts `subject` on it."""
+    canary where the label's rollout puts `subject` on it. With `skillset`, exactly the set's
+    members at the numbers of its version at `label` for `subject` (registry/readmodel/skillsets.py;
+    NotFound naming the set or the label)."""
     generation = current_generation()
-    pins = subject_pins(label=label, subject=subject, generation=generation)
+    served = None
+    if skillset is not None:
+        served = skillset_served(name=skillset, label=label, subject=subject, generation=generation)
+        pins = served.members
+        side: tuple = (served.name, served.version)
+    else:
+        pins = subject_pins(label=label, subject=subject, generation=generation)
+        side = tuple(sorted(pins.items()))
     # Keyed by the versions read, never the subject: subjects on one side share a catalogue. The
     # namespace changes when the registry's caches are reset (a restored database repeats
     # generation numbers), as resolve results' keys do.
-    key = (generation, cache_namespace(), label, tuple(sorted(pins.items())))
+    key = (generation, cache_namespace(), label, served is not None, side)
     found = _CATALOGS.get(key)
     if found is None:
-        skills = registry_snapshot(label=label, generation=generation, pins=pins).skills
-        entries = tuple(sorted(_entries_for(skills), key=lambda entry: entry.name))
-        # A recorded scan bumps the generation (services/scans.py), so the verdicts are this generation's.
-        scans = scans_latest_served((skill.skill_id, skill.version) for skill in skills)
-        found = SkillCatalog(
-            entries=entries,
-            by_name={entry.name: entry for entry in entries},
-            listed=tuple(entry for entry in entries if entry.over_limits is None),
-            canary=canary_names(label=label, pins=pins, generation=generation),
-            scans={skill.name: scan_brief(scans.get((skill.skill_id, skill.version))) for skill in skills},
-        )
+        if served is not None:
+            skills = skillset_snapshot(served=served, label=label, generation=generation).skills
+            canary = frozenset(skill.name for skill in skills) if served.canary else frozenset()
+        else:
+            skills = registry_snapshot(label=label, generation=generation, pins=pins).skills
+            canary = canary_names(label=label, pins=pins, generation=generation)
+        found = _catalog_of(skills, canary)
         _CATALOGS.put(key, found)
     return found
+
+
+def _catalog_of(skills: Sequence[EffectiveSkill], canary: frozenset[str]) -> SkillCatalog:
+    entries = tuple(sorted(_entries_for(skills), key=lambda entry: entry.name))
+    # A recorded scan bumps the generation (services/scans.py), so the verdicts are this generation's.
+    scans = scans_latest_served((skill.skill_id, skill.version) for skill in skills)
+    return SkillCatalog(
+        entries=entries,
+        by_name={entry.name: entry for entry in entries},
+        listed=tuple(entry for entry in entries if entry.over_limits is None),
+        canary=canary,
+        scans={skill.name: scan_brief(scans.get((skill.skill_id, skill.version))) for skill in skills},
+    )
 
 
 def mcp_skill_file(*, entry: SkillEntry, path: str) -> bytes | None:

@@ -35,6 +35,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS
 
 from registry.api.serializers import ResolveInputSerializer
+from registry.errors import NotFound
 from registry.mcp.catalog import (
     DIRECTORY_TYPE,
     META_PREFIX,
@@ -64,6 +65,7 @@ PAGE_SIZE = 200
 
 _LABEL: ContextVar[str | None] = ContextVar("mcp_label", default=None)
 _SUBJECT: ContextVar[str | None] = ContextVar("mcp_subject", default=None)
+_SKILLSET: ContextVar[str | None] = ContextVar("mcp_skillset", default=None)
 
 
 def _invalid(message: str) -> MCPError:
@@ -73,8 +75,9 @@ def _invalid(message: str) -> MCPError:
 def _at_label() -> str:
     """Where a request reads, for its errors: with `?label=`, only the skills carrying the label
     are served."""
-    label = _LABEL.get()
-    return f" at label '{label}'" if label else ""
+    label, skillset = _LABEL.get(), _SKILLSET.get()
+    where = f" in skillset '{skillset}'" if skillset else ""
+    return where + (f" at label '{label}'" if label else "")
 
 
 def _cacheable(result: dict[str, Any]) -> dict[str, Any]:
@@ -127,7 +130,12 @@ def _subject(ctx: ServerRequestContext[Any, Any]) -> str | None:
 
 
 async def _catalog(ctx: ServerRequestContext[Any, Any]) -> SkillCatalog:
-    return await sync_to_async(mcp_skill_catalog)(label=_LABEL.get(), subject=_subject(ctx))
+    try:
+        return await sync_to_async(mcp_skill_catalog)(
+            label=_LABEL.get(), subject=_subject(ctx), skillset=_SKILLSET.get()
+        )
+    except NotFound as error:  # the view checked the set; its label was deleted since
+        raise _invalid(error.detail) from None
 
 
 async def _entry(ctx: ServerRequestContext[Any, Any], uri: str) -> tuple[SkillCatalog, SkillEntry, str] | None:
@@ -274,6 +282,11 @@ RESOLVE_TOOL = types.Tool(
         "properties": {
             "query": {"type": "string", "description": "The turn's text (the user's message)."},
             "label": {"type": ["string", "null"], "description": "Read skills at this label."},
+            "skillset": {
+                "type": ["string", "null"],
+                "description": "Only this skillset's members, at its version's numbers; defaults to the endpoint's "
+                "?skillset=.",
+            },
             "forced_skill": {"type": ["string", "null"], "description": "A skill to include whatever matches."},
             "context": {
                 "type": "object",
@@ -301,7 +314,10 @@ def _resolve_answer(arguments: dict[str, Any]) -> types.CallToolResult:
     if not body.is_valid():
         errors = json.dumps(body.errors, ensure_ascii=False)
         return types.CallToolResult(content=[types.TextContent(text=f"Invalid arguments: {errors}")], is_error=True)
-    result = resolve(**body.validated_data)
+    try:
+        result = resolve(**body.validated_data)
+    except NotFound as error:
+        return types.CallToolResult(content=[types.TextContent(text=error.detail)], is_error=True)
     return types.CallToolResult(
         content=[types.TextContent(text=result.body.decode())], structured_content=result.as_dict()
     )
@@ -317,6 +333,13 @@ async def tool_call(ctx: ServerRequestContext[Any, Any], params: types.CallToolR
         return types.CallToolResult(content=[types.TextContent(text=text)], is_error=True)
     if "label" not in arguments:
         arguments["label"] = _LABEL.get()
+    if "skillset" not in arguments:
+        arguments["skillset"] = _SKILLSET.get()
+    # The side of a rollout is the subject's whose catalogue this is, unless the call names one.
+    subject = _subject(ctx)
+    context = arguments.get("context")
+    if subject is not None and (context is None or isinstance(context, dict) and "subject" not in context):
+        arguments["context"] = {**(context or {}), "subject": subject}
     return await sync_to_async(_resolve_answer)(arguments)
 
 
@@ -408,11 +431,14 @@ class AsgiExchange:
                 self._done.set()
 
 
-async def mcp_serve(*, scope: dict[str, Any], body: bytes, label: str | None, subject: str | None) -> AsgiExchange:
+async def mcp_serve(
+    *, scope: dict[str, Any], body: bytes, label: str | None, subject: str | None, skillset: str | None = None
+) -> AsgiExchange:
     """Serve one Streamable HTTP request (JSON responses, no session) at `label`, for `subject`
-    unless the request names its own."""
+    unless the request names its own; with `skillset`, only that set's members."""
     _LABEL.set(label)
     _SUBJECT.set(subject)
+    _SKILLSET.set(skillset)
     exchange = AsgiExchange(body)
     manager = StreamableHTTPSessionManager(app=SERVER, json_response=True, stateless=True)
     async with manager.run():

@@ -1,6 +1,7 @@
 """`/mcp`: a bearer token with `skills:read` (401 without a valid one, 403 without the scope), a
-valid `?label=` and `?subject=` (the token without one, as for the REST reads), then the request
-as the `mcp` package's Streamable HTTP transport answers it."""
+valid `?label=` and `?subject=` (the token without one, as for the REST reads), a `?skillset=` that
+exists and carries the label (404 naming either), then the request as the `mcp` package's
+Streamable HTTP transport answers it."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from registry.api.base import ApiView
 from registry.api.serializers import LabelField
 from registry.mcp.server import mcp_serve
 from registry.readmodel.rollouts import SUBJECT_MAX_CHARS
+from registry.readmodel.skillsets import skillset_served
 
 READ = "skills:read"
 
@@ -22,6 +24,7 @@ READ = "skills:read"
 class McpQuerySerializer(serializers.Serializer):
     label = LabelField(allow_null=True, default=None)
     subject = serializers.CharField(min_length=1, max_length=SUBJECT_MAX_CHARS, required=False)
+    skillset = serializers.CharField(min_length=1, max_length=128, required=False, default=None)
 
 
 def _asgi_scope(request) -> dict:
@@ -67,6 +70,10 @@ class McpApi(ApiView):
     def post(self, request):
         query = McpQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
+        skillset = query.validated_data["skillset"]
+        if skillset is not None:
+            # An unknown set or a label it lacks is the endpoint's 404, naming it, before any MCP.
+            skillset_served(name=skillset, label=query.validated_data["label"])
         # Django's request thread runs the selectors (`sync_to_async` inside goes back to it), so
         # database connections are the request's own, closed with it.
         exchange = async_to_sync(mcp_serve)(
@@ -74,6 +81,7 @@ class McpApi(ApiView):
             body=request.body,
             label=query.validated_data["label"],
             subject=self.subject(query.validated_data),
+            skillset=skillset,
         )
         response = HttpResponse(bytes(exchange.content), status=exchange.status)
         for key, value in exchange.headers:

@@ -20,6 +20,13 @@ from registry.models.rules import ForceIncludeRule
 from registry.models.scans import VERDICT_RANK, ScanFinding, ScanStatus, ScanVerdict, SkillScan
 from registry.models.signing import PublisherKey, SigningKey, VersionAttestation
 from registry.models.skills import SOURCE_PRIORITY, Blob, Skill, SkillFile, SkillSource, SkillVersion
+from registry.models.skillsets import (
+    Skillset,
+    SkillsetLabel,
+    SkillsetLabelHistory,
+    SkillsetMember,
+    SkillsetVersion,
+)
 from registry.models.state import RegistryChange, RegistryState
 from registry.models.tokens import ApiToken, TokenScope
 from registry.models.usage import (
@@ -67,6 +74,11 @@ __all__ = [
     "Skill",
     "SkillFile",
     "SkillScan",
+    "Skillset",
+    "SkillsetLabel",
+    "SkillsetLabelHistory",
+    "SkillsetMember",
+    "SkillsetVersion",
     "SkillSource",
     "SigningKey",
     "SkillVersion",

@@ -17,6 +17,7 @@ class WebhookEvent(models.TextChoices):
     SKILL_ENABLED = "skill.enabled"
     SKILL_DISABLED = "skill.disabled"
     SKILL_SCANNED = "skill.scanned"
+    SKILLSET_LABEL_MOVED = "skillset.label_moved"
 
 
 class Webhook(models.Model):

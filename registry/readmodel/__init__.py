@@ -6,6 +6,8 @@ and moved forward by what each write changed.
 - `effective`: precedence, the label rule every read path shares (`label_applied`) and the
   version rules, read from the database;
 - `rollouts`: which side of a label's weighted rollout a request's subject is on, as pins;
+- `skillsets`: which set version a request for a skillset gets (one rollout draw for the whole
+  set) and the snapshot of exactly its members at that version's numbers;
 - `skill`: `EffectiveSkill`, the one shape of a skill from here to the agent runtime;
 - `snapshot`: the effective skills, their match index and the compiled rules of one generation,
   and how they move forward by the change log;

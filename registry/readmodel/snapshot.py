@@ -58,6 +58,7 @@ class Snapshot:
     rules: tuple[tuple[RuleEntry, Any], ...]  # (rule, compiled pattern)
     rule_set: RuleSet  # which rules can match a query, in one pass over it
     rule_warnings: tuple[str, ...] = ()
+    skillset: str | None = None  # the set whose members alone this snapshot holds (readmodel/skillsets.py)
 
     @functools.cached_property
     def by_trigger(self) -> dict[str, tuple[EffectiveSkill, ...]]:
@@ -241,7 +242,7 @@ def _pinned_snapshot(generation: int, label: str | None, pins: tuple[tuple[str, 
         return found
     base = registry_snapshot(label=label, generation=generation)
     names = frozenset(name for name, _ in pins)
-    entries = _pinned_entries(generation, label, pins)
+    entries = pinned_entries(generation, label, pins)
     snapshot = snapshot_advance(
         base, generation=generation, delta=RegistryDelta(skills=names, rules=False), entries=entries, rules=None
     )
@@ -254,7 +255,7 @@ def _pinned_snapshot(generation: int, label: str | None, pins: tuple[tuple[str, 
 _PINNED_ENTRIES: GenerationMemo[tuple[EffectiveSkill, ...]] = GenerationMemo(maxsize=1024)
 
 
-def _pinned_entries(generation: int, label: str | None, pins: tuple[tuple[str, int], ...]) -> list[EffectiveSkill]:
+def pinned_entries(generation: int, label: str | None, pins: tuple[tuple[str, int], ...]) -> list[EffectiveSkill]:
     """The entries of the pinned skills (a pin the skill cannot take has none), read in one query
     for those not read before at this generation."""
     found: list[EffectiveSkill] = []

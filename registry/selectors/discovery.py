@@ -10,6 +10,9 @@ Each skill is one artifact whose digest is the sha256 of exactly the bytes serve
 (`type: skill-md`) when that is the whole skill, else a zip with SKILL.md at the root (`type:
 archive`). The zip is `write_zip`'s deterministic one, so the same version always has the same
 digest; links are written as the files they resolve to, as clients refuse link entries.
+
+`?skillset=NAME` publishes exactly that set's members at the numbers of its version at the same
+label (registry/readmodel/skillsets.py), whatever labels the members carry themselves.
 """
 
 from __future__ import annotations
@@ -19,13 +22,16 @@ import re
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
+from urllib.parse import urlencode
 
 from django.core.cache import cache
 from django.db.models import Count, F, Q, QuerySet
 
 from registry.models import SkillVersion
 from registry.readmodel.rollouts import subject_pins
-from registry.readmodel.snapshot import Pins
+from registry.readmodel.served import skill_version_of
+from registry.readmodel.skillsets import skillset_served, skillset_snapshot
+from registry.readmodel.snapshot import Pins, Snapshot
 from registry.selectors.resolve import cache_namespace, registry_snapshot, skill_effective, skill_version_effective
 from registry.selectors.scans import scan_brief, scans_latest
 from registry.selectors.skills import EffectiveSkill
@@ -95,13 +101,19 @@ def attestation_url(*, name: str) -> str:
     return f"{name}{ATTESTATION_SUFFIX}"
 
 
-def _published(label: str, names: list[str] | None = None, *, pins: Pins | None = None) -> list[EffectiveSkill]:
+def _published(
+    label: str, names: list[str] | None = None, *, pins: Pins | None = None, snapshot: Snapshot | None = None
+) -> list[EffectiveSkill]:
     """The effective skills at `label` (those that carry it; every one for `latest`), at the
     version it points to or that its rollout gives the reader (`pins`, from `subject_pins`), with
-    publishable names, by name; with `names`, only those."""
-    if names is None:
+    publishable names, by name; with `names`, only those. With `snapshot` (a skillset's), its
+    skills instead."""
+    effective: list[EffectiveSkill]
+    if snapshot is not None:
+        effective = [skill for skill in snapshot.skills if names is None or skill.name in names]
+    elif names is None:
         # One snapshot for the whole listing: every entry as of one generation, read once.
-        effective: list[EffectiveSkill] = list(registry_snapshot(label=label, pins=pins).skills)
+        effective = list(registry_snapshot(label=label, pins=pins).skills)
     else:
         effective = [skill for name in names if (skill := skill_effective(name=name, label=label, pins=pins))]
     return sorted((skill for skill in effective if publishable(skill.name)), key=lambda skill: skill.name)
@@ -135,19 +147,43 @@ def _versions_at(label: str) -> QuerySet[SkillVersion]:
     return SkillVersion.objects.filter(Q(labels__name=label) | Q(canary_labels__name=label)).distinct()
 
 
-def discovery_index(*, label: str, subject: str | None = None) -> list[DiscoveryEntry]:
-    """The index's skills at `label` as `subject` gets them (a label's rollout), by name.
-    Digests are remembered per version, so a listing reads the content only of versions it has
-    not seen (in one query, zips' files aside)."""
-    skills = _published(label, pins=subject_pins(label=label, subject=subject))
+def _skillset_snapshot(*, label: str, skillset: str, subject: str | None) -> Snapshot:
+    """Exactly the set's members at the numbers of its version at `label` for `subject`
+    (NotFound naming the set, or the label it does not carry)."""
+    served = skillset_served(name=skillset, label=label, subject=subject)
+    return skillset_snapshot(served=served, label=label)
+
+
+def _versions_of(skills: list[EffectiveSkill]) -> QuerySet[SkillVersion]:
+    """The stored versions of these skills (a skillset's members, whatever labels they carry)."""
+    wanted = Q(pk__in=[])
+    for skill in skills:
+        wanted |= Q(skill_id=skill.skill_id, number=skill.version)
+    return SkillVersion.objects.filter(wanted)
+
+
+def discovery_index(*, label: str, subject: str | None = None, skillset: str | None = None) -> list[DiscoveryEntry]:
+    """The index's skills at `label` as `subject` gets them (a label's rollout), by name; with
+    `skillset`, exactly that set's members at its version's numbers, each `url` carrying the set
+    (and subject) so it serves the bytes of the listed digest. Digests are remembered per
+    version, so a listing reads the content only of versions it has not seen (in one query,
+    zips' files aside)."""
+    if skillset is not None:
+        snapshot = _skillset_snapshot(label=label, skillset=skillset, subject=subject)
+        skills = _published(label, snapshot=snapshot)
+        versions = _versions_of(skills)
+        query = "?" + urlencode({"skillset": snapshot.skillset, **({"subject": subject} if subject else {})})
+    else:
+        skills = _published(label, pins=subject_pins(label=label, subject=subject))
+        versions = _versions_at(label).filter(skill_id__in=[skill.skill_id for skill in skills])
+        query = ""
     if not skills:
         return []
     rows = {
         (row["skill_id"], row["number"]): row
-        for row in _versions_at(label)
-        .filter(skill_id__in=[skill.skill_id for skill in skills])
-        .annotate(file_count=Count("files", distinct=True))
-        .values("id", "skill_id", "number", "fingerprint", "file_count")
+        for row in versions.annotate(file_count=Count("files", distinct=True)).values(
+            "id", "skill_id", "number", "fingerprint", "file_count"
+        )
     }
     listed = []
     for skill in skills:
@@ -166,7 +202,7 @@ def discovery_index(*, label: str, subject: str | None = None) -> list[Discovery
             name=skill.name,
             type=type,
             description=skill.description[:DESCRIPTION_MAX_CHARS],
-            url=artifact_url(name=skill.name, type=type),
+            url=artifact_url(name=skill.name, type=type) + query,
             digest=digests[key],
             version=skill.version,
             scan=scan_brief(scans.get(version_id)),
@@ -185,14 +221,22 @@ class DiscoveryTarget:
     known_digest: str | None
 
 
-def discovery_target(*, label: str, name: str, type: str, subject: str | None = None) -> DiscoveryTarget | None:
+def discovery_target(
+    *, label: str, name: str, type: str, subject: str | None = None, skillset: str | None = None
+) -> DiscoveryTarget | None:
     """The artifact of `type` the index lists for `name` at `label` for `subject` (SKILL.md is
     also served for a skill listed as an archive: it is the skill's first file), or None when
-    `name` is not published there or is not listed as that type."""
-    pins = subject_pins(label=label, subject=subject)
-    if not _published(label, names=[name], pins=pins):
-        return None
-    version = skill_version_effective(name=name, label=label, pins=pins)
+    `name` is not published there or is not listed as that type. With `skillset`, `name` must
+    be a member, read at the set's number."""
+    if skillset is not None:
+        snapshot = _skillset_snapshot(label=label, skillset=skillset, subject=subject)
+        found = _published(label, names=[name], snapshot=snapshot)
+        version = skill_version_of(found[0]) if found else None
+    else:
+        pins = subject_pins(label=label, subject=subject)
+        if not _published(label, names=[name], pins=pins):
+            return None
+        version = skill_version_effective(name=name, label=label, pins=pins)
     if version is None:
         return None
     if type != SKILL_MD_TYPE and type != _artifact_type(version.files.count()):

@@ -51,6 +51,7 @@ from registry.readmodel.results import registry_caches_reset as registry_caches_
 from registry.readmodel.rollouts import canary_names, subject_of, subject_pins
 from registry.readmodel.served import skill_lacks_label, skill_served, skill_version_of
 from registry.readmodel.skill import EffectiveSkill
+from registry.readmodel.skillsets import SkillsetServed, members_missing, skillset_served, skillset_snapshot
 from registry.readmodel.snapshot import Pins, RuleEntry, Snapshot
 from registry.readmodel.snapshot import registry_snapshot as registry_snapshot
 
@@ -109,6 +110,8 @@ class ResolveResult:
     warnings: tuple[str, ...] = ()
     generation: int = 0
     complete: bool = True  # false when the time budget left rules unchecked: never cached
+    skillset: SkillsetServed | None = None  # the set asked for, at the version served
+    missing: tuple[str, ...] = ()  # its members that could not be served
 
     @functools.cached_property
     def content(self) -> bytes:
@@ -202,6 +205,22 @@ def _content_around_skills(result: ResolveResult) -> dict[str, Any]:
             "truncated": included < result.total_skills or described < included,
         },
         "warnings": list(result.warnings),
+        "skillset": _skillset_fields(result),
+    }
+
+
+def _skillset_fields(result: ResolveResult) -> dict[str, Any] | None:
+    """Which set a result is, so a reader can check it got exactly one version's members."""
+    served = result.skillset
+    if served is None:
+        return None
+    return {
+        "name": served.name,
+        "label": served.label,
+        "version": served.version,
+        "canary": served.canary,
+        "members": served.members,
+        "missing": list(result.missing),
     }
 
 
@@ -362,17 +381,27 @@ def resolve(
     max_chars: int | None = None,
     use_cache: bool = True,
     pins: Pins | None = None,
+    skillset: str | None = None,
 ) -> ResolveResult:
     """The skills, prompt block, rule instructions and fired rules for one agent turn (cached);
     the skills named in `pins` at those versions, and those whose label has a rollout at the
-    version `context.subject` gets (registry/readmodel/rollouts.py)."""
+    version `context.subject` gets (registry/readmodel/rollouts.py). With `skillset`, exactly the
+    set's members at the numbers of its version at `label` (for `context.subject` when the set's
+    label has a rollout), whatever the members' own labels say (registry/readmodel/skillsets.py);
+    NotFound naming the set or the label it lacks."""
     max_skills = settings.MAX_SKILLS_IN_PROMPT if max_skills is None else max_skills
     max_chars = settings.MAX_PROMPT_CHARS if max_chars is None else max_chars
     generation = current_generation()
     context = dict(context or {})
-    subject = context.pop("subject", None)
-    # Keyed by the versions the subject reads, never the subject: subjects on one side share results.
-    pins = subject_pins(label=label, subject=subject_of(given=subject), pins=pins, generation=generation)
+    subject = subject_of(given=context.pop("subject", None))
+    served = None
+    if skillset is not None:
+        # The set's members at its version's numbers, and no other skill: pins, never labels.
+        served = skillset_served(name=skillset, label=label, subject=subject, generation=generation)
+        pins = served.members
+    else:
+        # Keyed by the versions the subject reads, never the subject: subjects on one side share results.
+        pins = subject_pins(label=label, subject=subject, pins=pins, generation=generation)
     inputs = {
         "query": query,
         "label": label,
@@ -381,6 +410,7 @@ def resolve(
         "max_skills": max_skills,
         "max_chars": max_chars,
         "pins": sorted((pins or {}).items()),
+        "skillset": served and (served.name, served.version, served.canary),
     }
     if use_cache:
         cached = _RESULTS.get(generation, inputs)
@@ -395,6 +425,7 @@ def resolve(
         max_skills=max_skills,
         max_chars=max_chars,
         pins=pins,
+        skillset=served,
     )
     if use_cache and result.complete:
         _RESULTS.put(generation, inputs, result)
@@ -412,10 +443,15 @@ def _resolve(
     max_chars: int,
     snapshot: Snapshot | None = None,  # the registry's at `generation` unless given (tests build their own)
     pins: Pins | None = None,
+    skillset: SkillsetServed | None = None,
 ) -> ResolveResult:
-    if snapshot is None:
-        snapshot = registry_snapshot(label=label, generation=generation, pins=pins)
-    canaries = canary_names(label=label, pins=pins or {}, generation=generation)
+    if skillset is not None:
+        snapshot = skillset_snapshot(served=skillset, label=label, generation=generation)
+        canaries = frozenset(snapshot.by_name) if skillset.canary else frozenset()
+    else:
+        if snapshot is None:
+            snapshot = registry_snapshot(label=label, generation=generation, pins=pins)
+        canaries = canary_names(label=label, pins=pins or {}, generation=generation)
     matched = rules_fire_in_budget(query, snapshot)
     forced = forced_skills(snapshot, forced_skill=forced_skill, fired=matched.fired)
     ranking = rank_for_block(
@@ -434,6 +470,7 @@ def _resolve(
         max_skills=max_skills,
         max_chars=max_chars,
         canaries=canaries,
+        skillset=skillset,
     )
 
 
@@ -478,23 +515,24 @@ def forced_skills(snapshot: Snapshot, *, forced_skill: str | None, fired: Sequen
         if forced_skill in snapshot.by_name:
             by.setdefault(forced_skill, []).append("forced_skill")
         else:
-            warnings.append(f"The forced skill '{forced_skill}' {_left_out(forced_skill, snapshot.label)}.")
+            warnings.append(f"The forced skill '{forced_skill}' {_left_out(forced_skill, snapshot)}.")
             forced_skill = None
     for rule in fired:
         for name in rule.skills:
             if name in snapshot.by_name:
                 by.setdefault(name, []).append(rule.name)
             else:
-                warnings.append(
-                    f"Rule '{rule.name}' names the skill '{name}', which {_left_out(name, snapshot.label)}."
-                )
+                warnings.append(f"Rule '{rule.name}' names the skill '{name}', which {_left_out(name, snapshot)}.")
     return ForcedSkills(by=by, forced_skill=forced_skill, warnings=tuple(warnings))
 
 
-def _left_out(name: str, label: str | None) -> str:
-    """Why a skill that a request forces is not in it: the label it lacks, when that is why."""
-    if skill_lacks_label(name=name, label=label):
-        return f"does not carry the label '{label}'"
+def _left_out(name: str, snapshot: Snapshot) -> str:
+    """Why a skill that a request forces is not in it: the label it lacks, when that is why, or
+    the skillset the request is limited to."""
+    if snapshot.skillset is not None:
+        return f"is not a served member of the skillset '{snapshot.skillset}'"
+    if skill_lacks_label(name=name, label=snapshot.label):
+        return f"does not carry the label '{snapshot.label}'"
     return "is not an enabled skill"
 
 
@@ -519,6 +557,7 @@ def resolve_result(
     max_skills: int,
     max_chars: int,
     canaries: frozenset[str] = frozenset(),
+    skillset: SkillsetServed | None = None,
 ) -> ResolveResult:
     """The result for a ranking: the prompt block over its head, and the skills that block lists
     (`canaries` read at their rollout's canary version)."""
@@ -540,7 +579,9 @@ def resolve_result(
         for s in ranking.ordered
         if s.name in included
     )
+    missing = members_missing(skillset, snapshot) if skillset is not None else []
     warnings = [*snapshot.rule_warnings, *_unchecked_warning(matched.unchecked), *forced.warnings]
+    warnings += [f"The skillset member '{name}' is missing or disabled; it is left out." for name in missing]
     return ResolveResult(
         skills=skills,
         prompt_block=block.text,
@@ -552,6 +593,8 @@ def resolve_result(
         warnings=tuple(dict.fromkeys(warnings)),
         generation=snapshot.generation,
         complete=not matched.unchecked,
+        skillset=skillset,
+        missing=tuple(missing),
     )
 
 

@@ -30,7 +30,7 @@ class RolloutConflict(ApplicationError):
     code = "rollout_conflict"
 
 
-def _weight_check(weight: object) -> int:
+def weight_check(weight: object) -> int:
     if isinstance(weight, bool) or not isinstance(weight, int) or not 0 <= weight <= 100:
         raise ApplicationError(
             "The weight is the share of subjects sent to the canary: a whole number from 0 to 100; "
@@ -65,7 +65,7 @@ def label_rollout_set(
     the canary. Starting and raising are checked against the label's policy as `role` (None: the
     operator, whom policies do not bind); lowering is not."""
     label_name_check(label)
-    _weight_check(weight)
+    weight_check(weight)
     with transaction.atomic():
         skill = Skill.objects.select_for_update().get(pk=skill.pk)
         current, version = _rollout_target(skill=skill, label=label, version_number=version_number)

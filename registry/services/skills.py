@@ -26,6 +26,7 @@ from registry.errors import (
 )
 from registry.models import Blob, Label, LabelHistory, Skill, SkillFile, SkillSource, SkillVersion, WebhookEvent
 from registry.selectors.label_policies import label_policy_get
+from registry.selectors.skillsets import skillset_name_taken
 from registry.services.attestations import channel_of, publisher_signature_attach, version_attest
 from registry.services.audit import SYSTEM, Actor, audit_record
 from registry.services.capabilities import version_capabilities_store
@@ -302,13 +303,21 @@ def _name_taken(skill: Skill) -> NameTaken:
 
 
 def _refuse_name_clash(*, name: str) -> None:
-    """Refuse a new skill whose name differs only by case from an existing one, in any source.
+    """Refuse a new skill whose name is a skillset's (one namespace: a consumer asks for either by
+    name), or differs only by case from an existing skill's, in any source.
 
     Within a source the database refuses it too (it would be one folder on a case-insensitive
     file system). Across sources the same name is shadowing (SPEC §3), which matches names
     exactly; requiring one spelling per name makes that match case-insensitive as well, so
     `Report` in the workspace cannot sit beside `report` in user without shadowing it.
     """
+    skillset = skillset_name_taken(name=name)
+    if skillset is not None:
+        raise ApplicationError(
+            f"'{name}' is the name of the skillset '{skillset.name}': skills and skillsets share one namespace. "
+            "Choose another name for the skill.",
+            fields={"name": f"taken by the skillset '{skillset.name}'"},
+        )
     other = Skill.objects.alias(lowered=Lower("name")).filter(lowered=name.lower()).exclude(name=name).first()
     if other is None:
         return

@@ -23,6 +23,7 @@ from registry.services.label_policies import label_policy_set
 from registry.services.labels import label_move
 from registry.services.rollouts import label_rollout_set
 from registry.services.rules import rule_create
+from registry.services.skillsets import skillset_publish
 from registry.services.tokens import api_token_create
 from registry.services.webhooks import webhook_create
 from tests.agents.evals.eval_runs import SUITE, graded_run
@@ -196,6 +197,8 @@ def console_fixtures(owner) -> Fixtures:
     label_policy_set(label="staging", roles=["admin", "author"])
     publish("code-review", description="Review code and pull requests for bugs and security problems.")
     reviewed = skill_get(name="code-review")
+    skillset_publish(name="csp-set", members={"csp-demo": 1, "code-review": 1})
+    skillset_publish(name="csp-set", members={"csp-demo": 2, "code-review": 1})
     eval_suite_replace(skill=reviewed, document=SUITE)
     run = graded_run(reviewed, outcomes={"t-pr": True, "t-poem": True, "k-sql": False})
     rule = rule_create(name="csp-rule", pattern=r"\bdemo\b", skills=["csp-demo"], instruction="Use it.").rule
@@ -249,6 +252,13 @@ def console_pages(f: Fixtures) -> dict[str, str]:
         "skill-files": f"{skill}/files/",
         "skill-replace": f"{skill}/upload/",
         "skill-file": f"{skill}/files/scripts/run.sh?version=1",
+        "skillset-list": "/skillsets/",
+        "skillset-new": "/skillsets/new/",
+        "skillset-detail": "/skillsets/csp-set/",
+        "skillset-publish": "/skillsets/csp-set/publish/",
+        "skillset-version": "/skillsets/csp-set/versions/1/",
+        "skillset-diff": "/skillsets/csp-set/diff/?from=1&to=2",
+        "skillset-labels": "/skillsets/csp-set/labels/",
         "token-list": "/tokens/",
         "token-revoke": f"/tokens/{f.token}/revoke/",
         # A signing key's add and revoke are POSTs; a GET is sent back to the tokens page.

@@ -73,22 +73,52 @@ def _verified(keys: KeySet, envelope: dict, bundle: SkillBundle, *, where: str =
     return verified
 
 
+def _skillset_members(transport: Transport, skillset: str, label: str | None) -> dict:
+    """The set as the registry serves it at `label` (production by default): its version and
+    members' numbers, read in one answer so they are one version's, never a mix during a move."""
+    body = {"query": "", "skillset": skillset, "label": label, "max_skills": 0}
+    served = transport.request("POST", "resolve", json_body=body).json()["skillset"]
+    if served["missing"]:
+        raise RegistryError(
+            f"skillset {served['name']} version {served['version']}: members missing or disabled in the registry: "
+            f"{', '.join(served['missing'])}; nothing pulled."
+        )
+    return served
+
+
+def _pull_plan(transport: Transport, names: list[str], args: argparse.Namespace) -> dict[str, dict]:
+    """{skill name: the query that reads the version to pull}: each named skill at --label, every
+    skill with --all, every member of --skillset at the set's number."""
+    if args.skillset:
+        for flag, given in (("skill names", names), ("--all", args.all), ("--frozen", args.frozen)):
+            if given:
+                raise RegistryError(f"--skillset pulls exactly the set's members: no {flag} with it.")
+        served = _skillset_members(transport, args.skillset, args.label)
+        print(f"skillset {served['name']}: version {served['version']} at {served['label']}")
+        at = {"name": served["name"], "version": served["version"], "label": served["label"]}
+        return {name: {"params": {"version": number}, "skillset": at} for name, number in served["members"].items()}
+    if args.all and names:
+        raise RegistryError("Give skill names or --all, not both.")
+    if not args.all and not names:
+        raise RegistryError("Name the skills to pull, or pass --all (or --skillset).")
+    if args.all:
+        names = _every_skill(transport, args.label)
+    return {name: {"params": {"label": args.label}} for name in names}
+
+
 def pull(args: argparse.Namespace) -> int:
     *names, target = args.names_and_dir
     directory = Path(target)
-    if args.all and names:
-        raise RegistryError("Give skill names or --all, not both.")
-    if not args.all and not names and not args.frozen:
-        raise RegistryError("Name the skills to pull, or pass --all.")
     transport = _transport(args)
-    if args.frozen:
+    if args.frozen and not args.skillset:
+        if args.all:
+            raise RegistryError("--frozen installs exactly what skills.lock says: no --all or --label with it.")
         return _pull_frozen(transport, directory, names, args)
+    plan = _pull_plan(transport, names, args)
     directory.mkdir(parents=True, exist_ok=True)
     lock = Lockfile.read(directory)
-    if args.all:
-        names = _every_skill(transport, args.label)
     if not args.force:
-        edited = [name for name in names if _has_local_changes(skill_folder(directory, name), lock.skills.get(name))]
+        edited = [name for name in plan if _has_local_changes(skill_folder(directory, name), lock.skills.get(name))]
         if edited:
             raise RegistryError(
                 f"{', '.join(edited)}: changed in {directory} since the last pull (or not pulled by skillreg); "
@@ -97,8 +127,8 @@ def pull(args: argparse.Namespace) -> int:
     pulled = 0
     keys = KeySet(transport, lock)
     try:
-        for name in names:
-            detail = transport.request("GET", skill_path(name), params={"label": args.label}).json()
+        for name, how in plan.items():
+            detail = transport.request("GET", skill_path(name), params=how["params"]).json()
             bundle = _download(transport, name, version=detail["version"], source=detail["source"])
             envelope = attestation_get(transport, name, version=detail["version"], source=detail["source"])
             verified = _verified(keys, envelope, bundle)
@@ -107,13 +137,14 @@ def pull(args: argparse.Namespace) -> int:
                     f"{name}: the zip of version {detail['version']} does not match its fingerprint.", skill=name
                 )
             write_folder(bundle, skill_folder(directory, name))
-            lock.skills[name] = {**bundle.lock_entry(), "label": args.label, "attestation": envelope}
+            entry = {**bundle.lock_entry(), "label": args.label, "attestation": envelope}
+            lock.skills[name] = {**entry, **({"skillset": how["skillset"]} if "skillset" in how else {})}
             pulled += 1
             print(f"{name}: version {bundle.version} ({len(bundle.files)} files, signed by {verified.keyid})")
     finally:
         if pulled:
             lock.write()  # what was written so far is recorded, even when a later skill fails
-    print(f"{len(names)} skills in {directory}, {LOCK_NAME} written")
+    print(f"{len(plan)} skills in {directory}, {LOCK_NAME} written")
     return 0
 
 
@@ -137,7 +168,7 @@ def _has_local_changes(folder: Path, locked: dict | None) -> bool:
 
 
 def _pull_frozen(transport: Transport, directory: Path, names: list[str], args: argparse.Namespace) -> int:
-    if args.all or args.label:
+    if args.label:
         raise RegistryError("--frozen installs exactly what skills.lock says: no --all or --label with it.")
     lock = Lockfile.read(directory, required=True)
     for name in names:
@@ -295,6 +326,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("names_and_dir", nargs="+", metavar="NAME… DIR", help="skills to pull, then the folder")
     p.add_argument("--all", action="store_true", help="every enabled skill (with --label: those carrying it)")
     p.add_argument("--label", help="the version this label points to (default: each skill's served version)")
+    p.add_argument(
+        "--skillset",
+        metavar="SET",
+        help="every member of this skillset, at the numbers of the set's version at --label (default production)",
+    )
     p.add_argument("--frozen", action="store_true", help="install exactly DIR/skills.lock; fail if content differs")
     p.add_argument("--force", action="store_true", help="replace folders changed since the last pull")
     p.set_defaults(run=pull)

@@ -98,6 +98,13 @@ UNSTATED_RULES: dict[str, set[str]] = {
     # `latest` fits the label pattern but is implicit: no policy protects it. A policy's
     # `require_eval.model` is one of AGENT_MODELS, its `rollback_window` a duration of 0-365 days.
     "GET /api/v1/label-policies/{label}": {"invalid_label"},
+    # A skillset's members name skills that exist, enabled, at versions or labels they have; a set
+    # has members, its name is not a skill's; `latest` fits the label pattern but cannot be moved.
+    "PUT /api/v1/skillsets/{name}": {"invalid_skillset"},
+    "PUT /api/v1/skillsets/{name}/labels/{label}": {"invalid_label", "invalid_skillset"},
+    "DELETE /api/v1/skillsets/{name}/labels/{label}": {"invalid_label"},
+    "DELETE /api/v1/skillsets/{name}/labels/{label}/rollout": {"invalid_label"},
+    "POST /api/v1/skillsets/{name}/labels/{label}/rollback": {"invalid_label", "invalid_skillset"},
     "PUT /api/v1/label-policies/{label}": {"invalid_label", "invalid_policy"},
     "DELETE /api/v1/label-policies/{label}": {"invalid_label"},
 }
