@@ -1,0 +1,156 @@
+"""What a skill requires (`metadata.requires`, registry/skillformat/requires.py), followed
+through: the skills loaded with it, and the tools and MCP servers its consumer must have.
+
+Which version of a required skill a request gets is `skill_served`'s answer, as for any skill
+the request reads: `skill:NAME` at the request's label (and its pins and rollout side),
+`skill:NAME@LABEL` at that label, `skill:NAME@3` at version 3. A required skill's own
+requirements are followed the same way, breadth first; a skill reached twice is taken once, at
+the first version reached (the nearest requirement wins, as an agent can hold one version of a
+name), and a cycle ends where it closes.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from registry.readmodel.served import skill_served
+from registry.readmodel.skill import EffectiveSkill
+from registry.readmodel.snapshot import Pins
+from registry.skillformat.requires import Requirement
+
+# Deeper than this, a chain of requirements is a mistake rather than a design.
+MAX_DEPTH = 16
+# Past this many skills a closure is cut short (and says so): what one agent turn can hold.
+MAX_SKILLS = 100
+
+Lookup = Callable[[Requirement], EffectiveSkill | None]
+
+
+@dataclass(frozen=True)
+class Dependency:
+    """A required skill as the request gets it (`skill` None: not found there)."""
+
+    name: str
+    version: int | None
+    required_by: str  # the skill whose `requires` named it
+    requirement: Requirement  # the entry, as written there
+    depth: int  # 1 for the root's own requirements
+    skill: EffectiveSkill | None = None
+
+    @property
+    def why(self) -> str:
+        at = f" ({self.requirement})" if self.requirement.label or self.requirement.pinned else ""
+        return f"required by {self.required_by}{at}"
+
+    @property
+    def missing(self) -> bool:
+        return self.skill is None
+
+
+@dataclass(frozen=True)
+class Needed:
+    """A tool or MCP server some skill of the closure requires."""
+
+    kind: str  # "tool" | "mcp"
+    name: str
+    required_by: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class DependencyClosure:
+    root: EffectiveSkill | None  # None: the skill is not served at the request's label
+    skills: tuple[Dependency, ...] = ()  # breadth first, the root left out
+    needs: tuple[Needed, ...] = ()  # tools and MCP servers, of the root and every skill found
+    truncated: bool = False  # MAX_SKILLS or MAX_DEPTH cut it short
+    # Each a path from the root back to it (root, …, root): what a publish refuses. Cycles among
+    # the others are cut where they close, unreported: they do not run through this skill.
+    cycles: tuple[tuple[str, ...], ...] = field(default=())
+
+    @property
+    def found(self) -> tuple[Dependency, ...]:
+        return tuple(dep for dep in self.skills if not dep.missing)
+
+    @property
+    def missing(self) -> tuple[Dependency, ...]:
+        return tuple(dep for dep in self.skills if dep.missing)
+
+
+def dependency_closure(
+    *, name: str, label: str | None = None, pins: Pins | None = None, subject: str | None = None
+) -> DependencyClosure:
+    """Every skill `name` requires, directly or through others, at the versions a request at
+    `label` (with `pins`, for `subject`) gets; its tools and MCP servers. The root is read as
+    the request reads it (None when it is not served there: an empty closure). No query once
+    the snapshots of this generation are built."""
+    root = skill_served(name=name, label=label, pins=pins, subject=subject)
+    if root is None:
+        return DependencyClosure(root=None)
+
+    def lookup(requirement: Requirement) -> EffectiveSkill | None:
+        if requirement.version is not None:
+            return skill_served(
+                name=requirement.name, label=label, pins={**(pins or {}), requirement.name: requirement.version}
+            )
+        return skill_served(
+            name=requirement.name,
+            label=requirement.label or label,
+            pins=None if requirement.label else pins,
+            subject=subject,
+        )
+
+    return closure_walk(root, lookup)
+
+
+def closure_walk(root: EffectiveSkill, lookup: Lookup) -> DependencyClosure:
+    """The closure from `root`, reading each required skill through `lookup` (the request's
+    rule, or a publish check's): breadth first, each name once, cycles through the root recorded."""
+    taken: dict[str, Dependency] = {}
+    parents: dict[str, str] = {}  # a skill name -> the name that first required it
+    needs: dict[tuple[str, str], list[str]] = {}
+    cycles: list[tuple[str, ...]] = []
+    truncated = False
+    queue: deque[tuple[EffectiveSkill, int]] = deque([(root, 0)])
+    while queue:
+        skill, depth = queue.popleft()
+        for requirement in skill.requires:
+            if requirement.kind != "skill":
+                needs.setdefault((requirement.kind, requirement.name), []).append(skill.name)
+                continue
+            if requirement.name == root.name:
+                # Every skill taken is reached from the root, so this closes a cycle through it.
+                cycles.append((*_path(skill.name, parents, root.name), root.name))
+                continue
+            if requirement.name in taken:
+                continue
+            if depth + 1 > MAX_DEPTH or len(taken) >= MAX_SKILLS:
+                truncated = True
+                continue
+            found = lookup(requirement)
+            taken[requirement.name] = Dependency(
+                name=requirement.name,
+                version=found.version if found else None,
+                required_by=skill.name,
+                requirement=requirement,
+                depth=depth + 1,
+                skill=found,
+            )
+            parents[requirement.name] = skill.name
+            if found is not None:
+                queue.append((found, depth + 1))
+    return DependencyClosure(
+        root=root,
+        skills=tuple(taken.values()),
+        needs=tuple(Needed(kind, name, tuple(dict.fromkeys(by))) for (kind, name), by in needs.items()),
+        truncated=truncated,
+        cycles=tuple(cycles),
+    )
+
+
+def _path(name: str, parents: dict[str, str], root: str) -> list[str]:
+    """root → … → name, along the first requirement that reached each."""
+    path = [name]
+    while path[-1] != root:
+        path.append(parents[path[-1]])
+    return path[::-1]
