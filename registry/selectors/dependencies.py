@@ -15,10 +15,15 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from registry.readmodel.served import skill_served
+from registry.readmodel.effective import LATEST, skill_winner
+from registry.readmodel.served import skill_served, skills_named
 from registry.readmodel.skill import EffectiveSkill
 from registry.readmodel.snapshot import Pins
-from registry.skillformat.requires import Requirement
+from registry.selectors.versions import label_names_in_use
+from registry.skillformat.requires import Requirement, requirement_lines
+from registry.skillformat.skillmd import Issue, ParsedSkill
+
+REQUIRES_FIELD = "metadata.requires"
 
 # Deeper than this, a chain of requirements is a mistake rather than a design.
 MAX_DEPTH = 16
@@ -87,6 +92,11 @@ def dependency_closure(
     root = skill_served(name=name, label=label, pins=pins, subject=subject)
     if root is None:
         return DependencyClosure(root=None)
+    return closure_walk(root, request_lookup(label=label, pins=pins, subject=subject))
+
+
+def request_lookup(*, label: str | None, pins: Pins | None = None, subject: str | None = None) -> Lookup:
+    """How a request at `label` (with `pins`, for `subject`) reads a required skill."""
 
     def lookup(requirement: Requirement) -> EffectiveSkill | None:
         if requirement.version is not None:
@@ -100,7 +110,7 @@ def dependency_closure(
             subject=subject,
         )
 
-    return closure_walk(root, lookup)
+    return lookup
 
 
 def closure_walk(root: EffectiveSkill, lookup: Lookup) -> DependencyClosure:
@@ -154,3 +164,68 @@ def _path(name: str, parents: dict[str, str], root: str) -> list[str]:
     while path[-1] != root:
         path.append(parents[path[-1]])
     return path[::-1]
+
+
+# --- the checks a publish makes -----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RequirementsCheck:
+    warnings: tuple[Issue, ...] = ()  # a required skill, version or label the registry lacks
+    cycles: tuple[Issue, ...] = ()  # errors: each requirement cycle through the skill, named
+
+
+def requirements_check(reading: ParsedSkill) -> RequirementsCheck:
+    """What a publish of `reading` finds in its `metadata.requires`: a skill the registry does
+    not have (or a pinned version, or a label, it lacks) is a warning, as it may be published
+    next; a cycle through this skill — directly, or through others at the versions any label in
+    use, `latest` or the default serves — is an error naming its path. The new version is taken
+    as what its name serves everywhere (it becomes latest, and labels may move to it)."""
+    skill_requirements = [r for r in reading.requires if r.kind == "skill"]
+    if not skill_requirements:
+        return RequirementsCheck()
+    lines = dict(
+        zip(
+            reading.requires,
+            requirement_lines(reading.raw, reading.field_lines.get("metadata"), reading.requires),
+            strict=True,
+        )
+    )
+    warnings = [
+        Issue("warning", lines[requirement], f"`{requirement}`: {problem}", REQUIRES_FIELD)
+        for requirement in skill_requirements
+        if (problem := _missing(requirement))
+    ]
+    root = EffectiveSkill(name=reading.name, description=reading.description, version=0, requires=reading.requires)
+    cycles: dict[tuple[str, ...], str] = {}
+    for label in (None, LATEST, *label_names_in_use()):
+        for cycle in closure_walk(root, request_lookup(label=label)).cycles:
+            cycles.setdefault(cycle, "the default label" if label is None else f"label '{label}'")
+    errors = [
+        Issue(
+            "error",
+            lines[_first_step(skill_requirements, cycle)],
+            f"`metadata.requires` makes a cycle: {' → '.join(cycle)} (at {where}). A skill cannot require "
+            "itself, directly or through others: remove one of these requirements.",
+            REQUIRES_FIELD,
+        )
+        for cycle, where in cycles.items()
+    ]
+    return RequirementsCheck(warnings=tuple(warnings), cycles=tuple(errors))
+
+
+def _first_step(requirements: list[Requirement], cycle: tuple[str, ...]) -> Requirement:
+    """The root's own entry a cycle leaves it by (the first naming that skill)."""
+    return next(r for r in requirements if r.name == cycle[1])
+
+
+def _missing(requirement: Requirement) -> str | None:
+    """Why the registry cannot serve `requirement` now, or None when it can."""
+    winner = skill_winner(skills_named(name=requirement.name))
+    if winner is None:
+        return f"no enabled skill is named '{requirement.name}' (yet): agents go without it until one is."
+    if requirement.version is not None and not winner.versions.filter(number=requirement.version).exists():
+        return f"'{requirement.name}' has no version {requirement.version} (yet)."
+    if requirement.label and requirement.label != LATEST and not winner.labels.filter(name=requirement.label).exists():
+        return f"'{requirement.name}' has no label '{requirement.label}' (yet): agents go without it until it has."
+    return None

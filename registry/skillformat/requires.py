@@ -156,6 +156,18 @@ def requires_line(lines: list[str], metadata_line: int) -> int:
     return metadata_line
 
 
+def requirement_lines(raw: str, metadata_line: int | None, requirements: tuple[Requirement, ...]) -> list[int]:
+    """The SKILL.md line each requirement is written on (a reading's `raw` text and the line of
+    its `metadata` key): where the registry's own checks of an entry point."""
+    lines = raw.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    at = requires_line(lines, metadata_line) if metadata_line else 1
+    found = []
+    for requirement in requirements:
+        at = _entry_line(f"{requirement.kind}:{requirement.name}", lines, start=at)
+        found.append(at)
+    return found
+
+
 def _entries(text: str) -> list[str]:
     """Comma-separated entries; a YAML list kept as JSON text (`["skill:a", "tool:b"]`) and
     quoted entries are read the way tags are."""
