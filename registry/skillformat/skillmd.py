@@ -72,6 +72,7 @@ ActivationTrigger = Literal[
     "turn_start",
     "force_include",
     "auto_invoke",
+    "required",  # loaded because a skill loaded in the turn requires it (`metadata.requires`)
 ]
 ACTIVATION_TRIGGERS: tuple[str, ...] = get_args(ActivationTrigger)
 KNOWN_TRIGGERS = ("task_match", "explicit_command", "tool_call_error", "turn_start")

@@ -95,6 +95,9 @@ class _EmptyStore:
     def file_is_executable(self, name, path):
         return False
 
+    def required(self, name):
+        return []
+
     def find_skills(self, trigger, context):
         return []
 
