@@ -42,6 +42,8 @@ class RequirementSerializer(serializers.Serializer):
 class DependencySerializer(serializers.Serializer):
     name = TextField()
     version = serializers.IntegerField(allow_null=True, help_text="The version served; null when it is missing.")
+    source = TextField(allow_null=True, help_text="The source of the skill served (null when missing).")
+    fingerprint = TextField(allow_null=True, help_text="That version's bundle fingerprint (null when missing).")
     required_by = TextField(help_text="The skill whose `metadata.requires` named it.")
     requirement = TextField(help_text="The entry as written there (`skill:pdf-tools@production`).")
     why = TextField(help_text="`required by NAME`, as the agent trace says it.")
@@ -77,6 +79,8 @@ def dependencies_body(closure: DependencyClosure, *, label: str) -> dict:
             {
                 "name": dep.name,
                 "version": dep.version,
+                "source": dep.skill.source if dep.skill else None,
+                "fingerprint": dep.skill.fingerprint if dep.skill else None,
                 "required_by": dep.required_by,
                 "requirement": str(dep.requirement),
                 "why": dep.why,

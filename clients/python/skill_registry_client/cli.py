@@ -10,6 +10,7 @@ import os
 import sys
 import zipfile
 import zlib
+from dataclasses import dataclass
 from pathlib import Path
 
 from skill_registry_client.attestation import (
@@ -127,27 +128,82 @@ def pull(args: argparse.Namespace) -> int:
                 f"{', '.join(edited)}: changed in {directory} since the last pull (or not pulled by skillreg); "
                 "push the changes first, or pass --force to replace them."
             )
+    targets = _targets(transport, names, label=args.label, with_required=not args.no_deps)
+    if not args.force:
+        required = [t.name for t in targets if t.required_by]
+        edited = [name for name in required if _has_local_changes(skill_folder(directory, name), lock.skills.get(name))]
+        if edited:
+            raise RegistryError(
+                f"{', '.join(edited)} (required by the skills pulled): changed in {directory} since the last pull; "
+                "push the changes first, or pass --force to replace them."
+            )
     pulled = 0
     keys = KeySet(transport, lock)
     try:
-        for name in names:
-            detail = transport.request("GET", skill_path(name), params={"label": args.label}).json()
-            bundle = _download(transport, name, version=detail["version"], source=detail["source"])
-            envelope = _attestation(transport, name, version=detail["version"], source=detail["source"])
+        for target in targets:
+            name = target.name
+            bundle = _download(transport, name, version=target.version, source=target.source)
+            envelope = _attestation(transport, name, version=target.version, source=target.source)
             verified = _verified(keys, envelope, bundle)
-            if bundle.fingerprint != detail["fingerprint"]:
+            if bundle.fingerprint != target.fingerprint:
                 raise ContentMismatch(
-                    f"{name}: the zip of version {detail['version']} does not match its fingerprint.", skill=name
+                    f"{name}: the zip of version {target.version} does not match its fingerprint.", skill=name
                 )
             write_folder(bundle, skill_folder(directory, name))
-            lock.skills[name] = {**bundle.lock_entry(), "label": args.label, "attestation": envelope}
+            required_by = {"required_by": target.required_by} if target.required_by else {}
+            lock.skills[name] = {**bundle.lock_entry(), "label": args.label, "attestation": envelope, **required_by}
             pulled += 1
-            print(f"{name}: version {bundle.version} ({len(bundle.files)} files, signed by {verified.keyid})")
+            why = f", {target.why}" if target.why else ""
+            print(f"{name}: version {bundle.version} ({len(bundle.files)} files, signed by {verified.keyid}{why})")
     finally:
         if pulled:
             lock.write()  # what was written so far is recorded, even when a later skill fails
-    print(f"{len(names)} skills in {directory}, {LOCK_NAME} written")
+    print(f"{len(targets)} skills in {directory}, {LOCK_NAME} written")
     return 0
+
+
+@dataclass(frozen=True)
+class _Target:
+    """A skill a pull writes, at the version the registry serves it."""
+
+    name: str
+    version: int
+    source: str | None
+    fingerprint: str
+    required_by: str | None = None  # the skill whose `metadata.requires` brought it in
+    why: str = ""
+
+
+def _targets(transport: Transport, names: list[str], *, label: str | None, with_required: bool) -> list[_Target]:
+    """The named skills and, unless `with_required` is off, the skills they require (directly or
+    through others) at the versions the registry resolves for `label`, each once. A required
+    skill the registry does not serve there is named on stderr and left out."""
+    targets: dict[str, _Target] = {}
+    for name in names:
+        detail = transport.request("GET", skill_path(name), params={"label": label}).json()
+        targets[name] = _Target(name, detail["version"], detail["source"], detail["fingerprint"])
+    if not with_required:
+        return list(targets.values())
+    for name in names:
+        closure = transport.request("GET", skill_path(name, "dependencies"), params={"label": label}).json()
+        for needed in closure["skills"]:
+            if needed["missing"]:
+                print(
+                    f"skillreg: warning: {needed['name']} ({needed['why']}) is not served; not pulled", file=sys.stderr
+                )
+                continue
+            targets.setdefault(
+                needed["name"],
+                _Target(
+                    needed["name"],
+                    needed["version"],
+                    needed["source"],
+                    needed["fingerprint"],
+                    required_by=needed["required_by"],
+                    why=needed["why"],
+                ),
+            )
+    return list(targets.values())
 
 
 def skill_folder(directory: Path, name: str) -> Path:
@@ -176,7 +232,7 @@ def _pull_frozen(transport: Transport, directory: Path, names: list[str], args: 
     for name in names:
         if name not in lock.skills:
             raise ContentMismatch(f"{name}: not in {lock.path}.", skill=name)
-    chosen = names or sorted(lock.skills)
+    chosen = _with_locked_requirements(lock, names) if names else sorted(lock.skills)
     # Everything is checked before anything is written: a mismatch leaves the folder as it was.
     bundles = []
     keys = KeySet(transport, lock)  # not written back: --frozen changes nothing but the folders
@@ -196,6 +252,18 @@ def _pull_frozen(transport: Transport, directory: Path, names: list[str], args: 
         write_folder(bundle, skill_folder(directory, bundle.name))
         print(f"{bundle.name}: version {bundle.version} (matches {LOCK_NAME})")
     return 0
+
+
+def _with_locked_requirements(lock: Lockfile, names: list[str]) -> list[str]:
+    """`names` and the skills the lock records as required by them, directly or through others."""
+    chosen = list(names)
+    for name in chosen:  # grows while it is read: each skill brings the ones it required
+        chosen += [
+            other
+            for other, locked in sorted(lock.skills.items())
+            if locked.get("required_by") == name and other not in chosen
+        ]
+    return chosen
 
 
 def _publish_body(bundle: SkillBundle, *, base_version: int, message: str) -> dict:
@@ -328,6 +396,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--label", help="the version this label points to (default: each skill's served version)")
     p.add_argument("--frozen", action="store_true", help="install exactly DIR/skills.lock; fail if content differs")
     p.add_argument("--force", action="store_true", help="replace folders changed since the last pull")
+    p.add_argument(
+        "--no-deps", action="store_true", help="only the named skills, not the skills they require (metadata.requires)"
+    )
     p.set_defaults(run=pull)
 
     p = commands.add_parser("push", help="publish changed folders, based on the versions in DIR/skills.lock")
