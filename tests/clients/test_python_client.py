@@ -472,3 +472,23 @@ def test_pull_brings_the_required_skills_locks_them_and_frozen_installs_them_wit
     assert alone.returncode == 0 and list(json.loads((tmp_path / "alone" / "skills.lock").read_text())["skills"]) == [
         "dep-report"
     ]
+
+
+def test_validate_reads_metadata_requires_an_unknown_skill_warns_and_a_malformed_entry_fails(registry, token, tmp_path):
+    publish(registry, token, "val-known", "# Known")
+    folder = tmp_path / "val-report"
+    folder.mkdir()
+    text = "---\nname: val-report\ndescription: Reports. Use when reporting.\nmetadata:\n"
+    (folder / "SKILL.md").write_text(
+        text + '  requires: "skill:val-known, skill:val-unknown,\n    tool:Bash"\n---\nx\n'
+    )
+
+    checked = skillreg(registry, token, "validate", str(folder))
+
+    assert checked.returncode == 0, checked.stdout
+    assert f"{folder / 'SKILL.md'}:5: warning: `skill:val-unknown`: the registry has no skill" in checked.stdout
+    assert "val-known`" not in checked.stdout
+    (folder / "SKILL.md").write_text(text + '  requires: "skill:val-known,\n    toolBash"\n---\nx\n')
+    failed = skillreg(registry, token, "validate", str(folder))
+    assert failed.returncode == 1
+    assert f"{folder / 'SKILL.md'}:6: error: `metadata.requires`: `toolBash` is not" in failed.stdout

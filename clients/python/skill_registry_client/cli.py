@@ -28,11 +28,13 @@ from skill_registry_client.errors import ContentMismatch, NotFound, RegistryErro
 from skill_registry_client.folders import (
     LOCK_NAME,
     SKILL_MD,
+    Issue,
     Lockfile,
     SkillBundle,
     bundle_from_folder,
     bundle_from_zip,
     lock_differences,
+    requires_entries,
     skill_folders,
     validate_folder,
     write_folder,
@@ -373,14 +375,34 @@ def validate(args: argparse.Namespace) -> int:
     folders = [directory] if (directory / SKILL_MD).exists() else skill_folders(directory)
     if not folders:
         raise RegistryError(f"{directory} has no {SKILL_MD} and no skill folders.")
+    transport = _transport(args) if args.url and args.token else None
     errors = warnings = 0
     for folder in folders:
-        for issue in validate_folder(folder):
+        for issue in validate_folder(folder) + _required_skills_missing(transport, folder):
             print(issue)
             errors += issue.level == "error"
             warnings += issue.level == "warning"
     print(f"{len(folders)} skills checked: {errors} errors, {warnings} warnings")
     return 1 if errors else 0
+
+
+def _required_skills_missing(transport: Transport | None, folder: Path) -> list[Issue]:
+    """A warning for each `skill:` requirement the registry has no skill for (with a registry
+    configured; a skill may be pushed before the ones it requires)."""
+    if transport is None or not (folder / SKILL_MD).is_file():
+        return []
+    issues = []
+    for line, entry in requires_entries((folder / SKILL_MD).read_text(encoding="utf-8", errors="replace").splitlines()):
+        kind, _, rest = entry.partition(":")
+        if kind.strip().lower() != "skill" or not rest.strip():
+            continue
+        name = rest.split("@")[0].strip()
+        try:
+            transport.request("GET", skill_path(name))
+        except NotFound:
+            message = f"`{entry}`: the registry has no skill named '{name}' (yet); agents go without it until it has."
+            issues.append(Issue(folder / SKILL_MD, line, "warning", message))
+    return issues
 
 
 def parser() -> argparse.ArgumentParser:

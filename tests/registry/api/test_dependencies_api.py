@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import io
 import zipfile
+from io import StringIO
 from pathlib import Path
 
 import pytest
+from django.core.management import CommandError, call_command
 
 from registry.models import Skill, SkillVersion
 from registry.services.labels import label_move
@@ -150,3 +152,21 @@ def test_the_dependencies_endpoint_says_404_for_a_label_the_skill_lacks_and_400_
     assert bad.status_code == 400 and "label" in bad.json()["fields"]
     assert unknown.status_code == 404
     assert api.get("/api/v1/skills/report/dependencies").json()["skills"] == []
+
+
+def test_the_cli_validate_warns_of_an_unknown_skill_and_fails_on_a_malformed_entry_with_its_line(api, tmp_path):
+    post(api, "pdf-tools")
+    folder = tmp_path / "report"
+    folder.mkdir()
+    (folder / "SKILL.md").write_text(requiring("report", "skill:pdf-tools, skill:charts"))
+    out = StringIO()
+
+    call_command("skills", "validate", str(folder), stdout=out)
+
+    assert f"{folder}:5: warning: `skill:charts`: no enabled skill is named 'charts'" in out.getvalue()
+    assert "pdf-tools" not in out.getvalue()
+    (folder / "SKILL.md").write_text(requiring("report", "skill:pdf-tools, skill:"))
+    out = StringIO()
+    with pytest.raises(CommandError, match="1 error"):
+        call_command("skills", "validate", str(folder), stdout=out)
+    assert f"{folder}:5: error: `metadata.requires`: `skill:` names no skill." in out.getvalue()
