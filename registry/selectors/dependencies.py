@@ -15,15 +15,19 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from django.db.models import F, Q
+
+from registry.models import SkillVersion
 from registry.readmodel.effective import LATEST, skill_winner
 from registry.readmodel.served import skill_served, skills_named
 from registry.readmodel.skill import EffectiveSkill
 from registry.readmodel.snapshot import Pins
 from registry.selectors.versions import label_names_in_use
-from registry.skillformat.requires import Requirement, requirement_lines
+from registry.skillformat.requires import Requirement, requirement_lines, stored_requirements
 from registry.skillformat.skillmd import Issue, ParsedSkill
 
 REQUIRES_FIELD = "metadata.requires"
+NO_SKILL = "no enabled skill is named"
 
 # Deeper than this, a chain of requirements is a mistake rather than a design.
 MAX_DEPTH = 16
@@ -223,9 +227,80 @@ def _missing(requirement: Requirement) -> str | None:
     """Why the registry cannot serve `requirement` now, or None when it can."""
     winner = skill_winner(skills_named(name=requirement.name))
     if winner is None:
-        return f"no enabled skill is named '{requirement.name}' (yet): agents go without it until one is."
+        return f"{NO_SKILL} '{requirement.name}' (yet): agents go without it until one is."
     if requirement.version is not None and not winner.versions.filter(number=requirement.version).exists():
         return f"'{requirement.name}' has no version {requirement.version} (yet)."
     if requirement.label and requirement.label != LATEST and not winner.labels.filter(name=requirement.label).exists():
         return f"'{requirement.name}' has no label '{requirement.label}' (yet): agents go without it until it has."
     return None
+
+
+# --- who requires a skill -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Requirer:
+    """A skill whose served version (its newest, or one a label points to) requires another."""
+
+    name: str
+    source: str
+    version: int
+    labels: tuple[str, ...]  # the labels on that version ("latest" when it is the newest)
+    requirement: Requirement
+
+
+def skill_required_by(*, name: str) -> list[Requirer]:
+    """The enabled skills whose newest or labelled versions require `name`, by name then version.
+
+    Read from the stored frontmatter rather than a table of parsed requirements: only versions
+    someone is served (newest or labelled, a few per skill) count, SQL narrows them to those whose
+    `metadata.requires` mentions the name, and parsing the few left is cheap; a table would have to
+    follow every publish, label move and enable to give the same answer."""
+    versions = (
+        SkillVersion.objects.filter(skill__enabled=True, frontmatter__metadata__requires__icontains=name)
+        .filter(Q(number=F("skill__latest_version")) | Q(labels__isnull=False))
+        .exclude(skill__name=name)
+        .select_related("skill")
+        .prefetch_related("labels")
+        .distinct()
+        .order_by("skill__name", "number")
+    )
+    found = []
+    for version in versions:
+        requirement = next(
+            (r for r in stored_requirements(version.frontmatter) if r.kind == "skill" and r.name == name), None
+        )
+        if requirement is None:
+            continue
+        labels = [label.name for label in version.labels.all()]
+        if version.number == version.skill.latest_version:
+            labels.append(LATEST)
+        found.append(
+            Requirer(
+                name=version.skill.name,
+                source=version.skill.source,
+                version=version.number,
+                labels=tuple(labels),
+                requirement=requirement,
+            )
+        )
+    return found
+
+
+@dataclass(frozen=True)
+class RequirementRow:
+    """One entry of a version's `metadata.requires` as a page shows it."""
+
+    requirement: Requirement
+    problem: str | None  # why the registry cannot serve it now (skills only)
+    known: bool  # a skill the registry has (enabled), so a page can link to it
+
+
+def version_requirements(version: SkillVersion) -> list[RequirementRow]:
+    """The version's requirements, each skill one checked against what the registry has."""
+    rows = []
+    for requirement in stored_requirements(version.frontmatter):
+        problem = _missing(requirement) if requirement.kind == "skill" else None
+        known = requirement.kind == "skill" and (problem is None or not problem.startswith(NO_SKILL))
+        rows.append(RequirementRow(requirement, problem, known))
+    return rows

@@ -7,9 +7,10 @@ from __future__ import annotations
 import pytest
 
 from registry.models import Skill
-from registry.selectors.dependencies import dependency_closure
+from registry.selectors.dependencies import Requirer, dependency_closure, skill_required_by
 from registry.services.labels import label_move
 from registry.services.skills import skill_set_enabled
+from registry.skillformat.requires import Requirement
 from tests.factories import publish
 
 pytestmark = pytest.mark.django_db
@@ -92,3 +93,23 @@ def test_a_cycle_ends_where_it_closes_and_is_named():
 
     assert [d.name for d in closure.skills] == ["b", "c"]
     assert closure.cycles == (("a", "b", "a"), ("a", "b", "c", "a"))
+
+
+def test_required_by_counts_served_versions_of_enabled_skills_and_whole_names():
+    requiring("pdf")
+    requiring("pdf-tools")
+    requiring("report", "skill:pdf-tools")
+    requiring("report", "skill:fonts", description="Second version, without PDF tools.")
+    requiring("invoice", "skill:pdf-tools@production")
+    requiring("retired", "skill:pdf")
+    skill_set_enabled(skill=Skill.objects.get(name="retired"), enabled=False)
+
+    assert skill_required_by(name="pdf-tools") == [
+        Requirer("invoice", "user", 1, ("latest",), Requirement("skill", "pdf-tools", label="production"))
+    ]
+    label("report", "production", 1)  # v1 is served again: it counts
+    assert [(r.name, r.version, r.labels) for r in skill_required_by(name="pdf-tools")] == [
+        ("invoice", 1, ("latest",)),
+        ("report", 1, ("production",)),
+    ]
+    assert skill_required_by(name="pdf") == []  # `pdf-tools` is not `pdf`; the one that is, is disabled
