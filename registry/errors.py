@@ -90,7 +90,7 @@ class NameTaken(Conflict):
 
 class RequirementCycle(Conflict):
     """A SKILL.md whose `metadata.requires` leads back to the skill itself; `extra["cycles"]`
-    lists each path (root, …, root)."""
+    says each cycle (its path `a → b → a` and the label it forms at)."""
 
     code = "requirement_cycle"
 
