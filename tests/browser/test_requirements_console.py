@@ -42,6 +42,7 @@ def test_the_skill_page_shows_requirements_and_disabling_a_required_skill_asks_n
     page.goto(f"{live_server.url}/skills/pdf-tools/")
     expect(page.locator("#required-by tr[data-requirer]")).to_have_count(2)
     expect(page.locator("#required-by tr[data-requirer='invoice']")).to_contain_text("skill:pdf-tools@1")
+    screenshot(page, "skill-required-by-author")
     page.get_by_role("button", name="Disable this skill").click()
 
     expect(page.get_by_role("heading", name="Disable pdf-tools? 2 skills require it")).to_be_visible()
@@ -53,3 +54,18 @@ def test_the_skill_page_shows_requirements_and_disabling_a_required_skill_asks_n
     page.get_by_role("button", name="Disable pdf-tools").click()
     expect(page.locator(".flash-success")).to_contain_text("Disabled pdf-tools")
     assert not Skill.objects.get(name="pdf-tools").enabled
+
+
+def test_an_analyst_reads_requirements_and_required_by_without_a_disable_button(live_server, open_page):
+    user_with_role("ann", "analyst")
+    publish("pdf-tools", description="Reads and fills PDF forms. Use for any PDF.")
+    requiring("report", "skill:pdf-tools, tool:Bash", "Writes the monthly report.")
+    page = open_page("ann")
+
+    page.goto(f"{live_server.url}/skills/pdf-tools/")
+
+    expect(page.locator("#required-by tr[data-requirer='report']")).to_contain_text("skill:pdf-tools")
+    expect(page.get_by_role("button", name="Disable this skill")).to_have_count(0)
+    page.goto(f"{live_server.url}/skills/report/")
+    expect(page.locator("#requirements tr[data-requirement]")).to_have_count(2)
+    screenshot(page, "skill-requirements-analyst")
