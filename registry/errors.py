@@ -88,6 +88,13 @@ class NameTaken(Conflict):
     code = "name_taken"
 
 
+class RequirementCycle(Conflict):
+    """A SKILL.md whose `metadata.requires` leads back to the skill itself; `extra["cycles"]`
+    says each cycle (its path `a → b → a` and the label it forms at)."""
+
+    code = "requirement_cycle"
+
+
 class InvalidPattern(ApplicationError):
     code = "invalid_pattern"
 

@@ -65,6 +65,8 @@ class ToolDispatcher:
         latency_ms = int((time.monotonic() - started) * 1000)
         if outcome.activation:
             self.journal.activate_version(outcome.activation)
+        for item in outcome.required:
+            self.journal.require(item)
         if outcome.execution:
             self.journal.result.executions.append(outcome.execution)
         if not outcome.ok:

@@ -13,7 +13,15 @@ from typing import Any
 
 from agents.runtime.replay import Record, Replay
 from agents.runtime.tools import ToolContext
-from agents.runtime.types import SkillActivation, SkillDocument, TraceSink, Trigger, TurnResult, TurnStatus
+from agents.runtime.types import (
+    RequiredSkill,
+    SkillActivation,
+    SkillDocument,
+    TraceSink,
+    Trigger,
+    TurnResult,
+    TurnStatus,
+)
 
 # How much of a model's reply and a tool's result a trace event keeps.
 TRACE_CONTENT_CHARS = 500
@@ -55,6 +63,19 @@ class TurnJournal:
 
     def activate(self, document: SkillDocument, trigger: Trigger) -> None:
         self.activate_version(SkillActivation(document.name, document.version, trigger, document.source))
+
+    def require(self, item: RequiredSkill) -> None:
+        """A skill loaded because one loaded in the turn requires it, and the trace says why."""
+        self.emit(
+            "skill_required",
+            {
+                "skill": item.document.name,
+                "version": item.document.version,
+                "required_by": item.required_by,
+                "why": item.why,
+            },
+        )
+        self.activate(item.document, "required")
 
     def activate_version(self, activation: SkillActivation) -> None:
         # One activation per skill and trigger per turn: analytics count loads, not re-reads.

@@ -14,8 +14,9 @@ from agents.runtime.forcing import ForcedSkill, UnknownForcedSkill, detect_force
 from agents.runtime.journal import TRACE_CONTENT_CHARS, Checkpoint, TurnJournal
 from agents.runtime.llm import CachingTokenCounter, LLMError, LLMResponse, ToolCall, TransientLLMError, max_input_tokens
 from agents.runtime.llm import complete as llm_complete
-from agents.runtime.prompt import SystemPrompt, build_system_prompt, skill_reminder_message
+from agents.runtime.prompt import LoadedSkill, SystemPrompt, build_system_prompt, skill_reminder_message
 from agents.runtime.replay import Record, model_record, tool_record
+from agents.runtime.skill_tools import required_skills
 from agents.runtime.tools import Tool, ToolContext, ToolRegistry
 from agents.runtime.triggers import triggered_skills
 from agents.runtime.types import Resolution, SkillStore, TraceSink, TurnRequest, TurnResult
@@ -175,6 +176,8 @@ class _Turn:
         )
         for item in triggered.loaded:
             self.journal.activate(item.document, item.trigger)
+        names = [item.document.name for item in triggered.loaded]
+        loaded = [*triggered.loaded, *_required_of([forced.document.name, *names] if forced else names, self.journal)]
         compacted, history = compact_history(self.request.history)
         memory = "\n\n".join(text for text in (self.request.memory_summary, compacted) if text) or None
         self.prompt = build_system_prompt(
@@ -183,7 +186,7 @@ class _Turn:
             forced=forced.document if forced else None,
             tool_lines=[(tool.name, tool.summary) for tool in self._offered_tools()],
             skills_block=self.resolution.prompt_block,
-            loaded=triggered.loaded,
+            loaded=loaded,
             suggestion=triggered.suggestion,
             workspace=self.request.workspace,
             today=datetime.now(UTC).date(),
@@ -364,3 +367,16 @@ def _assistant_message(content: str | None, calls: list[ToolCall]) -> dict[str, 
             for call in calls
         ],
     }
+
+
+def _required_of(names: list[str], journal: TurnJournal) -> list[LoadedSkill]:
+    """What the forced skill and the skills loaded by triggers require, loaded with them in the
+    prompt (a forced skill cannot load them itself: the loaders are not offered beside it)."""
+    context = journal.tool_context
+    context.loaded.update(names)
+    loaded = []
+    for name in names:
+        for item in required_skills(context, name):
+            journal.require(item)
+            loaded.append(LoadedSkill(item.document, "required"))
+    return loaded

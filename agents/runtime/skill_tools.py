@@ -15,7 +15,7 @@ from agents.runtime.sandbox import (
     safe_relative_path,
 )
 from agents.runtime.tools import Tool, ToolContext, ToolFailure, ToolResult
-from agents.runtime.types import SkillActivation, SkillDocument, SkillExecution, SkillStore
+from agents.runtime.types import RequiredSkill, SkillActivation, SkillDocument, SkillExecution, SkillStore
 
 # Tools that load a skill's instructions. seed 000, fix 1: a forced skill must not load another,
 # so these are removed from the offered tools (the seed's `skill_loader`). read_skill_file reads
@@ -24,6 +24,7 @@ SKILL_LOADERS = frozenset({"read_skill", "use_skill"})
 CODE_SKILL_ENTRY = "skill.py"  # seed 002: SKILL.md + skill.py makes a code skill
 MAX_SKILL_FILE_BYTES = 100_000
 FILES_HEADING = "## Files in this skill"  # read_skill appends the file list under it
+REQUIRED_HEADING = "## Skills this skill requires"  # and the skills it requires under this
 
 SKILL_NAME_PROPERTY = {
     "type": "string",
@@ -39,18 +40,42 @@ def _load(store: SkillStore, name: str) -> SkillDocument:
     return document
 
 
+def required_skills(context: ToolContext, name: str) -> tuple[RequiredSkill, ...]:
+    """The skills `name` requires that this turn has not been given yet (marked given now)."""
+    context.loaded.add(name)
+    found = tuple(item for item in context.store.required(name) if item.document.name not in context.loaded)
+    context.loaded.update(item.document.name for item in found)
+    return found
+
+
+def required_section(required: tuple[RequiredSkill, ...]) -> str:
+    """The bodies of the required skills, after the body of the skill that needs them."""
+    if not required:
+        return ""
+    blocks = [
+        f"### Skill: {item.document.name} (version {item.document.version}, {item.why})\n\n{item.document.body.strip()}"
+        for item in required
+    ]
+    return f"\n\n{REQUIRED_HEADING}\nThis skill relies on these; follow them where it says so.\n\n" + "\n\n".join(
+        blocks
+    )
+
+
 def _read_skill(arguments: dict[str, Any], context: ToolContext) -> ToolResult:
     document = _load(context.store, arguments["skill_name"])
+    required = required_skills(context, document.name)
     files = "\n".join(f"- {path}" for path in document.files) or "(none)"
     content = (
         f"# Skill: {document.name} (version {document.version})\n\n{document.body.strip()}\n\n"
         f"{FILES_HEADING}\n{files}\n\n"
         "Read a file with read_skill_file; run a script from scripts/ with run_skill."
+        f"{required_section(required)}"
     )
     return ToolResult(
         ok=True,
         content=content,
         activation=SkillActivation(document.name, document.version, "read_skill", document.source),
+        required=required,
     )
 
 
@@ -129,7 +154,9 @@ def use_skill_tool(limits: SandboxLimits = DEFAULT_LIMITS, isolation: Isolation 
         # A prompt skill: its instructions are the result, and the model follows them. Analytics
         # count it as a load on the model's initiative, like read_skill.
         activation = SkillActivation(document.name, document.version, "read_skill", document.source)
-        return ToolResult(ok=True, content=document.body.strip(), activation=activation)
+        required = required_skills(context, document.name)
+        content = document.body.strip() + required_section(required)
+        return ToolResult(ok=True, content=content, activation=activation, required=required)
 
     return Tool(
         "use_skill",

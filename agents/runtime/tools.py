@@ -15,7 +15,7 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 
-from agents.runtime.types import SkillActivation, SkillExecution, SkillStore
+from agents.runtime.types import RequiredSkill, SkillActivation, SkillExecution, SkillStore
 
 MAX_VALIDATION_ERRORS = 5
 
@@ -32,6 +32,9 @@ class ToolContext:
     store: SkillStore
     todos: list[dict[str, Any]] = field(default_factory=list)
     deadline: float | None = None  # time.monotonic() by which the turn must end (its time budget)
+    # Skills whose body the turn has been given: a required skill is given once, not again with
+    # every skill that requires it.
+    loaded: set[str] = field(default_factory=set)
 
     def seconds_left(self) -> float | None:
         return None if self.deadline is None else max(0.0, self.deadline - time.monotonic())
@@ -44,6 +47,7 @@ class ToolResult:
     activation: SkillActivation | None = None  # the tool loaded a skill body (read_skill, use_skill)
     execution: SkillExecution | None = None  # the tool ran a skill's code (run_skill, use_skill)
     abort_reason: str | None = None  # the abort tool ends the turn as failed with this reason
+    required: tuple[RequiredSkill, ...] = ()  # loaded with the skill: what it requires
 
 
 ToolFunction = Callable[[dict[str, Any], ToolContext], ToolResult]

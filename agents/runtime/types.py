@@ -35,6 +35,16 @@ class SkillDocument:
     source: str = ""  # as SkillSummary.source
 
 
+@dataclass(frozen=True)
+class RequiredSkill:
+    """A skill loaded with another because that one requires it (`metadata.requires`), at the
+    version the turn's label, or the requirement's own label or pin, gives."""
+
+    document: SkillDocument
+    required_by: str
+    why: str  # "required by pdf-report", as the trace says it
+
+
 class SkillStore(Protocol):
     def load(self, name: str) -> SkillDocument | None:
         """The effective, enabled skill called `name`."""
@@ -49,6 +59,11 @@ class SkillStore(Protocol):
         ...
 
     def file_is_executable(self, name: str, path: str) -> bool: ...
+
+    def required(self, name: str) -> list[RequiredSkill]:
+        """The skills `name` requires, directly or through others, that the turn can load
+        (breadth first; missing ones left out)."""
+        ...
 
     def find_skills(self, trigger: str, context: dict[str, Any]) -> list[SkillSummary]:
         """Seed 001 findSkills: skills declaring `trigger`, most relevant to `context` first."""

@@ -13,10 +13,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from agents.runtime.types import Resolution, SkillDocument, SkillSummary
+from agents.runtime.types import RequiredSkill, Resolution, SkillDocument, SkillSummary
 from registry.models import SkillVersion
 from registry.readmodel.served import skill_lacks_label
 from registry.selectors import resolve as registry_resolve
+from registry.selectors.dependencies import dependency_closure
 
 
 def resolution(result: registry_resolve.ResolveResult) -> Resolution:
@@ -45,21 +46,7 @@ class RegistrySkillStore:
     def load(self, name: str) -> SkillDocument | None:
         if name not in self._documents:
             version = self._version(name)
-            self._documents[name] = (
-                None
-                if version is None
-                else SkillDocument(
-                    name=version.name,
-                    version=version.number,
-                    description=version.description,
-                    body=version.body,
-                    tools=tuple(version.tools),
-                    tags=tuple(version.tags),
-                    triggers=tuple(version.triggers),
-                    files=tuple(version.files.order_by("path").values_list("path", flat=True)),
-                    source=version.skill.source,
-                )
-            )
+            self._documents[name] = None if version is None else _document(version)
         return self._documents[name]
 
     def missing_reason(self, name: str) -> str:
@@ -70,6 +57,24 @@ class RegistrySkillStore:
                 "the label was removed or moved after the turn was queued)"
             )
         return "no enabled skill has that name"
+
+    def required(self, name: str) -> list[RequiredSkill]:
+        """The closure at the turn's label and pins (`dependency_closure`). A skill the turn has
+        not read yet is kept at the version its requirement gave, so its files read from that
+        version too; one read already keeps the turn's version unless a pin or label asks for
+        another."""
+        found = []
+        for dependency in dependency_closure(name=name, label=self.label, pins=self.pins).found:
+            held = self._documents.get(dependency.name)
+            if held is None or held.version != dependency.version:
+                version = registry_resolve.skill_version_of(dependency.skill)
+                if version is None:
+                    continue
+                held = _document(version)
+                if dependency.name not in self._versions:
+                    self._versions[dependency.name], self._documents[dependency.name] = version, held
+            found.append(RequiredSkill(document=held, required_by=dependency.required_by, why=dependency.why))
+        return found
 
     def read_file(self, name: str, path: str) -> bytes | None:
         version = self._version(name)
@@ -97,6 +102,20 @@ class RegistrySkillStore:
                 query=query, label=self.label, trigger=trigger, limit=limit, pins=self.pins
             )
         ]
+
+
+def _document(version: SkillVersion) -> SkillDocument:
+    return SkillDocument(
+        name=version.name,
+        version=version.number,
+        description=version.description,
+        body=version.body,
+        tools=tuple(version.tools),
+        tags=tuple(version.tags),
+        triggers=tuple(version.triggers),
+        files=tuple(version.files.order_by("path").values_list("path", flat=True)),
+        source=version.skill.source,
+    )
 
 
 def resolution_for_turn(

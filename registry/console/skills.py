@@ -36,6 +36,7 @@ from registry.selectors.analytics import AnalyticsFilter, SkillStats, skill_anal
 from registry.selectors.attestations import version_signatures
 from registry.selectors.capabilities import version_capabilities_diff
 from registry.selectors.catalog_routing import description_overlaps
+from registry.selectors.dependencies import skill_required_by, version_requirements
 from registry.selectors.evals import eval_latest_per_version
 from registry.selectors.label_policies import label_policy_list
 from registry.selectors.resolve import render_prompt_block
@@ -218,6 +219,8 @@ def skill_detail(request, name: str):
         "is_served": version.number == served.number,
         "signatures": version_signatures(version=version),
         "scan_view": version_scan_view(version),
+        "requirements": version_requirements(version),
+        "required_by": skill_required_by(name=skill.name),
     }
     return render(request, "registry/skills/detail.html", context)
 
@@ -702,6 +705,12 @@ def skill_enabled(request, name: str):
         return redirect(reverse("skill-detail", args=[name]))
     skill = _skill(request, name)
     enabled = request.POST.get("enabled") == "1"
+    winner = selectors.skill_winner([skill, *selectors.skill_others(skill)])
+    asks = not enabled and winner is not None and winner.pk == skill.pk and request.POST.get("confirm") != "1"
+    if asks and (required_by := skill_required_by(name=skill.name)):
+        # Agents loading the skills that require it would go without it: they are named first.
+        context = {**_page_context(skill), "required_by": required_by}
+        return render(request, "registry/skills/disable_confirm.html", context)
     skill = skill_set_enabled(skill=skill, enabled=enabled, actor=_actor(request))
     messages.success(request, f"{'Enabled' if enabled else 'Disabled'} {skill.name} ({skill.source}).")
     return redirect(_skill_url(skill))

@@ -14,6 +14,7 @@ from django.db.models import F
 
 from registry.models import Skill, SkillVersion
 from registry.readmodel.skill import EffectiveSkill
+from registry.skillformat.requires import stored_requirements
 
 _EFFECTIVE_FIELDS = ("skill_id", "number", "description", "fingerprint", "tags", "triggers", "tools", "frontmatter")
 
@@ -149,4 +150,5 @@ def _effective(skill: Skill, row: dict) -> EffectiveSkill | None:
         model_invocable=not _is_true(
             frontmatter.get("disable-model-invocation", frontmatter.get("disable_model_invocation"))
         ),
+        requires=stored_requirements(frontmatter),
     )

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from registry.skillformat.requires import Requirement
+
 
 @dataclass(frozen=True)
 class EffectiveSkill:
@@ -22,3 +24,6 @@ class EffectiveSkill:
     skill_id: int = 0  # the registry's row; 0 for a skill built outside the registry (runtime tests)
     fingerprint: str = ""  # the version's bundle fingerprint
     model_invocable: bool = True  # false for `disable-model-invocation: true`: listed only when forced
+    # `metadata.requires` of this version (registry/skillformat/requires.py): the skills loaded
+    # with it, the tools and MCP servers a consumer must have.
+    requires: tuple[Requirement, ...] = ()

@@ -22,9 +22,11 @@ from registry.errors import (
     InvalidSkill,
     LenientReadingRefused,
     NameTaken,
+    RequirementCycle,
     VersionConflict,
 )
 from registry.models import Blob, Label, LabelHistory, Skill, SkillFile, SkillSource, SkillVersion, WebhookEvent
+from registry.selectors.dependencies import REQUIRES_FIELD, requirements_check
 from registry.selectors.label_policies import label_policy_get
 from registry.selectors.skillsets import skillset_name_taken
 from registry.services.attestations import channel_of, publisher_signature_attach, version_attest
@@ -100,6 +102,9 @@ class SkillMdCheck:
 
     reading: ParsedSkill | None  # as it would be stored; None when the text cannot be read
     issues: tuple[Issue, ...]
+    # Among the errors, the requirement cycles through this skill: refused as a conflict (409)
+    # with the registry's state rather than as bad text, when they are the only errors.
+    cycles: tuple[Issue, ...] = ()
 
     @property
     def errors(self) -> list[Issue]:
@@ -123,6 +128,13 @@ class SkillMdCheck:
             return self.parsed
         errors = self.errors
         extra: dict = {"issues": [asdict(issue) for issue in self.issues]}
+        if errors and all(issue in self.cycles for issue in errors):
+            raise RequirementCycle(
+                " ".join(f"Line {issue.line}: {issue.message}" for issue in errors),
+                line=errors[0].line,
+                fields={REQUIRES_FIELD: errors[0].message},
+                extra={**extra, "cycles": [issue.message for issue in errors]},
+            )
         error_class = InvalidSkill
         if self.needs_acceptance and self.reading is not None:
             error_class = LenientReadingRefused
@@ -183,7 +195,15 @@ def skill_md_check(
                     "name",
                 )
             )
-    return SkillMdCheck(reading=reading, issues=tuple(sorted(issues, key=lambda issue: issue.line)))
+    cycles: tuple[Issue, ...] = ()
+    if reading is not None and reading.requires:
+        requirements = requirements_check(reading)
+        issues += [*requirements.warnings, *requirements.cycles]
+        cycles = requirements.cycles
+        # Published with the version, like the reading's own warnings.
+        warnings = sorted([*reading.warnings, *requirements.warnings], key=lambda issue: issue.line)
+        reading = replace(reading, warnings=tuple(warnings))
+    return SkillMdCheck(reading=reading, issues=tuple(sorted(issues, key=lambda issue: issue.line)), cycles=cycles)
 
 
 def skill_version_publish(

@@ -55,6 +55,7 @@ except ImportError:  # PyYAML built without libyaml
 
 from registry.errors import InvalidSkill
 from registry.skillformat.bundle import DEFAULT_LIMITS, Limits
+from registry.skillformat.requires import REQUIRES_KEY, Requirement, parse_requires, requires_line
 
 NAME_MAX_CHARS = 64
 DESCRIPTION_MAX_CHARS = 1024
@@ -71,6 +72,7 @@ ActivationTrigger = Literal[
     "turn_start",
     "force_include",
     "auto_invoke",
+    "required",  # loaded because a skill loaded in the turn requires it (`metadata.requires`)
 ]
 ACTIVATION_TRIGGERS: tuple[str, ...] = get_args(ActivationTrigger)
 KNOWN_TRIGGERS = ("task_match", "explicit_command", "tool_call_error", "turn_start")
@@ -186,6 +188,8 @@ class ParsedSkill:
     user_invocable: bool = True
     created: str | None = None
     last_updated: str | None = None
+    # `metadata.requires`: the skills, tools and MCP servers it relies on (requires.py).
+    requires: tuple[Requirement, ...] = ()
     # Frontmatter key -> 1-based line of that key in the SKILL.md text.
     field_lines: dict[str, int] = field(default_factory=dict)
 
@@ -311,6 +315,7 @@ def _analyse(data: bytes | str, *, folder_name: str | None, limits: Limits) -> t
         return None, report.sorted()
     fields = _Fields(frontmatter, key_lines, raw_scalars, fence_line=opening + 1, report=report)
     values = _field_values(fields, folder_name=folder_name, flow_lines=flow_lines)
+    values["requires"] = _requires(values["metadata"], lines=lines, fields=fields, report=report)
     if raw.startswith("\ufeff"):
         report.warn(
             1,
@@ -364,6 +369,22 @@ def _field_values(fields: _Fields, *, folder_name: str | None, flow_lines: dict[
     }
     fields.portability(flow_lines)
     return values
+
+
+def _requires(
+    metadata: dict[str, str], *, lines: list[str], fields: _Fields, report: _Report
+) -> tuple[Requirement, ...]:
+    """`metadata.requires`, each malformed entry an error on its own line."""
+    if REQUIRES_KEY not in metadata:
+        return ()
+    line = requires_line(lines, fields.line("metadata"))
+    requirements, problems = parse_requires(metadata[REQUIRES_KEY], line=line, lines=lines)
+    for problem in problems:
+        if problem.level == "error":
+            report.error(problem.line, problem.message, "metadata.requires")
+        else:
+            report.warn(problem.line, problem.message, "metadata.requires")
+    return tuple(requirements)
 
 
 def _decode(data: bytes | str, *, limits: Limits, report: _Report) -> str | None:

@@ -436,3 +436,59 @@ def test_validate_of_a_missing_folder_says_so_without_a_traceback(registry, toke
     not_a_folder = skillreg(registry, token, "validate", str(a_file))
     assert not_a_folder.returncode == 1 and "is not a folder" in not_a_folder.stderr
     assert "Traceback" not in missing.stderr + not_a_folder.stderr
+
+
+def _publish_requiring(registry: Registry, token: str, name: str, requires: str, body: str) -> None:
+    skill_md = (
+        f"---\nname: {name}\ndescription: {name} test skill. Use when testing the client.\n"
+        f'metadata:\n  requires: "{requires}"\n---\n{body}\n'
+    )
+    Transport(registry.url, token).request("POST", "skills", json_body={"skill_md": skill_md})
+
+
+def test_pull_brings_the_required_skills_locks_them_and_frozen_installs_them_with_the_skill(registry, token, tmp_path):
+    publish(registry, token, "dep-fonts", "# Fonts")
+    _publish_requiring(registry, token, "dep-pdf", "skill:dep-fonts, tool:Bash", "# PDF")
+    _publish_requiring(registry, token, "dep-report", "skill:dep-pdf, skill:dep-absent", "# Report")
+    out = tmp_path / "deps"
+
+    done = skillreg(registry, token, "pull", "dep-report", str(out))
+
+    assert done.returncode == 0, done.stderr
+    lock = json.loads((out / "skills.lock").read_text())["skills"]
+    assert {name: (entry["version"], entry.get("required_by")) for name, entry in lock.items()} == {
+        "dep-report": (1, None),
+        "dep-pdf": (1, "dep-report"),
+        "dep-fonts": (1, "dep-pdf"),
+    }
+    assert (out / "dep-fonts" / "SKILL.md").read_text().endswith("# Fonts\n")
+    assert "dep-fonts: version 1" in done.stdout and "required by dep-pdf" in done.stdout
+    assert "dep-absent (required by dep-report) is not served; not pulled" in done.stderr
+    shutil.rmtree(out / "dep-fonts")
+    frozen = skillreg(registry, token, "pull", "--frozen", "dep-report", str(out))
+    assert frozen.returncode == 0, frozen.stderr
+    assert (out / "dep-fonts" / "SKILL.md").is_file()
+    alone = skillreg(registry, token, "pull", "--no-deps", "dep-report", str(tmp_path / "alone"))
+    assert alone.returncode == 0 and list(json.loads((tmp_path / "alone" / "skills.lock").read_text())["skills"]) == [
+        "dep-report"
+    ]
+
+
+def test_validate_reads_metadata_requires_an_unknown_skill_warns_and_a_malformed_entry_fails(registry, token, tmp_path):
+    publish(registry, token, "val-known", "# Known")
+    folder = tmp_path / "val-report"
+    folder.mkdir()
+    text = "---\nname: val-report\ndescription: Reports. Use when reporting.\nmetadata:\n"
+    (folder / "SKILL.md").write_text(
+        text + '  requires: "skill:val-known, skill:val-unknown,\n    tool:Bash"\n---\nx\n'
+    )
+
+    checked = skillreg(registry, token, "validate", str(folder))
+
+    assert checked.returncode == 0, checked.stdout
+    assert f"{folder / 'SKILL.md'}:5: warning: `skill:val-unknown`: the registry has no skill" in checked.stdout
+    assert "val-known`" not in checked.stdout
+    (folder / "SKILL.md").write_text(text + '  requires: "skill:val-known,\n    toolBash"\n---\nx\n')
+    failed = skillreg(registry, token, "validate", str(folder))
+    assert failed.returncode == 1
+    assert f"{folder / 'SKILL.md'}:6: error: `metadata.requires`: `toolBash` is not" in failed.stdout

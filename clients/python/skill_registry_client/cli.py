@@ -10,6 +10,7 @@ import os
 import sys
 import zipfile
 import zlib
+from dataclasses import dataclass
 from pathlib import Path
 
 from skill_registry_client.attestation import (
@@ -24,11 +25,13 @@ from skill_registry_client.errors import ContentMismatch, RegistryError, Version
 from skill_registry_client.folders import (
     LOCK_NAME,
     SKILL_MD,
+    Issue,
     Lockfile,
     SkillBundle,
     bundle_from_folder,
     bundle_from_zip,
     lock_differences,
+    requires_entries,
     skill_folders,
     validate_folder,
     write_folder,
@@ -86,9 +89,9 @@ def _skillset_members(transport: Transport, skillset: str, label: str | None) ->
     return served
 
 
-def _pull_plan(transport: Transport, names: list[str], args: argparse.Namespace) -> dict[str, dict]:
-    """{skill name: the query that reads the version to pull}: each named skill at --label, every
-    skill with --all, every member of --skillset at the set's number."""
+def _pull_targets(transport: Transport, names: list[str], args: argparse.Namespace) -> list[_Target]:
+    """What a pull writes: every member of --skillset at the set's number; otherwise each named
+    skill (every skill with --all) at --label and, unless --no-deps, the skills they require."""
     if args.skillset:
         for flag, given in (("skill names", names), ("--all", args.all), ("--frozen", args.frozen)):
             if given:
@@ -96,14 +99,14 @@ def _pull_plan(transport: Transport, names: list[str], args: argparse.Namespace)
         served = _skillset_members(transport, args.skillset, args.label)
         print(f"skillset {served['name']}: version {served['version']} at {served['label']}")
         at = {"name": served["name"], "version": served["version"], "label": served["label"]}
-        return {name: {"params": {"version": number}, "skillset": at} for name, number in served["members"].items()}
+        return [_served(transport, name, {"version": number}, skillset=at) for name, number in served["members"].items()]
     if args.all and names:
         raise RegistryError("Give skill names or --all, not both.")
     if not args.all and not names:
         raise RegistryError("Name the skills to pull, or pass --all (or --skillset).")
     if args.all:
         names = _every_skill(transport, args.label)
-    return {name: {"params": {"label": args.label}} for name in names}
+    return _targets(transport, names, label=args.label, with_required=not args.no_deps)
 
 
 def pull(args: argparse.Namespace) -> int:
@@ -114,11 +117,11 @@ def pull(args: argparse.Namespace) -> int:
         if args.all:
             raise RegistryError("--frozen installs exactly what skills.lock says: no --all or --label with it.")
         return _pull_frozen(transport, directory, names, args)
-    plan = _pull_plan(transport, names, args)
+    targets = _pull_targets(transport, names, args)
     directory.mkdir(parents=True, exist_ok=True)
     lock = Lockfile.read(directory)
     if not args.force:
-        edited = [name for name in plan if _has_local_changes(skill_folder(directory, name), lock.skills.get(name))]
+        edited = [t.name for t in targets if _has_local_changes(skill_folder(directory, t.name), lock.skills.get(t.name))]
         if edited:
             raise RegistryError(
                 f"{', '.join(edited)}: changed in {directory} since the last pull (or not pulled by skillreg); "
@@ -127,25 +130,79 @@ def pull(args: argparse.Namespace) -> int:
     pulled = 0
     keys = KeySet(transport, lock)
     try:
-        for name, how in plan.items():
-            detail = transport.request("GET", skill_path(name), params=how["params"]).json()
-            bundle = _download(transport, name, version=detail["version"], source=detail["source"])
-            envelope = attestation_get(transport, name, version=detail["version"], source=detail["source"])
+        for target in targets:
+            name = target.name
+            bundle = _download(transport, name, version=target.version, source=target.source)
+            envelope = attestation_get(transport, name, version=target.version, source=target.source)
             verified = _verified(keys, envelope, bundle)
-            if bundle.fingerprint != detail["fingerprint"]:
+            if bundle.fingerprint != target.fingerprint:
                 raise ContentMismatch(
-                    f"{name}: the zip of version {detail['version']} does not match its fingerprint.", skill=name
+                    f"{name}: the zip of version {target.version} does not match its fingerprint.", skill=name
                 )
             write_folder(bundle, skill_folder(directory, name))
-            entry = {**bundle.lock_entry(), "label": args.label, "attestation": envelope}
-            lock.skills[name] = {**entry, **({"skillset": how["skillset"]} if "skillset" in how else {})}
+            lock.skills[name] = {**bundle.lock_entry(), "label": args.label, "attestation": envelope, **target.why_locked()}
             pulled += 1
-            print(f"{name}: version {bundle.version} ({len(bundle.files)} files, signed by {verified.keyid})")
+            why = f", {target.why}" if target.why else ""
+            print(f"{name}: version {bundle.version} ({len(bundle.files)} files, signed by {verified.keyid}{why})")
     finally:
         if pulled:
             lock.write()  # what was written so far is recorded, even when a later skill fails
-    print(f"{len(plan)} skills in {directory}, {LOCK_NAME} written")
+    print(f"{len(targets)} skills in {directory}, {LOCK_NAME} written")
     return 0
+
+
+@dataclass(frozen=True)
+class _Target:
+    """A skill a pull writes, at the version the registry serves it."""
+
+    name: str
+    version: int
+    source: str | None
+    fingerprint: str
+    required_by: str | None = None  # the skill whose `metadata.requires` brought it in
+    why: str = ""
+    skillset: dict | None = None  # {name, version, label} of the set it was pulled as a member of
+
+    def why_locked(self) -> dict:
+        """What skills.lock records of why this skill is there, beside its version."""
+        return {
+            **({"required_by": self.required_by} if self.required_by else {}),
+            **({"skillset": self.skillset} if self.skillset else {}),
+        }
+
+
+def _served(transport: Transport, name: str, params: dict, *, skillset: dict | None = None) -> _Target:
+    detail = transport.request("GET", skill_path(name), params=params).json()
+    return _Target(name, detail["version"], detail["source"], detail["fingerprint"], skillset=skillset)
+
+
+def _targets(transport: Transport, names: list[str], *, label: str | None, with_required: bool) -> list[_Target]:
+    """The named skills and, unless `with_required` is off, the skills they require (directly or
+    through others) at the versions the registry resolves for `label`, each once. A required
+    skill the registry does not serve there is named on stderr and left out."""
+    targets = {name: _served(transport, name, {"label": label}) for name in names}
+    if not with_required:
+        return list(targets.values())
+    for name in names:
+        closure = transport.request("GET", skill_path(name, "dependencies"), params={"label": label}).json()
+        for needed in closure["skills"]:
+            if needed["missing"]:
+                print(
+                    f"skillreg: warning: {needed['name']} ({needed['why']}) is not served; not pulled", file=sys.stderr
+                )
+                continue
+            targets.setdefault(
+                needed["name"],
+                _Target(
+                    needed["name"],
+                    needed["version"],
+                    needed["source"],
+                    needed["fingerprint"],
+                    required_by=needed["required_by"],
+                    why=needed["why"],
+                ),
+            )
+    return list(targets.values())
 
 
 def skill_folder(directory: Path, name: str) -> Path:
@@ -174,7 +231,7 @@ def _pull_frozen(transport: Transport, directory: Path, names: list[str], args: 
     for name in names:
         if name not in lock.skills:
             raise ContentMismatch(f"{name}: not in {lock.path}.", skill=name)
-    chosen = names or sorted(lock.skills)
+    chosen = _with_locked_requirements(lock, names) if names else sorted(lock.skills)
     # Everything is checked before anything is written: a mismatch leaves the folder as it was.
     bundles = []
     keys = KeySet(transport, lock)  # not written back: --frozen changes nothing but the folders
@@ -196,6 +253,18 @@ def _pull_frozen(transport: Transport, directory: Path, names: list[str], args: 
         write_folder(bundle, skill_folder(directory, bundle.name))
         print(f"{bundle.name}: version {bundle.version} (matches {LOCK_NAME})")
     return 0
+
+
+def _with_locked_requirements(lock: Lockfile, names: list[str]) -> list[str]:
+    """`names` and the skills the lock records as required by them, directly or through others."""
+    chosen = list(names)
+    for name in chosen:  # grows while it is read: each skill brings the ones it required
+        chosen += [
+            other
+            for other, locked in sorted(lock.skills.items())
+            if locked.get("required_by") == name and other not in chosen
+        ]
+    return chosen
 
 
 def _publish_body(bundle: SkillBundle, *, base_version: int, message: str) -> dict:
@@ -305,14 +374,34 @@ def validate(args: argparse.Namespace) -> int:
     folders = [directory] if (directory / SKILL_MD).exists() else skill_folders(directory)
     if not folders:
         raise RegistryError(f"{directory} has no {SKILL_MD} and no skill folders.")
+    transport = _transport(args) if args.url and args.token else None
     errors = warnings = 0
     for folder in folders:
-        for issue in validate_folder(folder):
+        for issue in validate_folder(folder) + _required_skills_missing(transport, folder):
             print(issue)
             errors += issue.level == "error"
             warnings += issue.level == "warning"
     print(f"{len(folders)} skills checked: {errors} errors, {warnings} warnings")
     return 1 if errors else 0
+
+
+def _required_skills_missing(transport: Transport | None, folder: Path) -> list[Issue]:
+    """A warning for each `skill:` requirement the registry has no skill for (with a registry
+    configured; a skill may be pushed before the ones it requires)."""
+    if transport is None or not (folder / SKILL_MD).is_file():
+        return []
+    issues = []
+    for line, entry in requires_entries((folder / SKILL_MD).read_text(encoding="utf-8", errors="replace").splitlines()):
+        kind, _, rest = entry.partition(":")
+        if kind.strip().lower() != "skill" or not rest.strip():
+            continue
+        name = rest.split("@")[0].strip()
+        try:
+            transport.request("GET", skill_path(name))
+        except NotFound:
+            message = f"`{entry}`: the registry has no skill named '{name}' (yet); agents go without it until it has."
+            issues.append(Issue(folder / SKILL_MD, line, "warning", message))
+    return issues
 
 
 def parser() -> argparse.ArgumentParser:
@@ -333,6 +422,9 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--frozen", action="store_true", help="install exactly DIR/skills.lock; fail if content differs")
     p.add_argument("--force", action="store_true", help="replace folders changed since the last pull")
+    p.add_argument(
+        "--no-deps", action="store_true", help="only the named skills, not the skills they require (metadata.requires)"
+    )
     p.set_defaults(run=pull)
 
     p = commands.add_parser("push", help="publish changed folders, based on the versions in DIR/skills.lock")

@@ -329,4 +329,53 @@ def validate_folder(folder: Path) -> list[Issue]:
     line, description = keys.get("description", (closing, ""))
     if len(description) > 1024:
         issues.append(Issue(skill_md, line, "warning", "description is over 1,024 characters."))
-    return issues
+    return issues + [Issue(skill_md, line, "error", message) for line, message in requires_problems(text.splitlines())]
+
+
+# `metadata.requires` entries (the registry's registry/skillformat/requires.py is the judge; this is
+# its grammar, so that a malformed entry is caught before a push).
+_REQUIRES_LINE = re.compile(r"""^\s+["']?requires["']?\s*:\s*(.*)$""")
+_REQUIRES_ENTRY = re.compile(
+    r"^(?:skill:\s*[A-Za-z0-9][A-Za-z0-9_.-]{0,127}(?:\s*@\s*(?:[0-9]{1,9}|[a-z0-9_.-]{1,36}))?"
+    r"|tool:\s*[A-Za-z0-9_][A-Za-z0-9_.:-]{0,127}(?:\([^()]{0,200}\))?"
+    r"|mcp:\s*[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})$",
+    re.IGNORECASE,
+)
+
+
+def requires_entries(lines: list[str]) -> list[tuple[int, str]]:
+    """`metadata.requires` entries with their line: (line, entry), read from the `requires:` line
+    under `metadata:` and the indented lines that continue its value."""
+    entries: list[tuple[int, str]] = []
+    in_metadata = False
+    indent = -1  # of the `requires:` line while its value is read: deeper lines continue it
+    for number, line in enumerate(lines[1:], start=2):
+        if line.strip() in ("---", "..."):
+            break
+        if line.strip() and not line[:1].isspace():
+            in_metadata, indent = line.split(":", 1)[0].strip() == "metadata", -1
+            continue
+        depth = len(line) - len(line.lstrip())
+        found = _REQUIRES_LINE.match(line) if in_metadata else None
+        if found:
+            indent, line = depth, found.group(1)
+        elif indent < 0 or depth <= indent:
+            indent = -1
+            continue
+        for part in line.strip().strip("[]").split(","):
+            entry = " ".join(part.split()).strip("\"'").strip()
+            if entry:
+                entries.append((number, entry))
+    return entries
+
+
+def requires_problems(lines: list[str]) -> list[tuple[int, str]]:
+    """(line, message) for each malformed `metadata.requires` entry."""
+    return [
+        (
+            line,
+            f"`metadata.requires`: `{entry[:80]}` is not `skill:NAME[@LABEL|@VERSION]`, `tool:NAME` or `mcp:SERVER`.",
+        )
+        for line, entry in requires_entries(lines)
+        if not _REQUIRES_ENTRY.match(entry) or entry.lower().rstrip().endswith("@0")
+    ]

@@ -14,6 +14,7 @@ from registry import selectors
 from registry.errors import ApplicationError, NotFound
 from registry.management.table import text_table
 from registry.models import SkillSource
+from registry.selectors.dependencies import requirements_check
 from registry.services.audit import Actor
 from registry.services.labels import label_move
 from registry.services.scans import versions_rescan
@@ -30,7 +31,7 @@ from registry.services.skills import (
 )
 from registry.skillformat.bundle import bundle_from_parts, find_skill_folders, read_folder, read_zip, write_folder
 from registry.skillformat.skill_templates import CODE, PROMPT, skill_template
-from registry.skillformat.skillmd import validate_skill_md
+from registry.skillformat.skillmd import read_skill_md
 
 CLI = Actor(via="cli")
 
@@ -187,7 +188,10 @@ class Command(BaseCommand):
             skill_md, folder_name = path.read_bytes(), path.parent.name
         else:
             raise CommandError(f"{path} does not exist.")
-        issues = validate_skill_md(skill_md, folder_name=folder_name, limits=registry_limits())
+        reading, issues = read_skill_md(skill_md, folder_name=folder_name, limits=registry_limits())
+        if reading is not None:  # what the registry holds: skills required but not there, cycles
+            found = requirements_check(reading)
+            issues = sorted([*issues, *found.warnings, *found.cycles], key=lambda issue: issue.line)
         for issue in issues:
             # Import takes such a reading; a publish over the API or in the console asks first.
             accept = " (publishing it needs `accept_lenient`)" if issue.fallback else ""

@@ -17,7 +17,7 @@ from agents.runtime.forcing import forced_skill_and_query
 from agents.runtime.llm import LLMResponse, ToolCall
 from agents.runtime.loop import run_turn
 from agents.runtime.tools import ToolRegistry
-from agents.runtime.types import Resolution, SkillDocument, SkillSummary, TurnRequest, TurnResult
+from agents.runtime.types import RequiredSkill, Resolution, SkillDocument, SkillSummary, TurnRequest, TurnResult
 
 
 @dataclass
@@ -25,6 +25,7 @@ class StoredSkill:
     document: SkillDocument
     files: dict[str, bytes]
     executable: set[str]
+    requires: tuple[str, ...] = ()  # names of the skills it requires
 
     @property
     def summary(self) -> SkillSummary:
@@ -48,6 +49,7 @@ class MemoryStore:
         triggers: tuple[str, ...] = (),
         files: dict[str, bytes | str] | None = None,
         executable: tuple[str, ...] = (),
+        requires: tuple[str, ...] = (),
     ) -> SkillDocument:
         encoded = {
             path: content.encode() if isinstance(content, str) else content for path, content in (files or {}).items()
@@ -62,7 +64,7 @@ class MemoryStore:
             triggers=triggers,
             files=tuple(sorted(encoded)),
         )
-        self.skills[name] = StoredSkill(document, encoded, set(executable))
+        self.skills[name] = StoredSkill(document, encoded, set(executable), requires)
         return document
 
     def load(self, name: str) -> SkillDocument | None:
@@ -79,6 +81,23 @@ class MemoryStore:
     def file_is_executable(self, name: str, path: str) -> bool:
         stored = self.skills.get(name)
         return bool(stored and path in stored.executable)
+
+    def required(self, name: str) -> list[RequiredSkill]:
+        """Breadth first, each skill once, the missing left out (as the registry's store)."""
+        found: list[RequiredSkill] = []
+        queue, seen = [name], {name}
+        while queue:
+            parent = self.skills.get(queue.pop(0))
+            for needed in parent.requires if parent else ():
+                if needed not in seen and needed in self.skills:
+                    seen.add(needed)
+                    queue.append(needed)
+                    found.append(
+                        RequiredSkill(
+                            self.skills[needed].document, parent.document.name, f"required by {parent.document.name}"
+                        )
+                    )
+        return found
 
     def find_skills(self, trigger: str, context: dict[str, Any]) -> list[SkillSummary]:
         values = " ".join(str(value).lower() for value in context.values())

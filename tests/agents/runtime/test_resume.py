@@ -98,6 +98,9 @@ class _EmptyStore:
     def file_is_executable(self, name, path):
         return False
 
+    def required(self, name):
+        return []
+
     def find_skills(self, trigger, context):
         return []
 

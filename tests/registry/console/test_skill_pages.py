@@ -524,7 +524,7 @@ def crowded_registry():
     [
         ("/skills/", 10),
         ("/skills/?q=skill&tag=x&source=user", 10),
-        ("/skills/skill-00/", 16),
+        ("/skills/skill-00/", 17),  # the skills that require it: one query
         ("/skills/skill-00/edit/", 12),
         ("/skills/skill-00/versions/", 14),
         ("/skills/skill-00/diff/?from=2&to=9", 15),  # each side's scan and capabilities
