@@ -71,7 +71,10 @@ class CollisionSerializer(ShareSerializer):
     # `with` is a keyword: declared under another name and renamed below.
     with_ = serializers.CharField(help_text="The skill `skill`'s queries loaded instead (or as well).")
     queries = serializers.IntegerField()
-    descriptions = serializers.DictField(child=serializers.CharField(), help_text="Both skills' descriptions.")
+    skill_description = serializers.CharField(
+        allow_blank=True, help_text="`skill`'s description as the run offered it."
+    )
+    with_description = serializers.CharField(allow_blank=True, help_text="`with`'s description as the run offered it.")
     turns = serializers.ListField(child=serializers.UUIDField(), help_text="The turns behind it (at most 20).")
 
     def get_fields(self):

@@ -160,7 +160,8 @@ def catalog_eval_matrix(*, skills: list[dict[str, Any]], outcomes: Iterable[Case
                         "with": other,
                         "queries": row.queries,
                         **_share(count, row.queries),
-                        "descriptions": {name: descriptions.get(name, ""), other: descriptions.get(other, "")},
+                        "skill_description": descriptions.get(name, ""),
+                        "with_description": descriptions.get(other, ""),
                         "turns": row.turns[other],
                     }
                 )
@@ -193,6 +194,12 @@ def catalog_eval_run_progress(*, run: CatalogEvalRun) -> dict[str, int]:
     return {"done": counts["done"] or 0, "total": counts["total"] or 0}
 
 
+def _heat(share: dict[str, Any] | None) -> int:
+    """0 (none) to 4 (most): how strongly the console shades a cell."""
+    rate = (share or {}).get("rate") or 0
+    return 0 if rate <= 0 else min(4, 1 + int(rate * 4))
+
+
 def catalog_eval_grid(result: dict[str, Any]) -> dict[str, Any]:
     """The matrix as the console draws it: only the skills in some confusion (as the query's
     skill or as the one loaded instead), most confused first; each cell a's share that loaded b
@@ -214,7 +221,10 @@ def catalog_eval_grid(result: dict[str, Any]) -> dict[str, Any]:
             {
                 "skill": name,
                 "queries": entry["queries"],
-                "cells": [{"with": other, "share": shares.get(other), "self": other == name} for other in names],
+                "cells": [
+                    {"with": other, "share": shares.get(other), "self": other == name, "heat": _heat(shares.get(other))}
+                    for other in names
+                ],
                 "none": entry["loaded_none"],
             }
         )

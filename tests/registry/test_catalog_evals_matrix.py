@@ -66,7 +66,10 @@ def test_a_collision_is_a_pair_whose_rate_s_interval_excludes_zero_with_the_turn
     collision = matrix["collisions"][0]
     assert collision["low"] > 0 and (collision["count"], collision["queries"]) == (3, 20)
     assert collision["turns"] == ["t-ab", "t-b1", "t-b2"]
-    assert collision["descriptions"] == {"a": "Alpha things.", "b": "Alpha and beta things."}
+    assert (collision["skill_description"], collision["with_description"]) == (
+        "Alpha things.",
+        "Alpha and beta things.",
+    )
     # b's queries never load a: its interval starts at zero, so no collision the other way.
     assert wilson_interval(0, 20)[0] == 0.0
 
