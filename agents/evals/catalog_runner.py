@@ -13,17 +13,15 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-import kombu.exceptions
-from celery import current_app
 from django.conf import settings
 from django.contrib.auth.models import AnonymousUser
 from django.db import transaction
 
-from agents.evals.runner import NO_SCRIPT
+from agents.evals.runner import NO_SCRIPT, eval_run_advance_send, eval_turns_cancel, eval_turns_of
 from agents.model_strings import SCRIPTED
 from agents.models import FINISHED_STATUSES, AgentTurn, TraceEvent, TurnOrigin, TurnStatus
-from agents.turns.services import agent_model_check, agent_turn_cancel, agent_turn_create, agent_turn_label_check
-from registry.errors import ApplicationError, Conflict
+from agents.turns.services import agent_model_check, agent_turn_create, agent_turn_label_check
+from registry.errors import ApplicationError
 from registry.models import CatalogEvalCaseResult, CatalogEvalRun, EvalRunStatus
 from registry.selectors.catalog_evals import (
     catalog_eval_results_in_flight,
@@ -48,34 +46,21 @@ def catalog_eval_run_queue(
     label = agent_turn_label_check(label=label)
     with transaction.atomic():
         run = services.catalog_eval_run_create(label=label, model=chosen, repeat=repeat, actor=actor)
-        transaction.on_commit(lambda: _send_advance(str(run.pk)))
+        transaction.on_commit(lambda: eval_run_advance_send(run_id=str(run.pk), task=ADVANCE_TASK))
     return run
-
-
-def _send_advance(run_id: str) -> None:
-    # Named, not imported: agents/tasks.py imports this module. A lost message costs a reaper round.
-    try:
-        current_app.send_task(ADVANCE_TASK, args=[run_id])
-    except kombu.exceptions.OperationalError:
-        logger.warning("could not queue catalog eval run %s; the reaper will advance it", run_id, exc_info=True)
 
 
 def catalog_eval_run_cancel(*, run: CatalogEvalRun, actor: Actor = SYSTEM) -> CatalogEvalRun:
     """Cancel the run (a Conflict once it ended) and every turn of it that has not ended."""
     run = services.catalog_eval_run_cancel(run=run, actor=actor)
-    for turn in _turns_of(catalog_eval_results_in_flight(run=run)).values():
-        if not turn.is_finished:
-            try:
-                agent_turn_cancel(turn=turn)
-            except Conflict:
-                pass  # it ended meanwhile
+    eval_turns_cancel(results=catalog_eval_results_in_flight(run=run))
     return run
 
 
 def catalog_eval_runs_advance_later() -> None:
     """The reaper's round: a message per unfinished run."""
     for run_id in catalog_eval_runs_unfinished().values_list("pk", flat=True):
-        _send_advance(str(run_id))
+        eval_run_advance_send(run_id=str(run_id), task=ADVANCE_TASK)
 
 
 def catalog_eval_run_advance_for_turn(*, turn_id: Any) -> None:
@@ -85,17 +70,13 @@ def catalog_eval_run_advance_for_turn(*, turn_id: Any) -> None:
         catalog_eval_run_advance(run_id=run.pk)
 
 
-def _turns_of(results: list[CatalogEvalCaseResult]) -> dict[Any, AgentTurn]:
-    return AgentTurn.objects.in_bulk([result.turn_id for result in results if result.turn_id is not None])
-
-
 def catalog_eval_run_advance(*, run_id: Any) -> bool:
     """Grade what ended, dispatch what fits, end the run when all is graded. True while it goes on."""
     run = CatalogEvalRun.objects.filter(pk=run_id).first()
     if run is None or run.is_finished:
         return False
     dispatched = catalog_eval_results_in_flight(run=run)
-    turns = _turns_of(dispatched)
+    turns = eval_turns_of(dispatched)
     for result in dispatched:
         turn = turns.get(result.turn_id)
         if turn is not None and turn.status in FINISHED_STATUSES:

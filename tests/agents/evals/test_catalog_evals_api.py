@@ -147,3 +147,15 @@ def test_a_catalog_runs_turns_count_toward_the_queued_eval_turns(make_token, cat
     too_big = start(client_with(make_token, ["skills:read", "agent:run"]), repeat=2)
     assert too_big.status_code == 400 and "repeat" in too_big.json()["fields"]
     assert CatalogEvalRun.objects.count() == 1
+
+
+def test_cancelling_a_run_ends_it_once(api, catalog):
+    run_id = start(api).json()["id"]
+
+    cancelled = api.post(f"{RUNS}/{run_id}/cancel")
+
+    assert cancelled.status_code == 200 and cancelled.json()["status"] == "cancelled"
+    assert cancelled.json()["progress"] == {"done": 0, "total": 6}
+    again = api.post(f"{RUNS}/{run_id}/cancel")
+    assert again.status_code == 409
+    assert AuditLog.objects.filter(action="catalog_eval_run.cancel").count() == 1
