@@ -51,7 +51,8 @@ def test_an_author_starts_a_catalog_run_and_reads_a_finished_one_s_collisions(li
     screenshot(page, "catalog-evals-run-author")
     collision.locator("a.trace-link").first.click()
     expect(page).to_have_url(re.compile(r"/turns/[0-9a-f-]{36}/$"))
-    expect(page.get_by_role("heading", level=1)).to_be_visible()
+    page.locator("#catalog-run-link").click()  # and back to its run from the turn
+    expect(page.locator("article.collision")).to_have_count(1)
 
     analyst = open_page("alan")
     analyst.goto(f"{live_server.url}/catalog/evals/")
