@@ -12,6 +12,7 @@ from django.conf import settings
 from django.db import close_old_connections, connection
 
 from agents.checks import NO_CGROUP_HINT, run_skill_memory_problem
+from agents.evals import catalog_runner
 from agents.evals import runner as evals
 from agents.models import TurnOrigin
 from agents.runtime.llm import TransientLLMError, complete, warm_up
@@ -65,6 +66,7 @@ def _eval_turn_ended(turn_id: str) -> None:
     failure here leaves that to the reaper and never hides the turn's own outcome."""
     try:
         evals.eval_run_advance_for_turn(turn_id=turn_id)
+        catalog_runner.catalog_eval_run_advance_for_turn(turn_id=turn_id)
     except Exception:
         logger.exception("could not advance the eval run of turn %s", turn_id)
 
@@ -73,6 +75,12 @@ def _eval_turn_ended(turn_id: str) -> None:
 def eval_run_advance_task(run_id: str) -> None:
     """Start an eval run: dispatch its first turns (each ended turn dispatches the next)."""
     evals.eval_run_advance(run_id=run_id)
+
+
+@shared_task(acks_late=True, reject_on_worker_lost=True)
+def catalog_eval_run_advance_task(run_id: str) -> None:
+    """Start a catalog eval run: dispatch its first turns (each ended turn dispatches the next)."""
+    catalog_runner.catalog_eval_run_advance(run_id=run_id)
 
 
 class TurnReaper:
@@ -106,6 +114,7 @@ class TurnReaper:
                     logger.warning("turn reaper: %s", report)
                 services.scratch_dirs_sweep()
                 evals.eval_runs_advance_later()  # runs whose turns ended while no worker advanced them
+                catalog_runner.catalog_eval_runs_advance_later()
                 usage_offers_roll_up()
                 if requeued := webhook_deliveries_requeue():
                     logger.warning("requeued %d webhook deliveries that had lost their message", requeued)

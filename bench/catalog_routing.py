@@ -9,7 +9,14 @@ its eval suite (bulk-inserted), and then:
   description overlaps (what the worker's recompute costs); then computed again for its peak
   memory (tracemalloc: allocations made while computing it; the snapshot is built before);
 - per case: the report's time over its cases;
-- stored: the report read back from the cache (what a request costs once the worker has it).
+- stored: the report read back from the cache (what a request costs once the worker has it);
+- the catalog eval's overhead per case beyond its turn: what a catalog run's own bookkeeping costs
+  for each trigger case, with the turns themselves (a model call each) left out: queueing the run
+  (reading the catalog and its suites, one result row per case), tying each case to its turn,
+  grading each ended turn (reading its `skill_activated` events, storing what it loaded) and
+  ending the run (the confusion matrix over every case). The turns are made in bulk beforehand,
+  each ended with one trace event, as a worker would leave them; grading is timed on a sample
+  of `--grade-sample` cases (the rest are graded untimed, so the matrix covers them all).
 Descriptions draw their topic words from a vocabulary that grows with the catalog (so skills do
 not all share the same 40 words), plus the generic words real descriptions repeat. Uses
 DATABASE_URL when set (give it a database of its own), else a fresh SQLite file.
@@ -142,10 +149,69 @@ def measure(label: str | None) -> dict[str, float]:
     }
 
 
+def catalog_eval_overhead(grade_sample: int) -> dict[str, float]:
+    """ms per case of a catalog eval run's own work (see the module's docstring), on the catalog served now."""
+    from django.conf import settings
+    from django.utils import timezone
+
+    from agents.evals.catalog_runner import catalog_eval_case_grade
+    from agents.models import AgentTurn, TraceEvent, TurnOrigin, TurnStatus
+    from registry.models import CatalogEvalCaseResult, CatalogEvalRun
+    from registry.services import catalog_evals
+
+    CatalogEvalRun.objects.all().delete()
+    AgentTurn.objects.filter(origin=TurnOrigin.EVAL, message__startswith="bench ").delete()
+    settings.EVAL_MAX_QUEUED_TURNS = 10**7  # the bench's catalogs are larger than the default quota
+    started = time.perf_counter()
+    run = catalog_evals.catalog_eval_run_create(label=None, model="offline", repeat=1)
+    queue_ms = (time.perf_counter() - started) * 1000
+    results = list(CatalogEvalCaseResult.objects.filter(run=run).order_by("position"))
+    now = timezone.now()
+    turns = AgentTurn.objects.bulk_create(
+        (
+            AgentTurn(message=f"bench {r.query}", model="offline", origin=TurnOrigin.EVAL, status=TurnStatus.SUCCEEDED)
+            for r in results
+        ),
+        batch_size=2000,
+    )
+    TraceEvent.objects.bulk_create(
+        (
+            TraceEvent(turn=turn, seq=1, type="skill_activated", at=now, data={"skill": r.skill, "trigger": "model"})
+            for turn, r in zip(turns, results, strict=True)
+        ),
+        batch_size=2000,
+    )
+    started = time.perf_counter()
+    for turn, result in zip(turns, results, strict=True):
+        catalog_evals.catalog_eval_result_dispatch(result_id=result.pk, turn_id=turn.pk)
+    dispatch_ms = (time.perf_counter() - started) * 1000
+    sample = min(grade_sample, len(results))
+    started = time.perf_counter()
+    for turn, result in list(zip(turns, results, strict=True))[:sample]:
+        catalog_evals.catalog_eval_result_grade(result_id=result.pk, **catalog_eval_case_grade(turn=turn))
+    grade_ms = (time.perf_counter() - started) * 1000
+    for result in results[sample:]:
+        result.loaded, result.graded_at = [result.skill], now
+    CatalogEvalCaseResult.objects.bulk_update(results[sample:], ["loaded", "graded_at"], batch_size=2000)
+    started = time.perf_counter()
+    catalog_evals.catalog_eval_run_finish(run_id=run.pk)
+    finish_ms = (time.perf_counter() - started) * 1000
+    cases = max(len(results), 1)
+    per_case = {
+        "queue": queue_ms / cases,
+        "dispatch": dispatch_ms / cases,
+        "grade": grade_ms / max(sample, 1),
+        "finish": finish_ms / cases,
+    }
+    AgentTurn.objects.filter(pk__in=[turn.pk for turn in turns]).delete()
+    return per_case | {"total": sum(per_case.values()), "cases": len(results)}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", default="100,1000,10000", help="catalog sizes, comma-separated")
     parser.add_argument("--cases", type=int, default=3, help="trigger cases per skill")
+    parser.add_argument("--grade-sample", type=int, default=2000, help="catalog eval cases graded under the clock")
     args = parser.parse_args()
     sizes = [int(size) for size in args.sizes.split(",")]
     prepare_environment("catalog-routing")
@@ -156,6 +222,7 @@ def main() -> None:
     print(f"database: {connection.vendor}; {args.cases} trigger cases per skill")
     header = ("skills", "inputs ms", "report s", "ms/case", "peak MB", "JSON KB", "stored ms", "r@1", "r@5", "overlaps")
     print("  " + "".join(f"{title:>11}" for title in header))
+    overheads = []
     for size in sizes:
         rng = random.Random(size)
         seed(size, args.cases, rng)
@@ -171,6 +238,17 @@ def main() -> None:
             f"{f['recall_at_1']:.2f}",
             f"{f['recall_at_5']:.2f}",
             f"{f['overlaps']:,}",
+        )
+        print("  " + "".join(f"{cell:>11}" for cell in cells))
+        overheads.append((size, catalog_eval_overhead(args.grade_sample)))
+    print("\ncatalog eval: ms per case beyond its turn (the turns themselves are not counted)")
+    header = ("skills", "cases", "queue", "dispatch", "grade", "finish", "total")
+    print("  " + "".join(f"{title:>11}" for title in header))
+    for size, o in overheads:
+        cells = (
+            f"{size:,}",
+            f"{o['cases']:,}",
+            *(f"{o[k]:.3f}" for k in ("queue", "dispatch", "grade", "finish", "total")),
         )
         print("  " + "".join(f"{cell:>11}" for cell in cells))
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -89,14 +90,15 @@ def eval_run_queue(
             baseline=baseline,
             actor=actor,
         )
-        transaction.on_commit(lambda: _send_advance(str(run.pk)))
+        transaction.on_commit(lambda: eval_run_advance_send(run_id=str(run.pk)))
     return run
 
 
-def _send_advance(run_id: str) -> None:
+def eval_run_advance_send(*, run_id: str, task: str = ADVANCE_TASK) -> None:
+    """Ask a worker to advance the run (`task`: a skill run's, or a catalog run's, advance)."""
     # Named, not imported: agents/tasks.py imports this module. A lost message costs a reaper round.
     try:
-        current_app.send_task(ADVANCE_TASK, args=[run_id])
+        current_app.send_task(task, args=[run_id])
     except kombu.exceptions.OperationalError:
         logger.warning("could not queue eval run %s; the reaper will advance it", run_id, exc_info=True)
 
@@ -104,17 +106,23 @@ def _send_advance(run_id: str) -> None:
 def eval_run_cancel(*, run: EvalRun, actor: Actor = SYSTEM) -> EvalRun:
     """Cancel the run (a Conflict once it ended) and every turn of it that has not ended."""
     run = eval_services.eval_run_cancel(run=run, actor=actor)
-    for turn in _turns_of(eval_results_in_flight(run=run)).values():
+    eval_turns_cancel(results=eval_results_in_flight(run=run))
+    return run
+
+
+def eval_turns_cancel(*, results: Sequence[Any]) -> None:
+    """Cancel the turns of `results` (a run's in flight) that have not ended."""
+    for turn in eval_turns_of(results).values():
         if turn.is_finished:
             continue
         try:
             agent_turn_cancel(turn=turn)
         except Conflict:
             pass  # it ended meanwhile
-    return run
 
 
-def _turns_of(results: list[EvalCaseResult]) -> dict[Any, AgentTurn]:
+def eval_turns_of(results: Sequence[Any]) -> dict[Any, AgentTurn]:
+    """The turns of `results` (a skill or catalog run's), by id."""
     return AgentTurn.objects.in_bulk([result.turn_id for result in results if result.turn_id is not None])
 
 
@@ -122,7 +130,7 @@ def eval_runs_advance_later() -> None:
     """The reaper's round: a message per unfinished run, so grading (a judge may be a model call)
     happens on a worker's pool, never in the reaper's own thread."""
     for run_id in eval_runs_unfinished().values_list("pk", flat=True):
-        _send_advance(str(run_id))
+        eval_run_advance_send(run_id=str(run_id))
 
 
 def eval_run_advance_for_turn(*, turn_id: Any) -> None:
@@ -139,7 +147,7 @@ def eval_run_advance(*, run_id: Any) -> bool:
         return False
     cases = {case["id"]: case for case in run.suite_revision.cases}
     dispatched = eval_results_in_flight(run=run)
-    turns = _turns_of(dispatched)
+    turns = eval_turns_of(dispatched)
     for result in dispatched:
         turn = turns.get(result.turn_id)
         if turn is not None and turn.status in FINISHED_STATUSES:

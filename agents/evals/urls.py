@@ -3,6 +3,7 @@
 from django.urls import path
 
 from agents.evals import api as eval_api
+from agents.evals import catalog_api
 
 urlpatterns = [
     path("skills/<str:name>/evals", eval_api.EvalSuiteApi.as_view(), name="api-skill-evals"),
@@ -18,4 +19,13 @@ urlpatterns = [
     path("evals/runs/compare", eval_api.EvalRunCompareApi.as_view(), name="api-eval-runs-compare"),
     path("evals/runs/<uuid:run_id>", eval_api.EvalRunDetailApi.as_view(), name="api-eval-run"),
     path("evals/runs/<uuid:run_id>/cancel", eval_api.EvalRunCancelApi.as_view(), name="api-eval-run-cancel"),
+    path("catalog/evals/runs", catalog_api.CatalogEvalRunCreateApi.as_view(), name="api-catalog-eval-runs"),
+    path(
+        "catalog/evals/runs/<uuid:run_id>", catalog_api.CatalogEvalRunDetailApi.as_view(), name="api-catalog-eval-run"
+    ),
+    path(
+        "catalog/evals/runs/<uuid:run_id>/cancel",
+        catalog_api.CatalogEvalRunCancelApi.as_view(),
+        name="api-catalog-eval-run-cancel",
+    ),
 ]

@@ -29,6 +29,7 @@ from agents.turns.playground import event_view
 from agents.turns.selectors import ANALYTICS, RUN, TurnFilter, TurnReader
 from registry.console.access import console_view, user_scopes
 from registry.console.inputs import uuid_or_none, whole_number
+from registry.selectors.catalog_evals import catalog_eval_run_for_turn
 from registry.selectors.evals import eval_run_for_turn
 from registry.skillformat.rendering import render_markdown
 
@@ -198,6 +199,7 @@ def turn_detail(request, turn_id: str):
             "cause_title": FailureCause(turn.failure_cause).label if turn.failure_cause else "",
             "is_own": turn.user_id == request.user.pk,
             "eval_run": eval_run_for_turn(turn_id=turn.pk) if turn.origin == TurnOrigin.EVAL else None,
+            "catalog_run": catalog_eval_run_for_turn(turn_id=turn.pk) if turn.origin == TurnOrigin.EVAL else None,
             "author": turn.user.get_username() if turn.user else "",
         },
     )

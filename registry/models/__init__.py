@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from registry.models.audit import AuditLog
 from registry.models.capabilities import VersionCapabilities
+from registry.models.catalog_evals import CatalogEvalCaseResult, CatalogEvalRun
 from registry.models.evals import (
     EVAL_RUN_FINISHED,
     EvalCaseResult,
@@ -46,6 +47,8 @@ __all__ = [
     "ApiToken",
     "AuditLog",
     "Blob",
+    "CatalogEvalCaseResult",
+    "CatalogEvalRun",
     "DailyRollup",
     "DeliveryStatus",
     "EVAL_RUN_FINISHED",

@@ -13,6 +13,7 @@ from django.utils import timezone
 from registry.errors import NotFound
 from registry.models import EVAL_RUN_FINISHED, EvalCaseResult, EvalRun, EvalRunStatus, EvalSuiteRevision, Skill
 from registry.selectors.analytics import newcombe_difference, probability_b_better, wilson_interval
+from registry.selectors.catalog_evals import catalog_eval_runs_active_count, catalog_eval_turns_queued
 from registry.skillformat.evals import suite_as_skill_creator
 
 
@@ -50,13 +51,15 @@ def eval_runs_unfinished() -> QuerySet[EvalRun]:
 
 
 def eval_runs_active_count(*, user: Any) -> int:
-    """The user's runs that are queued or running."""
-    return eval_runs_unfinished().filter(created_by=user).count()
+    """The user's runs that are queued or running, catalog runs included (one quota for both)."""
+    return eval_runs_unfinished().filter(created_by=user).count() + catalog_eval_runs_active_count(user=user)
 
 
 def eval_turns_queued() -> int:
-    """Eval turns not yet graded (waiting, queued or running) across every unfinished run."""
-    return EvalCaseResult.objects.filter(graded_at__isnull=True).exclude(run__status__in=EVAL_RUN_FINISHED).count()
+    """Eval turns not yet graded (waiting, queued or running) across every unfinished run,
+    catalog runs' included."""
+    skill_runs = EvalCaseResult.objects.filter(graded_at__isnull=True).exclude(run__status__in=EVAL_RUN_FINISHED)
+    return skill_runs.count() + catalog_eval_turns_queued()
 
 
 def eval_run_results(*, run: EvalRun) -> list[EvalCaseResult]:

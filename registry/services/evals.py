@@ -139,7 +139,7 @@ def eval_run_create(
             fields={"repeat": "fewer repeats"},
         )
     with transaction.atomic():
-        _eval_run_admit(user=actor.user_or_none, turns=total)
+        eval_run_admit(user=actor.user_or_none, turns=total)
         run = EvalRun.objects.create(
             skill=skill,
             version=version,
@@ -170,9 +170,10 @@ def eval_run_create(
     return run
 
 
-def _eval_run_admit(*, user: Any, turns: int) -> None:
+def eval_run_admit(*, user: Any, turns: int) -> None:
     """Refuse (429) a run past EVAL_MAX_ACTIVE_RUNS_PER_USER or EVAL_MAX_QUEUED_TURNS; inside the
-    transaction that creates it, holding the admission lock until it commits."""
+    transaction that creates it, holding the admission lock until it commits. Catalog runs
+    (registry/services/catalog_evals.py) are admitted here too: one quota for both kinds."""
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
             cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_ADMISSION_LOCK])
