@@ -3,6 +3,7 @@
 from django.urls import path
 
 from agents.evals import api as eval_api
+from agents.evals import model_check_api
 
 urlpatterns = [
     path("skills/<str:name>/evals", eval_api.EvalSuiteApi.as_view(), name="api-skill-evals"),
@@ -18,4 +19,10 @@ urlpatterns = [
     path("evals/runs/compare", eval_api.EvalRunCompareApi.as_view(), name="api-eval-runs-compare"),
     path("evals/runs/<uuid:run_id>", eval_api.EvalRunDetailApi.as_view(), name="api-eval-run"),
     path("evals/runs/<uuid:run_id>/cancel", eval_api.EvalRunCancelApi.as_view(), name="api-eval-run-cancel"),
+    path("catalog/evals/model-check", model_check_api.ModelCheckCreateApi.as_view(), name="api-model-check-create"),
+    path(
+        "catalog/evals/model-checks/<uuid:check_id>",
+        model_check_api.ModelCheckDetailApi.as_view(),
+        name="api-model-check",
+    ),
 ]

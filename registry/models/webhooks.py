@@ -17,6 +17,7 @@ class WebhookEvent(models.TextChoices):
     SKILL_ENABLED = "skill.enabled"
     SKILL_DISABLED = "skill.disabled"
     SKILL_SCANNED = "skill.scanned"
+    CATALOG_DRIFT = "catalog.drift"
 
 
 class Webhook(models.Model):
