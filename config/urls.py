@@ -52,4 +52,5 @@ urlpatterns = [
     path("", include("agents.turns.playground")),
     path("", include("agents.turns.console")),
     path("", include("agents.evals.console")),
+    path("", include("agents.evals.model_check_console")),
 ]

@@ -11,53 +11,26 @@ from rest_framework.test import APIClient
 
 from agents.evals.model_check import model_check_start, model_checks_advance
 from registry.models import AuditLog, EvalCaseResult, EvalRun, LabelPolicy, ModelCheck
-from registry.selectors.evals import TaskFigures, TriggerFigures, eval_run_results
+from registry.selectors.evals import TaskFigures, TriggerFigures
 from registry.selectors.model_checks import f1_comparison, model_check_threshold, task_comparison
 from registry.services.audit import Actor
-from registry.services.evals import eval_result_dispatch, eval_result_grade, eval_run_finish, eval_suite_replace
-from registry.services.labels import label_move
-from tests.factories import publish, user_with_role
+from tests.agents.evals.model_check_runs import CASES, grade_all, served
+from tests.factories import user_with_role
 
 pytestmark = pytest.mark.django_db
 
 CHECKS = "/api/v1/catalog/evals/model-check"
-CASES = [
-    {"id": "t-yes", "kind": "trigger", "query": "review this pull request", "should_trigger": True},
-    {"id": "t-no", "kind": "trigger", "query": "write me a haiku", "should_trigger": False},
-    {"id": "k-1", "kind": "task", "prompt": "Review app.py", "expect": [{"skill_loaded": "pr-review"}]},
-    {"id": "k-2", "kind": "task", "prompt": "Review db.py", "expect": [{"skill_loaded": "pr-review"}]},
-]
-
-
-def served(name: str, *, cases: list[dict] | None, label: str = "production"):
-    skill = publish(name, description=f"{name} does one thing well.").version.skill
-    label_move(skill=skill, label=label, version_number=1)
-    if cases:
-        eval_suite_replace(skill=skill, document={"cases": cases})
-    return skill
 
 
 @pytest.fixture
 def catalog():
-    return [served("pr-review", cases=CASES), served("notes", cases=None)]
+    return [served("pr-review", cases=CASES), served("notes")]
 
 
 def runner(make_token, user=None) -> APIClient:
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {make_token(['skills:read', 'agent:run'], user=user)}")
     return client
-
-
-def grade_all(run: EvalRun, *, tasks_pass: bool) -> None:
-    """End `run` as its runner would: triggers right, tasks passing or not."""
-    for result in eval_run_results(run=run):
-        eval_result_dispatch(result_id=result.pk, turn_id=None)
-        should = result.case_id == "t-yes"
-        passed = True if result.kind == "trigger" else tasks_pass
-        eval_result_grade(
-            result_id=result.pk, passed=passed, checks=[], triggered=should if result.kind == "trigger" else None
-        )
-    eval_run_finish(run_id=run.pk)
 
 
 def test_a_task_rate_that_falls_from_all_to_none_is_worse_beyond_chance():
@@ -138,7 +111,9 @@ def test_the_eval_quotas_refuse_the_whole_check(catalog, make_token, settings):
 
     settings.EVAL_MAX_QUEUED_TURNS, settings.EVAL_MAX_ACTIVE_RUNS_PER_USER = 5000, 2
     author = user_with_role("author")
-    model_check_start(label="production", candidate_model="offline", current_model="scripted", actor=Actor(user=author, via="test"))
+    model_check_start(
+        label="production", candidate_model="offline", current_model="scripted", actor=Actor(user=author, via="test")
+    )
     again = runner(make_token, user=author).post(
         CHECKS, {"label": "production", "candidate_model": "offline"}, format="json"
     )

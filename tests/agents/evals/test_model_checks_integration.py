@@ -13,21 +13,15 @@ from django.conf import settings
 from django.core.management import CommandError, call_command
 
 from agents.tasks import catalog_watch_task
-from registry.models import EvalRun, ModelCheck, ModelCheckRun, WebhookDelivery
-from registry.selectors.evals import eval_run_results
+from registry.models import ModelCheck, ModelCheckRun, WebhookDelivery
 from registry.selectors.model_checks import catalog_drift_current
 from registry.selectors.skills import skill_get
-from registry.services.evals import (
-    eval_result_dispatch,
-    eval_result_grade,
-    eval_run_create,
-    eval_run_finish,
-    eval_suite_replace,
-)
+from registry.services.evals import eval_suite_replace
 from registry.services.labels import label_move
 from registry.services.model_checks import catalog_drift_dismiss
 from registry.services.skills import skills_sync_bundled
 from registry.services.webhooks import webhook_create
+from tests.agents.evals.model_check_runs import accepted_run
 from tests.agents.evals.test_evals_integration import WORKER_ENV
 from tests.factories import publish
 from tests.worker import WorkerProcess, wait_for
@@ -118,17 +112,6 @@ def test_the_cli_prints_a_table_and_exits_1_on_a_regression(worker):
         call_command("catalog", "model-check", "--label=ci", "--candidate=gpt-nope", stdout=out, stderr=err)
 
 
-def _passing_run(skill, *, model: str) -> EvalRun:
-    """A finished run on which every case passed: the accepted run the watch compares with."""
-    run = eval_run_create(skill=skill, version=skill.versions.get(number=1), model=model)
-    for result in eval_run_results(run=run):
-        eval_result_dispatch(result_id=result.pk, turn_id=None)
-        triggered = result.case_id == "t-yes" if result.kind == "trigger" else None
-        eval_result_grade(result_id=result.pk, passed=True, checks=[], triggered=triggered)
-    eval_run_finish(run_id=run.pk)
-    return run
-
-
 def test_the_drift_watch_raises_catalog_drift_when_a_skill_got_worse_than_its_accepted_run(worker, settings):
     skill = publish("pr-review", description="Review a pull request for security problems.").version.skill
     label_move(skill=skill, label="production", version_number=1)
@@ -138,7 +121,7 @@ def test_the_drift_watch_raises_catalog_drift_when_a_skill_got_worse_than_its_ac
         for n in range(3)
     ]
     eval_suite_replace(skill=skill, document={"cases": cases})
-    baseline = _passing_run(skill, model=settings.AGENT_MODEL)  # the model used to follow these tasks
+    baseline = accepted_run(skill, model=settings.AGENT_MODEL)  # the model used to follow these tasks
     settings.WEBHOOK_ALLOW_PRIVATE_ADDRESSES = True
     webhook_create(url="http://127.0.0.1:9/drift", events=["catalog.drift"])
 
