@@ -440,7 +440,7 @@ if not 0 < CATALOG_OVERLAP_THRESHOLD <= 1:
 CATALOG_ROUTING_BACKGROUND = env.bool("CATALOG_ROUTING_BACKGROUND", default=True)
 CATALOG_ROUTING_DEBOUNCE_SECONDS = env.float("CATALOG_ROUTING_DEBOUNCE_SECONDS", default=30.0)
 CATALOG_ROUTING_INLINE_MAX = env.int("CATALOG_ROUTING_INLINE_MAX", default=1000)
-# The drift watch (docs/operators/model-checks.md): beat re-runs production's eval suites on
+# The drift watch (docs/authors/model-checks.md): beat re-runs production's eval suites on
 # AGENT_MODEL on this cron schedule ("minute hour day-of-month month day-of-week", UTC) and raises
 # `catalog.drift` when a skill got worse than its last accepted run. Empty: off.
 CATALOG_WATCH_CRON = env.str("CATALOG_WATCH_CRON", default="").strip()
