@@ -29,6 +29,16 @@ class ModelCheckInputSerializer(serializers.Serializer):
     )
     repeat = WholeNumberField(required=False, default=1, min_value=1, max_value=MAX_REPEAT)
 
+    def start_arguments(self) -> dict[str, Any]:
+        """`model_check_start`'s arguments (besides the actor) once the input is valid."""
+        values = self.validated_data
+        return {
+            "label": values["label"],
+            "candidate_model": values["candidate_model"],
+            "current_model": values.get("current_model") or None,
+            "repeat": values["repeat"],
+        }
+
 
 class FigureSerializer(serializers.Serializer):
     current = serializers.FloatField()
@@ -116,14 +126,7 @@ class ModelCheckCreateApi(ApiView):
     def post(self, request):
         body = ModelCheckInputSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        values = body.validated_data
-        check = model_check_start(
-            label=values["label"],
-            candidate_model=values["candidate_model"],
-            current_model=values.get("current_model") or None,
-            repeat=values["repeat"],
-            actor=self.actor(),
-        )
+        check = model_check_start(actor=self.actor(), **body.start_arguments())
         queued = {"id": check.pk, "status": check.status, "runs": check.runs.count()}
         return Response(self.QueuedSerializer(queued).data, status=status.HTTP_202_ACCEPTED)
 

@@ -60,14 +60,7 @@ def model_check_start_view(request):
     if not body.is_valid():
         return refused({name: " ".join(map(str, problems)) for name, problems in body.errors.items()})
     on_domain_error(request, lambda error: refused(_form_errors(error), error.status))
-    values = body.validated_data
-    check = model_check_start(
-        label=values["label"],
-        candidate_model=values["candidate_model"],
-        current_model=values.get("current_model") or None,
-        repeat=values["repeat"],
-        actor=Actor(user=request.user, via="console"),
-    )
+    check = model_check_start(actor=Actor(user=request.user, via="console"), **body.start_arguments())
     return redirect(reverse("model-check", args=[check.pk]))
 
 

@@ -9,7 +9,6 @@ import io
 import json
 
 import pytest
-from django.conf import settings
 from django.core.management import CommandError, call_command
 
 from agents.tasks import catalog_watch_task
@@ -22,13 +21,12 @@ from registry.services.model_checks import catalog_drift_dismiss
 from registry.services.skills import skills_sync_bundled
 from registry.services.webhooks import webhook_create
 from tests.agents.evals.model_check_runs import accepted_run
+from tests.agents.evals.test_bundled_evals import BUNDLED
 from tests.agents.evals.test_evals_integration import WORKER_ENV
 from tests.factories import publish
 from tests.worker import WorkerProcess, wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
-
-BUNDLED = sorted(path.parent.name for path in settings.BUNDLED_SKILLS_DIR.glob("*/SKILL.md"))
 
 
 @pytest.fixture(scope="module")
