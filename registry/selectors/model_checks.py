@@ -26,14 +26,13 @@ from registry.models import (
     ModelCheckKind,
     ModelCheckRun,
     ModelCheckSide,
-    SkillVersion,
 )
 from registry.selectors.analytics import newcombe_difference, probability_b_better
 from registry.selectors.evals import TaskFigures, TriggerFigures, eval_run_results, task_figures, trigger_figures
 from registry.selectors.label_policies import label_policy_get
 
-# Worse "beyond chance": P(candidate worse) at least this (the label policies' NOT_WORSE_P, which
-# registry/services/label_policies.py imports from nowhere it could import us from).
+# Worse "beyond chance": P(candidate worse) at least this, the figure the label policies' `not_worse`
+# gate uses (NOT_WORSE_P in registry/services/label_policies.py; selectors import no services).
 DEFAULT_P_WORSE = 0.95
 F1_DRAWS = 4000
 F1_SEED = 33
@@ -215,7 +214,3 @@ def catalog_drift_current() -> ModelCheck | None:
     if newest is None or not newest.regressed or newest.dismissed_at is not None:
         return None
     return newest
-
-
-def served_version(*, skill_id: int, number: int) -> SkillVersion | None:
-    return SkillVersion.objects.filter(skill_id=skill_id, number=number).first()
