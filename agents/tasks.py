@@ -14,6 +14,7 @@ from django.db import close_old_connections, connection
 from agents.checks import NO_CGROUP_HINT, run_skill_memory_problem
 from agents.evals import catalog_runner
 from agents.evals import runner as evals
+from agents.evals.model_check import catalog_watch_start, model_checks_advance
 from agents.models import TurnOrigin
 from agents.runtime.llm import TransientLLMError, complete, warm_up
 from agents.runtime.providers import USAGE_TOKENIZER_MODEL, register_providers
@@ -83,6 +84,13 @@ def catalog_eval_run_advance_task(run_id: str) -> None:
     catalog_runner.catalog_eval_run_advance(run_id=run_id)
 
 
+@shared_task
+def catalog_watch_task() -> str:
+    """Beat's drift watch (CATALOG_WATCH_CRON): production's suites on AGENT_MODEL as one watch;
+    the reaper stores its report, and raises catalog.drift, once its runs have ended."""
+    return str(catalog_watch_start().pk)
+
+
 class TurnReaper:
     """The worker's own timer: every AGENT_TURN_REAPER_SECONDS, requeue or end the turns whose
     lease lapsed, remove dead processes' scratch folders, queue again the webhook deliveries that
@@ -115,6 +123,7 @@ class TurnReaper:
                 services.scratch_dirs_sweep()
                 evals.eval_runs_advance_later()  # runs whose turns ended while no worker advanced them
                 catalog_runner.catalog_eval_runs_advance_later()
+                model_checks_advance()  # model checks and drift watches whose runs have all ended
                 usage_offers_roll_up()
                 if requeued := webhook_deliveries_requeue():
                     logger.warning("requeued %d webhook deliveries that had lost their message", requeued)

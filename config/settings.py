@@ -442,6 +442,26 @@ if not 0 < CATALOG_OVERLAP_THRESHOLD <= 1:
 CATALOG_ROUTING_BACKGROUND = env.bool("CATALOG_ROUTING_BACKGROUND", default=True)
 CATALOG_ROUTING_DEBOUNCE_SECONDS = env.float("CATALOG_ROUTING_DEBOUNCE_SECONDS", default=30.0)
 CATALOG_ROUTING_INLINE_MAX = env.int("CATALOG_ROUTING_INLINE_MAX", default=1000)
+# The drift watch (docs/authors/model-checks.md): beat re-runs production's eval suites on
+# AGENT_MODEL on this cron schedule ("minute hour day-of-month month day-of-week", UTC) and raises
+# `catalog.drift` when a skill got worse than its last accepted run. Empty: off.
+CATALOG_WATCH_CRON = env.str("CATALOG_WATCH_CRON", default="").strip()
+if CATALOG_WATCH_CRON:
+    from celery.schedules import crontab  # only when the watch is on
+
+    _cron = CATALOG_WATCH_CRON.split()
+    try:
+        if len(_cron) != 5:
+            raise ValueError("five fields")
+        _minute, _hour, _day_of_month, _month, _day_of_week = _cron
+        _watch_schedule = crontab(
+            minute=_minute, hour=_hour, day_of_month=_day_of_month, month_of_year=_month, day_of_week=_day_of_week
+        )
+    except ValueError as _error:
+        raise ImproperlyConfigured(
+            f"CATALOG_WATCH_CRON={CATALOG_WATCH_CRON!r}: give five cron fields, e.g. '0 3 * * *' ({_error})."
+        ) from None
+    CELERY_BEAT_SCHEDULE["catalog-watch"] = {"task": "agents.tasks.catalog_watch_task", "schedule": _watch_schedule}
 # How run_skill and code skills confine a skill's script (agents/runtime/sandbox.py,
 # docs/operators/sandbox.md): `bwrap`, or `none` to run scripts unconfined as the worker's user. There is
 # no silent fallback: with `bwrap` and no working bubblewrap, run_skill refuses to run scripts.

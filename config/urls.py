@@ -53,4 +53,5 @@ urlpatterns = [
     path("", include("agents.turns.console")),
     path("", include("agents.evals.console")),
     path("", include("agents.evals.catalog_console")),
+    path("", include("agents.evals.model_check_console")),
 ]

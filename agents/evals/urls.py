@@ -4,6 +4,7 @@ from django.urls import path
 
 from agents.evals import api as eval_api
 from agents.evals import catalog_api
+from agents.evals import model_check_api
 
 urlpatterns = [
     path("skills/<str:name>/evals", eval_api.EvalSuiteApi.as_view(), name="api-skill-evals"),
@@ -27,5 +28,11 @@ urlpatterns = [
         "catalog/evals/runs/<uuid:run_id>/cancel",
         catalog_api.CatalogEvalRunCancelApi.as_view(),
         name="api-catalog-eval-run-cancel",
+    ),
+    path("catalog/evals/model-check", model_check_api.ModelCheckCreateApi.as_view(), name="api-model-check-create"),
+    path(
+        "catalog/evals/model-checks/<uuid:check_id>",
+        model_check_api.ModelCheckDetailApi.as_view(),
+        name="api-model-check",
     ),
 ]

@@ -17,6 +17,7 @@ from registry.models.evals import (
 )
 from registry.models.labels import Label, LabelChange, LabelHistory, LabelPolicy
 from registry.models.logins import LoginCounter
+from registry.models.model_checks import ModelCheck, ModelCheckKind, ModelCheckRun, ModelCheckSide, ModelCheckStatus
 from registry.models.rules import ForceIncludeRule
 from registry.models.scans import VERDICT_RANK, ScanFinding, ScanStatus, ScanVerdict, SkillScan
 from registry.models.signing import PublisherKey, SigningKey, VersionAttestation
@@ -64,6 +65,11 @@ __all__ = [
     "LabelHistory",
     "LabelPolicy",
     "LoginCounter",
+    "ModelCheck",
+    "ModelCheckKind",
+    "ModelCheckRun",
+    "ModelCheckSide",
+    "ModelCheckStatus",
     "PublisherKey",
     "QueuedOffer",
     "ROLLUP_COUNT_COLUMNS",

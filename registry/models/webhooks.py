@@ -18,6 +18,7 @@ class WebhookEvent(models.TextChoices):
     SKILL_DISABLED = "skill.disabled"
     SKILL_SCANNED = "skill.scanned"
     SKILLSET_LABEL_MOVED = "skillset.label_moved"
+    CATALOG_DRIFT = "catalog.drift"
 
 
 class Webhook(models.Model):

@@ -96,6 +96,8 @@ UNSTATED_RULES: dict[str, set[str]] = {
     "PUT /api/v1/skills/{name}/evals": {"invalid_suite"},
     "POST /api/v1/skills/{name}/evals/runs": {"model", "label", "skill_versions"},
     "POST /api/v1/catalog/evals/runs": {"model"},
+    # A model check's models are among AGENT_MODELS.
+    "POST /api/v1/catalog/evals/model-check": {"candidate_model", "current_model"},
     # `latest` fits the label pattern but is implicit: no policy protects it. A policy's
     # `require_eval.model` is one of AGENT_MODELS, its `rollback_window` a duration of 0-365 days.
     "GET /api/v1/label-policies/{label}": {"invalid_label"},
