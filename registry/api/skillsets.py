@@ -252,7 +252,7 @@ class SkillsetApi(ApiView):
         responses={
             201: OpenApiResponse(SkillsetVersionSerializer, description="A new version was created."),
             200: OpenApiResponse(SkillsetVersionSerializer, description="The same members as the newest version."),
-            **errors(400, 401, 403, 413, 415),
+            **errors(400, 401, 403, 404, 413, 415),
         },
         summary="Publish the next version of a skillset (created on first publish) from its members, each a "
         "version number or a label taken as it points now. 400 naming the member: unknown, disabled, listed "

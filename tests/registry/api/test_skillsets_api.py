@@ -266,3 +266,19 @@ def test_unknown_sets_and_labels_are_404s(api, members):
     assert api.delete(f"{LABEL_URL}/rollout").status_code == 404
     with pytest.raises(Exception, match="no label 'production'"):
         served_skillset("data", "production")
+
+
+def test_a_set_change_moves_resolve_snapshots_forward_without_a_skill_of_its_name(api, members):
+    """Set changes bump the generation naming the set; a snapshot read before moves forward in
+    place (the set's name has no skill to replace) and still serves every skill."""
+    asked = {"query": "work with csv data", "max_skills": 5}
+    before = api.post("/api/v1/resolve", asked, format="json").json()
+    assert before["skills"]
+    api.put(SET_URL, {"members": {"csv-tools": 1, "charts": 1}}, format="json")
+    api.put(LABEL_URL, {"version": 1}, format="json")
+
+    after = api.post("/api/v1/resolve", asked, format="json")
+
+    assert after.status_code == 200
+    assert {s["name"] for s in after.json()["skills"]} == {s["name"] for s in before["skills"]}
+    assert after.json()["generation"] != before["generation"]
