@@ -9,7 +9,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('registry', '0023_signing'),
+        ('registry', '0024_catalog_eval_runs'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

@@ -22,7 +22,7 @@ from registry.models import (
 )
 from registry.selectors.model_checks import model_check_baseline, model_check_report, model_check_runs
 from registry.services.audit import SYSTEM, Actor, audit_record
-from registry.services.evals import _eval_run_admit
+from registry.services.evals import eval_run_admit
 from registry.services.webhooks import webhook_event_emit
 
 
@@ -41,7 +41,7 @@ def model_check_create(
     author has EVAL_MAX_ACTIVE_RUNS_PER_USER runs going, or when its `turns` would pass
     EVAL_MAX_QUEUED_TURNS. Inside the caller's transaction, which then queues its runs (each
     counted again as it is created, so the whole check fits or nothing is written)."""
-    _eval_run_admit(user=actor.user_or_none, turns=turns)
+    eval_run_admit(user=actor.user_or_none, turns=turns)
     check = ModelCheck.objects.create(
         kind=kind,
         label=label,

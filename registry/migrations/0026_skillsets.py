@@ -9,7 +9,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('registry', '0023_signing'),
+        ('registry', '0025_model_checks'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
@@ -124,6 +124,6 @@ class Migration(migrations.Migration):
         migrations.AlterField(
             model_name='webhookdelivery',
             name='event',
-            field=models.CharField(choices=[('skill.published', 'Skill Published'), ('label.moved', 'Label Moved'), ('label.rolled_back', 'Label Rolled Back'), ('rule.changed', 'Rule Changed'), ('skill.enabled', 'Skill Enabled'), ('skill.disabled', 'Skill Disabled'), ('skill.scanned', 'Skill Scanned'), ('skillset.label_moved', 'Skillset Label Moved')], max_length=32),
+            field=models.CharField(choices=[('skill.published', 'Skill Published'), ('label.moved', 'Label Moved'), ('label.rolled_back', 'Label Rolled Back'), ('rule.changed', 'Rule Changed'), ('skill.enabled', 'Skill Enabled'), ('skill.disabled', 'Skill Disabled'), ('skill.scanned', 'Skill Scanned'), ('skillset.label_moved', 'Skillset Label Moved'), ('catalog.drift', 'Catalog Drift')], max_length=32),
         ),
     ]
