@@ -3,8 +3,7 @@
 from django.urls import path
 
 from agents.evals import api as eval_api
-from agents.evals import catalog_api
-from agents.evals import model_check_api
+from agents.evals import catalog_api, model_check_api
 
 urlpatterns = [
     path("skills/<str:name>/evals", eval_api.EvalSuiteApi.as_view(), name="api-skill-evals"),

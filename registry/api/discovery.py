@@ -102,10 +102,6 @@ OFF_OR_UNKNOWN = (
 )
 
 
-class DiscoveryQuerySerializer(serializers.Serializer):
-    skillset = serializers.CharField(min_length=1, max_length=128, required=False, default=None)
-
-
 def _skillset(request) -> str | None:
     query = DiscoveryQuerySerializer(data=request.query_params)
     query.is_valid(raise_exception=True)

@@ -353,6 +353,7 @@ class SkillVersionQuerySerializer(serializers.Serializer):
 
 class DiscoveryQuerySerializer(serializers.Serializer):
     subject = serializers.CharField(required=False, allow_blank=True, max_length=SUBJECT_MAX_CHARS)
+    skillset = serializers.CharField(min_length=1, max_length=128, required=False, default=None)
 
 
 class ShadowSerializer(serializers.Serializer):

@@ -21,7 +21,7 @@ from skill_registry_client.attestation import (
     private_key_read,
     publisher_envelope,
 )
-from skill_registry_client.errors import ContentMismatch, RegistryError, VersionConflict
+from skill_registry_client.errors import ContentMismatch, NotFound, RegistryError, VersionConflict
 from skill_registry_client.folders import (
     LOCK_NAME,
     SKILL_MD,
@@ -99,7 +99,8 @@ def _pull_targets(transport: Transport, names: list[str], args: argparse.Namespa
         served = _skillset_members(transport, args.skillset, args.label)
         print(f"skillset {served['name']}: version {served['version']} at {served['label']}")
         at = {"name": served["name"], "version": served["version"], "label": served["label"]}
-        return [_served(transport, name, {"version": number}, skillset=at) for name, number in served["members"].items()]
+        members = served["members"].items()
+        return [_served(transport, name, {"version": number}, skillset=at) for name, number in members]
     if args.all and names:
         raise RegistryError("Give skill names or --all, not both.")
     if not args.all and not names:
@@ -121,7 +122,9 @@ def pull(args: argparse.Namespace) -> int:
     directory.mkdir(parents=True, exist_ok=True)
     lock = Lockfile.read(directory)
     if not args.force:
-        edited = [t.name for t in targets if _has_local_changes(skill_folder(directory, t.name), lock.skills.get(t.name))]
+        edited = [
+            t.name for t in targets if _has_local_changes(skill_folder(directory, t.name), lock.skills.get(t.name))
+        ]
         if edited:
             raise RegistryError(
                 f"{', '.join(edited)}: changed in {directory} since the last pull (or not pulled by skillreg); "
@@ -140,7 +143,8 @@ def pull(args: argparse.Namespace) -> int:
                     f"{name}: the zip of version {target.version} does not match its fingerprint.", skill=name
                 )
             write_folder(bundle, skill_folder(directory, name))
-            lock.skills[name] = {**bundle.lock_entry(), "label": args.label, "attestation": envelope, **target.why_locked()}
+            entry = {**bundle.lock_entry(), "label": args.label, "attestation": envelope}
+            lock.skills[name] = {**entry, **target.why_locked()}
             pulled += 1
             why = f", {target.why}" if target.why else ""
             print(f"{name}: version {bundle.version} ({len(bundle.files)} files, signed by {verified.keyid}{why})")
