@@ -305,13 +305,17 @@ class TermIndex:
         ordered = sorted(kept) if limit is None else heapq.nsmallest(limit, kept)
         return [self._match(name, -negative, parsed, bonus) for negative, name in ordered]
 
-    def best(self, query: str, *, forced: Collection[str], limit: int) -> tuple[list[Match], list[Match], set[str]]:
+    def best(
+        self, query: str, *, forced: Collection[str], limit: int, excluded: Collection[str] = ()
+    ) -> tuple[list[Match], list[Match], set[str]]:
         """What resolve uses of `match(query, index)` without ordering all of it: the matches
         (score above 0) among the `forced` names, the `limit` best of the others, best first, and
-        the names of all the others that match."""
+        the names of all the others that match; the `excluded` names are none of these."""
         parsed = _Query.parse(query)
         scores, bonus = self._scores(parsed)
-        matched = {name for name, score in scores.items() if score > 0.0 and name not in forced}
+        matched = {
+            name for name, score in scores.items() if score > 0.0 and name not in forced and name not in excluded
+        }
         top = sorted((-scores[name], name) for name in matched)[:limit]  # in C: cheaper than a heap here
         return (
             [self._match(name, scores[name], parsed, bonus) for name in forced if scores.get(name, 0.0) > 0.0],
@@ -328,23 +332,36 @@ class Ranking:
 
 
 def rank_for_block(
-    index: TermIndex, text: str | None, *, forced: Sequence[Any], skills: Sequence[Any], limit: int
+    index: TermIndex,
+    text: str | None,
+    *,
+    forced: Sequence[Any],
+    skills: Sequence[Any],
+    limit: int,
+    excluded: Collection[str] = (),
 ) -> Ranking:
     """The head of resolve's ranking — forced skills first, then matches for `text` best first,
     then the other model-invocable skills in `skills`' order (by name) — as long as a prompt block
-    of at most `limit` skills can use, and the length of the whole ranking."""
+    of at most `limit` skills can use, and the length of the whole ranking. The `excluded` names
+    (never forced ones) are not in it."""
     forced_names = {s.name for s in forced}
     wanted = max(limit - len(forced), 0)
     total = len(forced) + len(index) - sum(1 for name in forced_names if name in index)
+    total -= sum(1 for name in excluded if name in index and name not in forced_names)
     forced_matches, top, matched = (
-        index.best(text, forced=forced_names, limit=wanted) if text is not None else ([], [], set())
+        index.best(text, forced=forced_names, limit=wanted, excluded=excluded) if text is not None else ([], [], set())
     )
     ordered = [*forced, *(m.skill for m in top)]
     if len(top) < wanted:
         for skill in skills:
             if len(ordered) - len(forced) >= wanted:
                 break
-            if skill.model_invocable and skill.name not in forced_names and skill.name not in matched:
+            if (
+                skill.model_invocable
+                and skill.name not in forced_names
+                and skill.name not in matched
+                and skill.name not in excluded
+            ):
                 ordered.append(skill)
     return Ranking(ordered=ordered, matches={m.skill.name: m for m in [*forced_matches, *top]}, total=total)
 
