@@ -10,6 +10,10 @@ Each skill is one artifact whose digest is the sha256 of exactly the bytes serve
 (`type: skill-md`) when that is the whole skill, else a zip with SKILL.md at the root (`type:
 archive`). The zip is `write_zip`'s deterministic one, so the same version always has the same
 digest; links are written as the files they resolve to, as clients refuse link entries.
+
+A reader may say which tools and MCP servers it has (`Entitlements`): the index then leaves out
+the skills whose `tool:` or `mcp:` requirements it does not meet (`discovery_left_out` says which
+and why). The artifacts themselves stay readable by name.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from django.core.cache import cache
 from django.db.models import Count, F, Q, QuerySet
 
 from registry.models import SkillVersion
+from registry.readmodel.requirements import Entitlements, LeftOut
 from registry.readmodel.rollouts import subject_pins
 from registry.readmodel.snapshot import Pins
 from registry.selectors.resolve import cache_namespace, registry_snapshot, skill_effective, skill_version_effective
@@ -95,13 +100,22 @@ def attestation_url(*, name: str) -> str:
     return f"{name}{ATTESTATION_SUFFIX}"
 
 
-def _published(label: str, names: list[str] | None = None, *, pins: Pins | None = None) -> list[EffectiveSkill]:
+def _published(
+    label: str,
+    names: list[str] | None = None,
+    *,
+    pins: Pins | None = None,
+    entitlements: Entitlements = Entitlements(),
+) -> list[EffectiveSkill]:
     """The effective skills at `label` (those that carry it; every one for `latest`), at the
     version it points to or that its rollout gives the reader (`pins`, from `subject_pins`), with
-    publishable names, by name; with `names`, only those."""
+    publishable names, by name; with `names`, only those. Listing them all, the skills whose needs
+    `entitlements` do not meet are left out."""
     if names is None:
         # One snapshot for the whole listing: every entry as of one generation, read once.
-        effective: list[EffectiveSkill] = list(registry_snapshot(label=label, pins=pins).skills)
+        snapshot = registry_snapshot(label=label, pins=pins)
+        left_out = snapshot.requirements.left_out(entitlements)
+        effective: list[EffectiveSkill] = [skill for skill in snapshot.skills if skill.name not in left_out]
     else:
         effective = [skill for name in names if (skill := skill_effective(name=name, label=label, pins=pins))]
     return sorted((skill for skill in effective if publishable(skill.name)), key=lambda skill: skill.name)
@@ -135,11 +149,23 @@ def _versions_at(label: str) -> QuerySet[SkillVersion]:
     return SkillVersion.objects.filter(Q(labels__name=label) | Q(canary_labels__name=label)).distinct()
 
 
-def discovery_index(*, label: str, subject: str | None = None) -> list[DiscoveryEntry]:
-    """The index's skills at `label` as `subject` gets them (a label's rollout), by name.
-    Digests are remembered per version, so a listing reads the content only of versions it has
-    not seen (in one query, zips' files aside)."""
-    skills = _published(label, pins=subject_pins(label=label, subject=subject))
+def discovery_left_out(
+    *, label: str, subject: str | None = None, entitlements: Entitlements
+) -> list[LeftOut]:
+    """The publishable skills at `label` that `entitlements` leave out of the index, by name, each
+    with the requirements it lacks and why."""
+    snapshot = registry_snapshot(label=label, pins=subject_pins(label=label, subject=subject))
+    left_out = snapshot.requirements.left_out(entitlements)
+    return [left_out[name] for name in sorted(left_out) if publishable(name)]
+
+
+def discovery_index(
+    *, label: str, subject: str | None = None, entitlements: Entitlements = Entitlements()
+) -> list[DiscoveryEntry]:
+    """The index's skills at `label` as `subject` gets them (a label's rollout), by name, without
+    those `entitlements` leave out. Digests are remembered per version, so a listing reads the
+    content only of versions it has not seen (in one query, zips' files aside)."""
+    skills = _published(label, pins=subject_pins(label=label, subject=subject), entitlements=entitlements)
     if not skills:
         return []
     rows = {
