@@ -71,6 +71,9 @@ class Entitlements:
         return held is not None and entitlement_name(requirement.kind, requirement.name) not in held
 
 
+NO_ENTITLEMENTS = Entitlements()  # a consumer that says nothing: nothing is checked
+
+
 @dataclass(frozen=True)
 class Need:
     """A tool or server a skill needs, itself or through the skills it requires (`through`, from
@@ -82,7 +85,8 @@ class Need:
     @property
     def reason(self) -> str:
         chain = "".join(f"requires skill:{name}, which " for name in self.through)
-        return f"{chain}requires {self.requirement}, which is not among the {_KIND_WORDS[self.requirement.kind]} the consumer has"
+        kind = _KIND_WORDS[self.requirement.kind]
+        return f"{chain}requires {self.requirement}, which is not among the {kind} the consumer has"
 
 
 @dataclass(frozen=True)
@@ -95,7 +99,12 @@ class LeftOut:
     reasons: tuple[str, ...]
 
     def as_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "version": self.version, "missing": list(self.missing), "reasons": list(self.reasons)}
+        return {
+            "name": self.name,
+            "version": self.version,
+            "missing": list(self.missing),
+            "reasons": list(self.reasons),
+        }
 
 
 @dataclass(frozen=True)
@@ -112,7 +121,14 @@ class SnapshotRequirements:
     requires (its closure, nearest first), the tools and servers it needs, and the entries that
     name no served skill."""
 
-    def __init__(self, *, skills: Sequence[EffectiveSkill], by_name: Mapping[str, EffectiveSkill], label: str | None, read: Reader) -> None:
+    def __init__(
+        self,
+        *,
+        skills: Sequence[EffectiveSkill],
+        by_name: Mapping[str, EffectiveSkill],
+        label: str | None,
+        read: Reader,
+    ) -> None:
         self._by_name = by_name
         self._label = label
         self._elsewhere: dict[SkillKey, EffectiveSkill] = {}
@@ -123,6 +139,13 @@ class SnapshotRequirements:
         for skill in skills:
             if skill.requires:
                 self._walk(skill)
+        # Per skill, the skills it requires that a listing does not otherwise hold: not model-
+        # invocable, or not at the request's label. They add to the count of skills offered.
+        self.beyond_listing: dict[str, frozenset[str]] = {}
+        for name, closure in self.closure.items():
+            beyond = frozenset(r.skill.name for r in closure if not _listed(by_name.get(r.skill.name)))
+            if beyond:
+                self.beyond_listing[name] = beyond
         self._left_out: dict[Entitlements, dict[str, LeftOut]] = {}
         self._lock = threading.Lock()
 
@@ -209,6 +232,10 @@ class SnapshotRequirements:
                 self._left_out.clear()
             self._left_out[entitlements] = found
         return found
+
+
+def _listed(skill: EffectiveSkill | None) -> bool:
+    return skill is not None and skill.model_invocable
 
 
 def _key(requirement: Requirement) -> SkillKey:

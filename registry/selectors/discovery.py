@@ -28,7 +28,7 @@ from django.core.cache import cache
 from django.db.models import Count, F, Q, QuerySet
 
 from registry.models import SkillVersion
-from registry.readmodel.requirements import Entitlements, LeftOut
+from registry.readmodel.requirements import NO_ENTITLEMENTS, Entitlements, LeftOut
 from registry.readmodel.rollouts import subject_pins
 from registry.readmodel.snapshot import Pins
 from registry.selectors.resolve import cache_namespace, registry_snapshot, skill_effective, skill_version_effective
@@ -105,7 +105,7 @@ def _published(
     names: list[str] | None = None,
     *,
     pins: Pins | None = None,
-    entitlements: Entitlements = Entitlements(),
+    entitlements: Entitlements = NO_ENTITLEMENTS,
 ) -> list[EffectiveSkill]:
     """The effective skills at `label` (those that carry it; every one for `latest`), at the
     version it points to or that its rollout gives the reader (`pins`, from `subject_pins`), with
@@ -149,9 +149,7 @@ def _versions_at(label: str) -> QuerySet[SkillVersion]:
     return SkillVersion.objects.filter(Q(labels__name=label) | Q(canary_labels__name=label)).distinct()
 
 
-def discovery_left_out(
-    *, label: str, subject: str | None = None, entitlements: Entitlements
-) -> list[LeftOut]:
+def discovery_left_out(*, label: str, subject: str | None = None, entitlements: Entitlements) -> list[LeftOut]:
     """The publishable skills at `label` that `entitlements` leave out of the index, by name, each
     with the requirements it lacks and why."""
     snapshot = registry_snapshot(label=label, pins=subject_pins(label=label, subject=subject))
@@ -160,7 +158,7 @@ def discovery_left_out(
 
 
 def discovery_index(
-    *, label: str, subject: str | None = None, entitlements: Entitlements = Entitlements()
+    *, label: str, subject: str | None = None, entitlements: Entitlements = NO_ENTITLEMENTS
 ) -> list[DiscoveryEntry]:
     """The index's skills at `label` as `subject` gets them (a label's rollout), by name, without
     those `entitlements` leave out. Digests are remembered per version, so a listing reads the

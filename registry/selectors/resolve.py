@@ -45,7 +45,7 @@ from registry.matching.ranking import Match
 from registry.matching.triggers import find_skills
 from registry.models import SkillVersion
 from registry.readmodel.generation import current_generation
-from registry.readmodel.requirements import Entitlements, LeftOut, SnapshotRequirements
+from registry.readmodel.requirements import NO_ENTITLEMENTS, Entitlements, LeftOut, SnapshotRequirements
 from registry.readmodel.results import ResultCache
 from registry.readmodel.results import cache_namespace as cache_namespace
 from registry.readmodel.results import registry_caches_reset as registry_caches_reset
@@ -427,7 +427,7 @@ def _resolve(
     max_chars: int,
     snapshot: Snapshot | None = None,  # the registry's at `generation` unless given (tests build their own)
     pins: Pins | None = None,
-    entitlements: Entitlements = Entitlements(),
+    entitlements: Entitlements = NO_ENTITLEMENTS,
     explain: bool = False,
 ) -> ResolveResult:
     if snapshot is None:
@@ -540,7 +540,7 @@ class RequiredOffered:
 
     ranking: Ranking
     required_by: dict[str, tuple[str, ...]]
-    warnings: tuple[str, ...] = ()
+    warnings: tuple[tuple[str, str], ...] = ()  # (the skill it is about, the warning): said when that one is offered
 
 
 def required_offered(
@@ -551,13 +551,13 @@ def required_offered(
     requires them: ahead of every skill chosen for less, so the prompt budget keeps them when it
     keeps what requires them and drops them as it drops other skills. A skill the ranking lists
     further down moves up; a name is offered once, at the first version placed."""
-    if not requirements.closure:
+    if not requirements.closure and not requirements.unserved:
         return RequiredOffered(ranking, {})
     placed: dict[str, EffectiveSkill] = {}
     ordered: list[Any] = []
+    matches = dict(ranking.matches)
     required_by: dict[str, dict[str, None]] = {}
-    warnings: list[str] = []
-    added = 0
+    warnings: list[tuple[str, str]] = []
     for skill in ranking.ordered:
         if skill.name in placed:
             continue
@@ -565,23 +565,33 @@ def required_offered(
         ordered.append(skill)
         if skill.name not in pulled_by and skill.name not in ranking.matches:
             continue
-        warnings += [f"Skill '{skill.name}': {entry}, which is not served." for entry in requirements.unserved.get(skill.name, ())]
+        unserved = requirements.unserved.get(skill.name, ())
+        warnings += [(skill.name, f"Skill '{skill.name}': {entry}, which is not served.") for entry in unserved]
         for required in requirements.closure.get(skill.name, ()):
             name = required.skill.name
             held = placed.get(name)
             if held is None:
                 placed[name] = required.skill
                 ordered.append(required.skill)
-                added += name not in snapshot.index or not snapshot.by_name[name].model_invocable
+                if name not in matches and (match := ranking.match_of(name)) is not None:
+                    matches[name] = match  # it matches too, below the head: its score says so
             elif held.version != required.skill.version:
                 warnings.append(
-                    f"Skill '{required.required_by}' requires {required.requirement}; '{name}' is offered at "
-                    f"version {held.version}."
+                    (
+                        required.required_by,
+                        f"Skill '{required.required_by}' requires {required.requirement}; '{name}' is offered at "
+                        f"version {held.version}.",
+                    )
                 )
                 continue
             required_by.setdefault(name, {})[required.required_by] = None
+    # The whole ranking's count, not the head's: what every forced or matching skill brings.
+    beyond: set[str] = set()
+    for name in itertools.chain(pulled_by, ranking.matched) if requirements.beyond_listing else ():
+        beyond.update(requirements.beyond_listing.get(name, ()))
+    added = len(beyond.difference(pulled_by))
     return RequiredOffered(
-        ranking=Ranking(ordered=ordered, matches=ranking.matches, total=ranking.total + added),
+        ranking=Ranking(ordered=ordered, matches=matches, total=ranking.total + added),
         required_by={name: tuple(by) for name, by in required_by.items()},
         warnings=tuple(warnings),
     )
@@ -636,7 +646,7 @@ def resolve_result(
         if s.name in included
     )
     warnings = [*snapshot.rule_warnings, *_unchecked_warning(matched.unchecked), *forced.warnings]
-    warnings += required.warnings if required else ()
+    warnings += [text for about, text in (required.warnings if required else ()) if about in included]
     return ResolveResult(
         skills=skills,
         prompt_block=block.text,

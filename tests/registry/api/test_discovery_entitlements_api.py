@@ -9,6 +9,7 @@ from django.test import Client
 
 from registry.services.labels import label_move
 from tests.factories import publish
+from tests.registry.api.test_resolve_requirements_api import PDF_TOOLS_LEFT_OUT
 
 INDEX = "/.well-known/agent-skills/index.json"
 
@@ -61,12 +62,7 @@ def test_explain_lists_the_skills_left_out_and_why(published):
     names, body = listed("?tools=Read&mcp_servers=acrobat&explain=true")
     assert names == ["meeting-notes"]
     assert body["left_out"] == [
-        {
-            "name": "pdf-tools",
-            "version": 1,
-            "missing": ["tool:Bash"],
-            "reasons": ["requires tool:Bash, which is not among the tools the consumer has"],
-        },
+        PDF_TOOLS_LEFT_OUT,
         {
             "name": "tax-forms",
             "version": 1,

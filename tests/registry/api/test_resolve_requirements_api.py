@@ -14,6 +14,15 @@ from tests.factories import publish
 pytestmark = pytest.mark.django_db
 
 
+# pdf-tools, which needs Bash, for a consumer without it: on every surface that explains.
+PDF_TOOLS_LEFT_OUT = {
+    "name": "pdf-tools",
+    "version": 1,
+    "missing": ["tool:Bash"],
+    "reasons": ["requires tool:Bash, which is not among the tools the consumer has"],
+}
+
+
 def requires(text: str) -> str:
     """A SKILL.md `metadata` map holding `requires` (flow style, as make_skill_md writes fields)."""
     return f'{{requires: "{text}"}}'
@@ -36,7 +45,9 @@ def catalog(db):
     publish("unit-convert", description="Converts measurement units, v2.")
     label_move(skill=first.version.skill, label="stable", version_number=1)
     publish("converter-v1", description="Rewrites recipes in grams.", metadata=requires("skill:unit-convert@1"))
-    publish("converter-stable", description="Plans hiking routes in metres.", metadata=requires("skill:unit-convert@stable"))
+    publish(
+        "converter-stable", description="Plans hiking routes in metres.", metadata=requires("skill:unit-convert@stable")
+    )
 
 
 def resolve(api, body: dict, path: str = "/api/v1/resolve"):
@@ -104,12 +115,7 @@ def test_explain_lists_the_skills_left_out_and_why(api, catalog, how):
         found = resolve(api, body, path="/api/v1/resolve?explain=true")
 
     assert found["left_out"] == [
-        {
-            "name": "pdf-tools",
-            "version": 1,
-            "missing": ["tool:Bash"],
-            "reasons": ["requires tool:Bash, which is not among the tools the consumer has"],
-        },
+        PDF_TOOLS_LEFT_OUT,
         {
             "name": "tax-forms",
             "version": 1,
