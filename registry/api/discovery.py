@@ -96,6 +96,7 @@ SUBJECT = OpenApiParameter(
     description="Who reads, when the label has a rollout: the same subject always gets the same version.",
 )
 
+
 class DiscoveryIndexQuerySerializer(serializers.Serializer):
     """The reader's entitlements, as comma-separated names (`?tools=Bash,Read&mcp_servers=github`;
     `?tools=` says it has none); a parameter left out is not checked."""

@@ -65,5 +65,7 @@ class ResolveApi(ApiView):
         body.is_valid(raise_exception=True)
         flag = s.ExplainQuerySerializer(data=request.query_params)
         flag.is_valid(raise_exception=True)
-        result = resolve(**{**body.validated_data, "explain": body.validated_data["explain"] or flag.validated_data["explain"]})
+        result = resolve(
+            **{**body.validated_data, "explain": body.validated_data["explain"] or flag.validated_data["explain"]}
+        )
         return raw_response(request, result.body, result.etag, "application/json")
