@@ -18,7 +18,7 @@ from rest_framework import serializers
 
 from registry.api.base import RawApiView, if_none_match, not_modified, raw_response
 from registry.api.schema import errors
-from registry.api.serializers import ENTITLEMENT_KEYS, LeftOutSerializer, entitlement_names
+from registry.api.serializers import ENTITLEMENT_KEYS, FlagField, LeftOutSerializer, entitlement_names
 from registry.errors import NotFound
 from registry.readmodel.requirements import Entitlements
 from registry.readmodel.rollouts import subject_of
@@ -114,7 +114,7 @@ class DiscoveryIndexQuerySerializer(serializers.Serializer):
         trim_whitespace=False,
         help_text="The MCP servers the reader has, comma-separated: as `tools`, for `mcp:` requirements.",
     )
-    explain = serializers.BooleanField(
+    explain = FlagField(
         required=False, default=False, help_text="Also list the skills left out, with why (`left_out`)."
     )
 

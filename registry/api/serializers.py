@@ -710,7 +710,7 @@ class ResolveInputSerializer(serializers.Serializer):
     )
     max_skills = WholeNumberField(required=False, allow_null=True, default=None, min_value=0, max_value=10_000)
     max_chars = WholeNumberField(required=False, allow_null=True, default=None, min_value=0, max_value=10_000_000)
-    explain = serializers.BooleanField(
+    explain = FlagField(
         required=False,
         default=False,
         help_text="Also list the skills the consumer's tools and MCP servers left out, with why (`left_out`).",
@@ -736,7 +736,7 @@ class ResolveInputSerializer(serializers.Serializer):
 
 
 class ExplainQuerySerializer(serializers.Serializer):
-    explain = serializers.BooleanField(
+    explain = FlagField(
         required=False,
         default=False,
         help_text="`?explain=true`: list what the consumer's tools and MCP servers left out, with why (as the "
