@@ -3,7 +3,11 @@
     .venv/bin/python bench/resolve.py [--large] [--skills N --rules N] [--repeat 200] [--updates 5]
 
 - cold: the per-generation snapshot built from scratch, then one resolve;
-- new query: a query not seen before at a built snapshot (what an agent's every turn costs);
+- new query: a query not seen before at a built snapshot (what an agent's every turn costs); then
+  again with the consumer's entitlements (`context.tools`, `context.mcp_servers`): the catalog's
+  skills declare `metadata.requires` (a third a tool, a tenth an MCP server, a fifth another
+  skill, some pinned), so resolve leaves out what the consumer cannot use and brings in what the
+  offered skills require;
 - warm: the same query again, served from the result cache;
 - after a publish / label move / enable-disable / rule edit: the next snapshot read, which moves
   the one held forward (the write itself is not timed);
@@ -29,6 +33,24 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench._common import WORDS, percentile, prepare_environment, setup_django, timed  # noqa: E402
 
+TOOLS = ("Bash", "Read", "Write", "Grep", "WebFetch")
+SERVERS = ("github", "jira", "slack", "postgres")
+# What the bench's consumer has: most skills' needs are met, some are not.
+ENTITLEMENTS = {"tools": ["Bash", "Read", "Grep"], "mcp_servers": ["github", "slack"]}
+
+
+def requires_for(index: int, rng: random.Random) -> str:
+    """A skill's `metadata.requires`: a tool for a third, a server for a tenth, an earlier skill
+    (so no cycle; pinned at @1 a third of the time) for a fifth."""
+    entries = []
+    if rng.random() < 0.3:
+        entries.append(f"tool:{rng.choice(TOOLS)}")
+    if rng.random() < 0.1:
+        entries.append(f"mcp:{rng.choice(SERVERS)}")
+    if index and rng.random() < 0.2:
+        entries.append(f"skill:bench-skill-{rng.randrange(index):05d}" + ("@1" if rng.random() < 0.3 else ""))
+    return ", ".join(entries)
+
 
 def seed(skills: int, rules: int, rng: random.Random, vocabulary: Sequence[str] = WORDS) -> None:
     """Replace the bench-* skills and rules with `skills` and `rules` new ones, in bulk; their
@@ -46,18 +68,23 @@ def seed(skills: int, rules: int, rng: random.Random, vocabulary: Sequence[str] 
             Skill(name=f"bench-skill-{i:05d}", source="user", latest_version=1) for i in range(skills)
         )
         versions = []
-        for row in rows:
+        needs = random.Random(11)  # its own draws: the topics, rules and queries stay those of rng
+        for index, row in enumerate(rows):
             topic = rng.sample(vocabulary, 3)
+            requires = requires_for(index, needs)
             helper, work = rng.choice(vocabulary), rng.choice(vocabulary)
             description = (
                 f"Handles {' and '.join(topic)} tasks - {helper} helpers for {work} work. "
                 f"Use when asked about {topic[0]}."
             )
+            metadata = f'metadata: {{requires: "{requires}"}}\n' if requires else ""
             text = (
                 f"---\nname: {row.name}\ndescription: {description}\ntags: [{', '.join(topic)}]\n"
-                f"triggers: [task_match]\n---\n\n# {row.name}\n\nSteps.\n"
+                f"triggers: [task_match]\n{metadata}---\n\n# {row.name}\n\nSteps.\n"
             )
             frontmatter = {"name": row.name, "description": description, "tags": topic, "triggers": ["task_match"]}
+            if requires:
+                frontmatter["metadata"] = {"requires": requires}
             versions.append(
                 SkillVersion(
                     skill=row,
@@ -99,6 +126,8 @@ def measure(queries: list[str], *, cold_rounds: int, updates: int, rng: random.R
     fresh = iter(queries)
     # With the ETag, as the API answers (a turn's resolve leaves it uncomputed).
     figures["new"] = timed(lambda: resolve(query=next(fresh)).etag, len(queries))
+    entitled = iter(queries)  # new again: the entitlements are part of a result's key
+    figures["entitled"] = timed(lambda: resolve(query=next(entitled), context=ENTITLEMENTS).etag, len(queries))
     figures["warm"] = timed(lambda: resolve(query=queries[0]).etag, len(queries))
     figures.update(measure_writes(updates=updates, rng=rng))
     return figures
@@ -168,9 +197,11 @@ def measure_writes(*, updates: int, rng: random.Random) -> dict[str, list[float]
 
 
 def check_answers(queries: list[str]) -> tuple[bool, list[float]]:
-    """Whether resolve answers as the tests' oracle does for `queries`, and the oracle's ms per query."""
+    """Whether resolve answers as the tests' oracle does for `queries` (every other one with the
+    consumer's entitlements), and the oracle's ms per query."""
     from django.conf import settings
 
+    from registry.readmodel.requirements import Entitlements
     from registry.selectors.resolve import registry_caches_reset, registry_snapshot, resolve
     from tests.registry.resolve_oracle import reference_resolve
 
@@ -179,11 +210,13 @@ def check_answers(queries: list[str]) -> tuple[bool, list[float]]:
     budgets = {"max_skills": settings.MAX_SKILLS_IN_PROMPT, "max_chars": settings.MAX_PROMPT_CHARS}
     same = True
     costs = []
-    for query in queries:
+    for position, query in enumerate(queries):
+        context = ENTITLEMENTS if position % 2 else None
+        entitlements = Entitlements.of(**ENTITLEMENTS) if context else Entitlements()
         started = time.perf_counter()
-        expected = reference_resolve(snapshot, query=query, **budgets)
+        expected = reference_resolve(snapshot, query=query, entitlements=entitlements, **budgets)
         costs.append((time.perf_counter() - started) * 1000)
-        same = same and resolve(query=query, use_cache=False).as_dict() == expected.as_dict()
+        same = same and resolve(query=query, context=context, use_cache=False).as_dict() == expected.as_dict()
     return same, costs
 
 
@@ -219,6 +252,7 @@ def main() -> None:
     print(f"  {'ms':<42}{'resolve':>22}")
     row("cold (snapshot built) p50", "cold")
     row("new query p50 / p99", "new", (50, 99))
+    row("new query, with entitlements p50 / p99", "entitled", (50, 99))
     row("warm (cached) p50", "warm")
     for kind in ("publish", "label move", "enable/disable", "rule edit"):
         row(f"snapshot after a {kind} p50", kind)

@@ -18,8 +18,15 @@ from rest_framework import serializers
 
 from registry.api.base import RawApiView, if_none_match, not_modified, raw_response
 from registry.api.schema import errors
-from registry.api.serializers import DiscoveryQuerySerializer
+from registry.api.serializers import (
+    ENTITLEMENT_KEYS,
+    DiscoveryQuerySerializer,
+    FlagField,
+    LeftOutSerializer,
+    entitlement_names,
+)
 from registry.errors import NotFound
+from registry.readmodel.requirements import Entitlements
 from registry.readmodel.rollouts import subject_of
 from registry.selectors.attestations import version_attestation
 from registry.selectors.discovery import (
@@ -29,6 +36,7 @@ from registry.selectors.discovery import (
     SKILL_MD_TYPE,
     discovery_artifact,
     discovery_index,
+    discovery_left_out,
     discovery_target,
     publishable,
 )
@@ -62,6 +70,12 @@ class DiscoveryEntrySerializer(serializers.Serializer):
 
 class DiscoveryIndexSerializer(serializers.Serializer):
     skills = DiscoveryEntrySerializer(many=True)
+    left_out = LeftOutSerializer(
+        many=True,
+        required=False,
+        help_text="With `?explain=true`: the skills `tools` / `mcp_servers` left out, each with the requirements "
+        "it lacks and why. An extension of the index; clients may ignore it.",
+    )
 
     def get_fields(self):
         fields = super().get_fields()
@@ -106,6 +120,38 @@ def _skillset(request) -> str | None:
     query = DiscoveryQuerySerializer(data=request.query_params)
     query.is_valid(raise_exception=True)
     return query.validated_data["skillset"]
+
+
+class DiscoveryIndexQuerySerializer(serializers.Serializer):
+    """The reader's entitlements, as comma-separated names (`?tools=Bash,Read&mcp_servers=github`;
+    `?tools=` says it has none); a parameter left out is not checked."""
+
+    tools = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        trim_whitespace=False,
+        help_text="The tools the reader has, comma-separated: skills whose `tool:` requirements it does not meet "
+        "are left out of the index.",
+    )
+    mcp_servers = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        trim_whitespace=False,
+        help_text="The MCP servers the reader has, comma-separated: as `tools`, for `mcp:` requirements.",
+    )
+    explain = FlagField(
+        required=False, default=False, help_text="Also list the skills left out, with why (`left_out`)."
+    )
+
+    def validate(self, attrs):
+        for key in ENTITLEMENT_KEYS:
+            if key in attrs:
+                names = [name.strip() for name in attrs[key].split(",")] if attrs[key].strip() else []
+                try:
+                    attrs[key] = entitlement_names(names, field=key)
+                except serializers.ValidationError as exc:
+                    raise serializers.ValidationError({key: exc.detail}) from None
+        return attrs
 
 
 class DiscoveryApi(RawApiView):
@@ -156,12 +202,17 @@ class DiscoveryIndexApi(DiscoveryApi):
             304: OpenApiResponse(description="If-None-Match matched."),
             **errors(400, 404),
         },
-        parameters=[SUBJECT, SKILLSET],
+        parameters=[SUBJECT, SKILLSET, DiscoveryIndexQuerySerializer],
         summary="The Agent Skills discovery index of DISCOVERY_LABEL's skills (no token needed).",
     )
     def get(self, request):
         label = _published_label()
-        body = {
+        query = DiscoveryIndexQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        given = query.validated_data
+        entitlements = Entitlements.of(tools=given.get("tools"), mcp_servers=given.get("mcp_servers"))
+        subject, skillset = _subject(request), _skillset(request)
+        body: dict = {
             "$schema": DISCOVERY_SCHEMA,
             "skills": [
                 {
@@ -174,9 +225,14 @@ class DiscoveryIndexApi(DiscoveryApi):
                     "attestation": entry.attestation,
                     "scan": entry.scan,
                 }
-                for entry in discovery_index(label=label, subject=_subject(request), skillset=_skillset(request))
+                for entry in discovery_index(
+                    label=label, subject=subject, skillset=skillset, entitlements=entitlements
+                )
             ],
         }
+        if given["explain"]:
+            found = discovery_left_out(label=label, subject=subject, skillset=skillset, entitlements=entitlements)
+            body["left_out"] = [entry.as_dict() for entry in found]
         content = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
         etag = f'"{hashlib.sha256(content).hexdigest()}"'
         return raw_response(request, content, etag, "application/json", cache_control=CACHE_CONTROL)

@@ -52,6 +52,7 @@ class ResolveApi(ApiView):
     @extend_schema(
         operation_id="resolve",
         request=s.ResolveInputSerializer,
+        parameters=[s.ExplainQuerySerializer],
         responses={
             200: s.ResolveSerializer,
             304: OpenApiResponse(description="If-None-Match matched."),
@@ -64,5 +65,9 @@ class ResolveApi(ApiView):
     def post(self, request):
         body = s.ResolveInputSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        result = resolve(**body.validated_data)
+        flag = s.ExplainQuerySerializer(data=request.query_params)
+        flag.is_valid(raise_exception=True)
+        result = resolve(
+            **{**body.validated_data, "explain": body.validated_data["explain"] or flag.validated_data["explain"]}
+        )
         return raw_response(request, result.body, result.etag, "application/json")

@@ -8,6 +8,7 @@ exact JSON shapes of SPEC §5.
 from __future__ import annotations
 
 import datetime as dt
+from typing import Any
 
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.core.validators import RegexValidator
@@ -657,12 +658,40 @@ class MatchSerializer(serializers.Serializer):
 
 CONTEXT_MAX_FIELDS = 50
 CONTEXT_TEXT_MAX = 20_000
+# A consumer's entitlements: the tools and MCP servers it has (resolve's context, MCP's `_meta`,
+# the discovery index's query).
+ENTITLEMENT_KEYS = ("tools", "mcp_servers")
+ENTITLEMENTS_MAX_NAMES = 500
+ENTITLEMENT_NAME_MAX_CHARS = 200
+_ENTITLEMENT_LIST = {
+    "type": "array",
+    "maxItems": ENTITLEMENTS_MAX_NAMES,
+    "items": {"type": "string", "minLength": 1, "maxLength": ENTITLEMENT_NAME_MAX_CHARS},
+}
+
+
+def entitlement_names(value: Any, *, field: str) -> list[str]:
+    """The tools or MCP servers a consumer says it has (`field` names where, in the error): a list
+    of at most ENTITLEMENTS_MAX_NAMES names, each 1 to ENTITLEMENT_NAME_MAX_CHARS characters."""
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise serializers.ValidationError(f"'{field}' must be a list of strings (names).")
+    if len(value) > ENTITLEMENTS_MAX_NAMES:
+        raise serializers.ValidationError(
+            f"'{field}' lists {len(value):,} names; at most {ENTITLEMENTS_MAX_NAMES} are allowed."
+        )
+    for item in value:
+        if not item.strip() or len(item) > ENTITLEMENT_NAME_MAX_CHARS:
+            raise serializers.ValidationError(
+                f"'{field}' holds a name that is empty or over {ENTITLEMENT_NAME_MAX_CHARS} characters."
+            )
+    return value
 
 
 @extend_schema_field(
     {
         "type": "object",
         "maxProperties": CONTEXT_MAX_FIELDS,
+        "properties": {"tools": _ENTITLEMENT_LIST, "mcp_servers": _ENTITLEMENT_LIST},
         "additionalProperties": {
             "nullable": True,
             "oneOf": [{"type": "string", "maxLength": CONTEXT_TEXT_MAX}, {"type": "number"}, {"type": "boolean"}],
@@ -681,7 +710,9 @@ class ResolveInputSerializer(serializers.Serializer):
         required=False,
         default=dict,
         help_text="seed 001 context: toolName, error, taskDescription, command; `subject` picks the side of "
-        "each label rollout (the same subject always gets the same versions).",
+        "each label rollout (the same subject always gets the same versions); `tools` and `mcp_servers` (lists "
+        "of names) are what the consumer has: skills whose `tool:` or `mcp:` requirements they do not meet are "
+        "left out (either list absent: not checked).",
     )
     max_skills = WholeNumberField(required=False, allow_null=True, default=None, min_value=0, max_value=10_000)
     max_chars = WholeNumberField(required=False, allow_null=True, default=None, min_value=0, max_value=10_000_000)
@@ -694,11 +725,24 @@ class ResolveInputSerializer(serializers.Serializer):
         "(for `context.subject` when the set's label has a rollout), whatever the members' own labels say. "
         "404 for an unknown set or a label it does not carry.",
     )
+    explain = FlagField(
+        required=False,
+        default=False,
+        help_text="Also list the skills the consumer's tools and MCP servers left out, with why (`left_out`).",
+    )
 
     def validate_context(self, value):
         if len(value) > CONTEXT_MAX_FIELDS:
             raise serializers.ValidationError(f"At most {CONTEXT_MAX_FIELDS} context fields.")
+        for key in ENTITLEMENT_KEYS:
+            if key in value:
+                try:
+                    entitlement_names(value[key], field=f"context.{key}")
+                except serializers.ValidationError as exc:
+                    raise serializers.ValidationError({key: exc.detail}) from None
         for key, item in value.items():
+            if key in ENTITLEMENT_KEYS:
+                continue
             if not isinstance(item, str | int | float | bool) and item is not None:
                 raise serializers.ValidationError(f"'{key}' must be text, a number or a boolean.")
             if isinstance(item, str) and len(item) > CONTEXT_TEXT_MAX:
@@ -710,6 +754,15 @@ class ResolveInputSerializer(serializers.Serializer):
                 {"subject": f"context.subject is {len(str(subject)):,} characters; at most {SUBJECT_MAX_CHARS}."}
             )
         return value
+
+
+class ExplainQuerySerializer(serializers.Serializer):
+    explain = FlagField(
+        required=False,
+        default=False,
+        help_text="`?explain=true`: list what the consumer's tools and MCP servers left out, with why (as the "
+        "body's `explain`).",
+    )
 
 
 class ResolvedSkillSerializer(serializers.Serializer):
@@ -728,6 +781,18 @@ class ResolvedSkillSerializer(serializers.Serializer):
     canary = serializers.BooleanField(
         help_text="True when `version` is the canary of the label's rollout, given to `context.subject`."
     )
+    required_by = serializers.ListField(
+        child=_text(),
+        help_text="The offered skills whose `metadata.requires` names this one (it is offered for them, at the "
+        "request's label or the version the requirement pins); empty for a skill offered on its own.",
+    )
+
+
+class LeftOutSerializer(serializers.Serializer):
+    name = _text()
+    version = serializers.IntegerField()
+    missing = serializers.ListField(child=_text(), help_text="The requirements not met, as written (`tool:Bash`).")
+    reasons = serializers.ListField(child=_text())
 
 
 class TruncationSerializer(serializers.Serializer):
@@ -760,6 +825,12 @@ class ResolveSerializer(serializers.Serializer):
     warnings = serializers.ListField(child=_text())
     generation = serializers.IntegerField()
     skillset = ResolvedSkillsetSerializer(allow_null=True, help_text="The skillset asked for; null without one.")
+    left_out = LeftOutSerializer(
+        many=True,
+        required=False,
+        help_text="With `explain`: the skills whose `tool:` or `mcp:` requirements (their own or those of a "
+        "skill they require) `context.tools` / `context.mcp_servers` do not meet, by name.",
+    )
 
 
 # --- usage and analytics -----------------------------------------------------------------

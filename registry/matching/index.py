@@ -305,18 +305,29 @@ class TermIndex:
         ordered = sorted(kept) if limit is None else heapq.nsmallest(limit, kept)
         return [self._match(name, -negative, parsed, bonus) for negative, name in ordered]
 
-    def best(self, query: str, *, forced: Collection[str], limit: int) -> tuple[list[Match], list[Match], set[str]]:
+    def best(
+        self, query: str, *, forced: Collection[str], limit: int, excluded: Collection[str] = ()
+    ) -> tuple[list[Match], list[Match], set[str], Callable[[str], Match | None]]:
         """What resolve uses of `match(query, index)` without ordering all of it: the matches
         (score above 0) among the `forced` names, the `limit` best of the others, best first, and
-        the names of all the others that match."""
+        the names of all the others that match (the `excluded` names are none of these); and the
+        match of any name, for a skill that comes into the head from further down (a required one)."""
         parsed = _Query.parse(query)
         scores, bonus = self._scores(parsed)
-        matched = {name for name, score in scores.items() if score > 0.0 and name not in forced}
+        matched = {
+            name for name, score in scores.items() if score > 0.0 and name not in forced and name not in excluded
+        }
         top = sorted((-scores[name], name) for name in matched)[:limit]  # in C: cheaper than a heap here
+
+        def match_of(name: str) -> Match | None:
+            score = scores.get(name, 0.0)
+            return self._match(name, score, parsed, bonus) if score > 0.0 else None
+
         return (
             [self._match(name, scores[name], parsed, bonus) for name in forced if scores.get(name, 0.0) > 0.0],
             [self._match(name, -negative, parsed, bonus) for negative, name in top],
             matched,
+            match_of,
         )
 
 
@@ -325,28 +336,51 @@ class Ranking:
     ordered: list[Any]  # forced skills, then the best matches, then the rest by name: the head only
     matches: dict[str, Match]  # for the skills in `ordered` that match the text
     total: int  # how many skills the whole ranking holds
+    match_of: Callable[[str], Match | None] = lambda name: None  # any skill's match for the text
+    matched: Collection[str] = ()  # every skill that matches the text, forced ones aside, in the head or not
 
 
 def rank_for_block(
-    index: TermIndex, text: str | None, *, forced: Sequence[Any], skills: Sequence[Any], limit: int
+    index: TermIndex,
+    text: str | None,
+    *,
+    forced: Sequence[Any],
+    skills: Sequence[Any],
+    limit: int,
+    excluded: Collection[str] = (),
 ) -> Ranking:
     """The head of resolve's ranking — forced skills first, then matches for `text` best first,
     then the other model-invocable skills in `skills`' order (by name) — as long as a prompt block
-    of at most `limit` skills can use, and the length of the whole ranking."""
+    of at most `limit` skills can use, and the length of the whole ranking. The `excluded` names
+    (never forced ones) are not in it."""
     forced_names = {s.name for s in forced}
     wanted = max(limit - len(forced), 0)
     total = len(forced) + len(index) - sum(1 for name in forced_names if name in index)
-    forced_matches, top, matched = (
-        index.best(text, forced=forced_names, limit=wanted) if text is not None else ([], [], set())
+    total -= sum(1 for name in excluded if name in index and name not in forced_names)
+    forced_matches, top, matched, match_of = (
+        index.best(text, forced=forced_names, limit=wanted, excluded=excluded)
+        if text is not None
+        else ([], [], set(), Ranking.match_of)
     )
     ordered = [*forced, *(m.skill for m in top)]
     if len(top) < wanted:
         for skill in skills:
             if len(ordered) - len(forced) >= wanted:
                 break
-            if skill.model_invocable and skill.name not in forced_names and skill.name not in matched:
+            if (
+                skill.model_invocable
+                and skill.name not in forced_names
+                and skill.name not in matched
+                and skill.name not in excluded
+            ):
                 ordered.append(skill)
-    return Ranking(ordered=ordered, matches={m.skill.name: m for m in [*forced_matches, *top]}, total=total)
+    return Ranking(
+        ordered=ordered,
+        matches={m.skill.name: m for m in [*forced_matches, *top]},
+        total=total,
+        match_of=match_of,
+        matched=matched,
+    )
 
 
 @runtime_checkable

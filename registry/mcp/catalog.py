@@ -25,8 +25,10 @@ from django.db.models import Q
 from registry.models import Blob, SkillFile, SkillVersion
 from registry.readmodel.generation import current_generation
 from registry.readmodel.memo import GenerationMemo
+from registry.readmodel.requirements import Entitlements, LeftOut, SnapshotRequirements
 from registry.readmodel.rollouts import canary_names, subject_pins
 from registry.readmodel.skillsets import skillset_served, skillset_snapshot
+from registry.readmodel.snapshot import Snapshot
 from registry.selectors.attestations import KEYS_PATH
 from registry.selectors.resolve import cache_namespace, registry_snapshot
 from registry.selectors.scans import scan_brief, scans_latest_served
@@ -44,6 +46,11 @@ CANARY_META = f"{META_PREFIX}canary"
 # the keys that verify it (anyone): registry/api/attestations.py.
 ATTESTATION_META = f"{META_PREFIX}attestation"
 SCAN_META = f"{META_PREFIX}scan"  # the served version's scan verdict (selectors/scans.py)
+# The tools and MCP servers a host has (lists of names), in a request's `_meta` or the Skills
+# extension's entry of the client's capabilities; and, in a listing's `_meta`, the skills they left out.
+TOOLS_META = f"{META_PREFIX}tools"
+MCP_SERVERS_META = f"{META_PREFIX}mcp_servers"
+LEFT_OUT_META = f"{META_PREFIX}left_out"
 
 # The stable Skills Extension's per-skill limits: every conforming host loads a skill within
 # them, and a server should not serve one beyond them. Such a skill is left out of `skills/list`
@@ -209,9 +216,14 @@ class SkillCatalog:
     listed: tuple[SkillEntry, ...]  # those within the extension's limits: what `skills/list` lists
     canary: frozenset[str]  # the skills served at their rollout's canary
     scans: dict[str, dict[str, Any]]  # by name: the served version's scan verdict (selectors/scans.py)
+    requirements: SnapshotRequirements  # what its skills need (registry/readmodel/requirements.py)
 
     def is_canary(self, entry: SkillEntry) -> bool:
         return entry.name in self.canary
+
+    def left_out(self, entitlements: Entitlements) -> dict[str, LeftOut]:
+        """The skills whose `tool:` or `mcp:` requirements a host with `entitlements` does not meet."""
+        return self.requirements.left_out(entitlements)
 
     def as_wire(self, entry: SkillEntry) -> dict[str, Any]:
         return entry.as_wire(canary=self.is_canary(entry), scan=self.scans.get(entry.name))
@@ -245,17 +257,18 @@ def mcp_skill_catalog(
     found = _CATALOGS.get(key)
     if found is None:
         if served is not None:
-            skills = skillset_snapshot(served=served, label=label, generation=generation).skills
-            canary = frozenset(skill.name for skill in skills) if served.canary else frozenset()
+            snapshot = skillset_snapshot(served=served, label=label, generation=generation)
+            canary = frozenset(skill.name for skill in snapshot.skills) if served.canary else frozenset()
         else:
-            skills = registry_snapshot(label=label, generation=generation, pins=pins).skills
+            snapshot = registry_snapshot(label=label, generation=generation, pins=pins)
             canary = canary_names(label=label, pins=pins, generation=generation)
-        found = _catalog_of(skills, canary)
+        found = _catalog_of(snapshot, canary)
         _CATALOGS.put(key, found)
     return found
 
 
-def _catalog_of(skills: Sequence[EffectiveSkill], canary: frozenset[str]) -> SkillCatalog:
+def _catalog_of(snapshot: Snapshot, canary: frozenset[str]) -> SkillCatalog:
+    skills = snapshot.skills
     entries = tuple(sorted(_entries_for(skills), key=lambda entry: entry.name))
     # A recorded scan bumps the generation (services/scans.py), so the verdicts are this generation's.
     scans = scans_latest_served((skill.skill_id, skill.version) for skill in skills)
@@ -265,6 +278,7 @@ def _catalog_of(skills: Sequence[EffectiveSkill], canary: frozenset[str]) -> Ski
         listed=tuple(entry for entry in entries if entry.over_limits is None),
         canary=canary,
         scans={skill.name: scan_brief(scans.get((skill.skill_id, skill.version))) for skill in skills},
+        requirements=snapshot.requirements,
     )
 
 

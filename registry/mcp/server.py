@@ -11,6 +11,13 @@ The label a request reads at comes from the endpoint's `?label=`; the view sets 
 request it serves (`mcp_serve`). So does the subject a label's rollout buckets by (`?subject=`,
 else the token, as the REST reads pick it), which a request may override in its own `_meta`
 (`io.skill-registry/subject`): a host serving many users reads each one's side of a rollout.
+
+A host may say which tools and MCP servers it has (`io.skill-registry/tools`,
+`io.skill-registry/mcp_servers`: lists of names) in a request's `_meta`, or once in its
+capabilities, in the Skills extension's entry (2026-07-28 sends them with every request). Then
+`skills/list` and `resources/list` leave out the skills whose `tool:` or `mcp:` requirements it
+does not meet, naming them and why in the listing's `_meta` (`io.skill-registry/left_out`), and
+the `resolve` tool reads them as `context.tools` / `context.mcp_servers` unless its arguments say.
 """
 
 from __future__ import annotations
@@ -33,13 +40,17 @@ from mcp.server.models import InitializationOptions
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS
+from rest_framework.exceptions import ValidationError
 
-from registry.api.serializers import ResolveInputSerializer
+from registry.api.serializers import ENTITLEMENTS_MAX_NAMES, ResolveInputSerializer, entitlement_names
 from registry.errors import NotFound
 from registry.mcp.catalog import (
     DIRECTORY_TYPE,
+    LEFT_OUT_META,
+    MCP_SERVERS_META,
     META_PREFIX,
     SKILL_MD,
+    TOOLS_META,
     SkillCatalog,
     SkillEntry,
     file_uri,
@@ -49,6 +60,7 @@ from registry.mcp.catalog import (
     parse_uri,
     served_meta,
 )
+from registry.readmodel.requirements import Entitlements, LeftOut
 from registry.readmodel.rollouts import SUBJECT_MAX_CHARS, subject_of
 from registry.selectors.resolve import resolve
 from registry.skillformat.media_types import file_content_type, path_content_type
@@ -129,6 +141,55 @@ def _subject(ctx: ServerRequestContext[Any, Any]) -> str | None:
     return subject_of(given=given)
 
 
+_ENTITLEMENT_META = {TOOLS_META: "tools", MCP_SERVERS_META: "mcp_servers"}
+
+
+def _entitlement_lists(ctx: ServerRequestContext[Any, Any]) -> dict[str, list[str]]:
+    """The host's tools and servers as resolve's context names them (`tools`, `mcp_servers`):
+    each from the request's `_meta`, else from the Skills extension's entry of its capabilities;
+    absent when neither says. Not a list of names: INVALID_PARAMS naming the key."""
+    meta: dict[str, Any] = dict(ctx.meta or {})
+    capabilities = ctx.session.client_capabilities
+    settings = (capabilities.extensions or {}).get(SKILLS_EXTENSION) if capabilities else None
+    settings = settings if isinstance(settings, dict) else {}
+    found = {}
+    for key, field in _ENTITLEMENT_META.items():
+        if key in meta:
+            where, given = f"_meta[{key!r}]", meta[key]
+        elif key in settings:
+            where, given = f"the Skills extension's capability {key!r}", settings[key]
+        else:
+            continue
+        try:
+            found[field] = entitlement_names(given, field=where)
+        except ValidationError as exc:
+            message = str(exc.detail[0]) if isinstance(exc.detail, list) else str(exc.detail)
+            raise MCPError(INVALID_PARAMS, message, data={"key": key, "max_names": ENTITLEMENTS_MAX_NAMES}) from None
+    return found
+
+
+def _entitlements(ctx: ServerRequestContext[Any, Any]) -> Entitlements:
+    return Entitlements.of(**_entitlement_lists(ctx))
+
+
+def _listed(
+    catalog: SkillCatalog, entries: Sequence[SkillEntry], ctx: ServerRequestContext[Any, Any]
+) -> tuple[Sequence[SkillEntry], dict[str, LeftOut]]:
+    """`entries` without the skills the host's tools and servers leave out, and those, by name."""
+    left_out = catalog.left_out(_entitlements(ctx))
+    if not left_out:
+        return entries, {}
+    return [entry for entry in entries if entry.name not in left_out], left_out
+
+
+def _left_out_meta(left_out: dict[str, LeftOut], after: str | None, last: str | None) -> dict[str, Any]:
+    """The listing page's `_meta`: the left-out skills whose names fall in its range of names
+    (after the cursor's, up to its last; to the end on the last page), so a host paging through
+    meets each once."""
+    names = [name for name in sorted(left_out) if (after is None or name > after) and (last is None or name <= last)]
+    return {"_meta": {LEFT_OUT_META: [left_out[name].as_dict() for name in names]}} if names else {}
+
+
 async def _catalog(ctx: ServerRequestContext[Any, Any]) -> SkillCatalog:
     try:
         return await sync_to_async(mcp_skill_catalog)(
@@ -161,10 +222,13 @@ class ReadDirectoryParams(types.PaginatedRequestParams):
 
 async def skills_list(ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams) -> dict[str, Any]:
     catalog = await _catalog(ctx)
-    page, next_cursor = _page(catalog.listed, params.cursor)
+    listed, left_out = _listed(catalog, catalog.listed, ctx)
+    page, next_cursor = _page(listed, params.cursor)
     result: dict[str, Any] = {"skills": [catalog.as_wire(entry) for entry in page]}
     if next_cursor is not None:
         result["nextCursor"] = next_cursor
+    last = page[-1].name if next_cursor is not None and page else None
+    result.update(_left_out_meta(left_out, _cursor_after(params.cursor), last))
     return _cacheable(result)
 
 
@@ -221,7 +285,11 @@ async def resources_list(
     ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
 ) -> types.ListResourcesResult:
     """One resource per skill, its SKILL.md; the other files are listed in its `skills/list` entry."""
-    page, next_cursor = _page((await _catalog(ctx)).entries, params.cursor if params else None)
+    catalog = await _catalog(ctx)
+    cursor = params.cursor if params else None
+    entries, left_out = _listed(catalog, catalog.entries, ctx)
+    page, next_cursor = _page(entries, cursor)
+    last = page[-1].name if next_cursor is not None and page else None
     return types.ListResourcesResult(
         resources=[
             types.Resource(
@@ -236,6 +304,7 @@ async def resources_list(
         next_cursor=next_cursor,
         ttl_ms=TTL_MS,
         cache_scope=CACHE_SCOPE,
+        **_left_out_meta(left_out, _cursor_after(cursor), last),
     )
 
 
@@ -290,11 +359,17 @@ RESOLVE_TOOL = types.Tool(
             "forced_skill": {"type": ["string", "null"], "description": "A skill to include whatever matches."},
             "context": {
                 "type": "object",
-                "description": "toolName, error, taskDescription, command: what else the turn is about.",
+                "description": "toolName, error, taskDescription, command: what else the turn is about; tools "
+                "and mcp_servers: what the host has (default: the request's _meta or the client's capabilities).",
+                "properties": {
+                    "tools": {"type": "array", "items": {"type": "string"}},
+                    "mcp_servers": {"type": "array", "items": {"type": "string"}},
+                },
                 "additionalProperties": {"type": ["string", "number", "boolean", "null"]},
             },
             "max_skills": {"type": ["integer", "null"], "minimum": 0},
             "max_chars": {"type": ["integer", "null"], "minimum": 0},
+            "explain": {"type": "boolean", "description": "Also list the skills left out, with why."},
         },
         "additionalProperties": False,
     },
@@ -340,6 +415,9 @@ async def tool_call(ctx: ServerRequestContext[Any, Any], params: types.CallToolR
     context = arguments.get("context")
     if subject is not None and (context is None or isinstance(context, dict) and "subject" not in context):
         arguments["context"] = {**(context or {}), "subject": subject}
+    entitlements = _entitlement_lists(ctx)
+    if entitlements and (isinstance(arguments.get("context"), dict) or "context" not in arguments):
+        arguments["context"] = {**entitlements, **(arguments.get("context") or {})}
     return await sync_to_async(_resolve_answer)(arguments)
 
 

@@ -22,7 +22,7 @@ starts from that label's own.
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -30,9 +30,10 @@ from registry.errors import ApplicationError
 from registry.matching.index import RuleSet, TermIndex
 from registry.matching.patterns import compile_pattern
 from registry.models import ForceIncludeRule, RegistryChange
-from registry.readmodel.effective import effective_skills
+from registry.readmodel.effective import LATEST, effective_skills
 from registry.readmodel.generation import current_generation
 from registry.readmodel.memo import GenerationMemo
+from registry.readmodel.requirements import SkillKey, SnapshotRequirements
 from registry.readmodel.skill import EffectiveSkill
 
 
@@ -70,6 +71,36 @@ class Snapshot:
             for trigger in {str(t).lower() for t in skill.triggers}:
                 found.setdefault(trigger, []).append(skill)
         return {trigger: tuple(skills) for trigger, skills in found.items()}
+
+    @functools.cached_property
+    def requirements(self) -> SnapshotRequirements:
+        """What its skills require of each other and of the consumer: worked out once per
+        snapshot, from the requirements each version's entry was parsed with."""
+        return SnapshotRequirements(skills=self.skills, by_name=self.by_name, label=self.label, read=_required_read)
+
+
+def _required_read(keys: Collection[SkillKey]) -> dict[SkillKey, EffectiveSkill]:
+    """The skills `skill:NAME@LABEL` and `skill:NAME@VERSION` entries name, where the snapshot
+    holds another version: one read per label, and one per pinned version of a name."""
+    found: dict[SkillKey, EffectiveSkill] = {}
+    by_label: dict[str, list[str]] = {}
+    pinned: list[tuple[str, int]] = []
+    for name, label, version in keys:
+        if version is not None:
+            pinned.append((name, version))
+        elif label is not None:
+            by_label.setdefault(label, []).append(name)
+    for label, names in by_label.items():
+        for entry in effective_skills(label=label, names=names):
+            found[(entry.name, label, None)] = entry
+    while pinned:
+        batch: dict[str, int] = {}
+        for name, version in pinned:
+            batch.setdefault(name, version)
+        pinned = [(name, version) for name, version in pinned if batch[name] != version]
+        for entry in effective_skills(label=LATEST, names=batch, pins=batch):
+            found[(entry.name, None, entry.version)] = entry
+    return found
 
 
 # Further behind than this, re-reading what changed costs about what a rebuild does.

@@ -13,6 +13,10 @@ digest; links are written as the files they resolve to, as clients refuse link e
 
 `?skillset=NAME` publishes exactly that set's members at the numbers of its version at the same
 label (registry/readmodel/skillsets.py), whatever labels the members carry themselves.
+
+A reader may say which tools and MCP servers it has (`Entitlements`): the index then leaves out
+the skills whose `tool:` or `mcp:` requirements it does not meet (`discovery_left_out` says which
+and why). The artifacts themselves stay readable by name.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from django.core.cache import cache
 from django.db.models import Count, F, Q, QuerySet
 
 from registry.models import SkillVersion
+from registry.readmodel.requirements import NO_ENTITLEMENTS, Entitlements, LeftOut
 from registry.readmodel.rollouts import subject_pins
 from registry.readmodel.served import skill_version_of
 from registry.readmodel.skillsets import skillset_served, skillset_snapshot
@@ -102,20 +107,31 @@ def attestation_url(*, name: str) -> str:
 
 
 def _published(
-    label: str, names: list[str] | None = None, *, pins: Pins | None = None, snapshot: Snapshot | None = None
+    label: str,
+    names: list[str] | None = None,
+    *,
+    pins: Pins | None = None,
+    snapshot: Snapshot | None = None,
+    entitlements: Entitlements = NO_ENTITLEMENTS,
 ) -> list[EffectiveSkill]:
     """The effective skills at `label` (those that carry it; every one for `latest`), at the
     version it points to or that its rollout gives the reader (`pins`, from `subject_pins`), with
     publishable names, by name; with `names`, only those. With `snapshot` (a skillset's), its
-    skills instead."""
+    skills instead. Listing them all, the skills whose needs `entitlements` do not meet are left
+    out."""
     effective: list[EffectiveSkill]
-    if snapshot is not None:
-        effective = [skill for skill in snapshot.skills if names is None or skill.name in names]
-    elif names is None:
+    if snapshot is None and names is None:
         # One snapshot for the whole listing: every entry as of one generation, read once.
-        effective = list(registry_snapshot(label=label, pins=pins).skills)
+        snapshot = registry_snapshot(label=label, pins=pins)
+    if snapshot is not None:
+        left_out = snapshot.requirements.left_out(entitlements) if names is None else {}
+        effective = [
+            skill
+            for skill in snapshot.skills
+            if (names is None or skill.name in names) and skill.name not in left_out
+        ]
     else:
-        effective = [skill for name in names if (skill := skill_effective(name=name, label=label, pins=pins))]
+        effective = [skill for name in names or () if (skill := skill_effective(name=name, label=label, pins=pins))]
     return sorted((skill for skill in effective if publishable(skill.name)), key=lambda skill: skill.name)
 
 
@@ -162,19 +178,38 @@ def _versions_of(skills: list[EffectiveSkill]) -> QuerySet[SkillVersion]:
     return SkillVersion.objects.filter(wanted)
 
 
-def discovery_index(*, label: str, subject: str | None = None, skillset: str | None = None) -> list[DiscoveryEntry]:
-    """The index's skills at `label` as `subject` gets them (a label's rollout), by name; with
-    `skillset`, exactly that set's members at its version's numbers, each `url` carrying the set
-    (and subject) so it serves the bytes of the listed digest. Digests are remembered per
-    version, so a listing reads the content only of versions it has not seen (in one query,
-    zips' files aside)."""
+def discovery_left_out(
+    *, label: str, subject: str | None = None, skillset: str | None = None, entitlements: Entitlements
+) -> list[LeftOut]:
+    """The publishable skills at `label` (of `skillset`, when given) that `entitlements` leave out
+    of the index, by name, each with the requirements it lacks and why."""
     if skillset is not None:
         snapshot = _skillset_snapshot(label=label, skillset=skillset, subject=subject)
-        skills = _published(label, snapshot=snapshot)
+    else:
+        snapshot = registry_snapshot(label=label, pins=subject_pins(label=label, subject=subject))
+    left_out = snapshot.requirements.left_out(entitlements)
+    return [left_out[name] for name in sorted(left_out) if publishable(name)]
+
+
+def discovery_index(
+    *,
+    label: str,
+    subject: str | None = None,
+    skillset: str | None = None,
+    entitlements: Entitlements = NO_ENTITLEMENTS,
+) -> list[DiscoveryEntry]:
+    """The index's skills at `label` as `subject` gets them (a label's rollout), by name, without
+    those `entitlements` leave out; with `skillset`, exactly that set's members at its version's
+    numbers, each `url` carrying the set (and subject) so it serves the bytes of the listed
+    digest. Digests are remembered per version, so a listing reads the content only of versions
+    it has not seen (in one query, zips' files aside)."""
+    if skillset is not None:
+        snapshot = _skillset_snapshot(label=label, skillset=skillset, subject=subject)
+        skills = _published(label, snapshot=snapshot, entitlements=entitlements)
         versions = _versions_of(skills)
         query = "?" + urlencode({"skillset": snapshot.skillset, **({"subject": subject} if subject else {})})
     else:
-        skills = _published(label, pins=subject_pins(label=label, subject=subject))
+        skills = _published(label, pins=subject_pins(label=label, subject=subject), entitlements=entitlements)
         versions = _versions_at(label).filter(skill_id__in=[skill.skill_id for skill in skills])
         query = ""
     if not skills:

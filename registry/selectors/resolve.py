@@ -45,6 +45,7 @@ from registry.matching.ranking import Match
 from registry.matching.triggers import find_skills
 from registry.models import SkillVersion
 from registry.readmodel.generation import current_generation
+from registry.readmodel.requirements import NO_ENTITLEMENTS, Entitlements, LeftOut, SnapshotRequirements
 from registry.readmodel.results import ResultCache
 from registry.readmodel.results import cache_namespace as cache_namespace
 from registry.readmodel.results import registry_caches_reset as registry_caches_reset
@@ -84,6 +85,7 @@ class ResolvedSkill(NamedTuple):
     forced_by: tuple[str, ...] = ()  # "forced_skill" and/or the names of fired rules
     described: bool = True  # false when the budget dropped its description from the prompt block
     canary: bool = False  # read at its label's rollout canary, not the stable version
+    required_by: tuple[str, ...] = ()  # the offered skills whose `metadata.requires` brought it
 
 
 @dataclass(frozen=True)
@@ -112,6 +114,8 @@ class ResolveResult:
     complete: bool = True  # false when the time budget left rules unchecked: never cached
     skillset: SkillsetServed | None = None  # the set asked for, at the version served
     missing: tuple[str, ...] = ()  # its members that could not be served
+    left_out: tuple[LeftOut, ...] = ()  # skills whose needs the consumer's entitlements do not meet
+    explain: bool = False  # whether the answer lists `left_out`
 
     @functools.cached_property
     def content(self) -> bytes:
@@ -164,15 +168,16 @@ def _skill_head(skill: EffectiveSkill) -> str:
 
 
 @functools.lru_cache(maxsize=4_096)  # most skills in a result are unmatched: a handful of tails
-def _skill_tail(fields: tuple[float, tuple[str, ...], tuple[str, ...], bool, bool]) -> str:
+def _skill_tail(fields: tuple[float, tuple[str, ...], tuple[str, ...], bool, bool, tuple[str, ...]]) -> str:
     """The rest of a skill's entry: why this result lists it and how."""
-    score, reasons, forced_by, described, canary = fields
+    score, reasons, forced_by, described, canary, required_by = fields
     tail = {
         "score": score,
         "reasons": list(reasons),
         "forced_by": list(forced_by),
         "described": described,
         "canary": canary,
+        "required_by": list(required_by),
     }
     return "," + _JSON.encode(tail)[1:]
 
@@ -180,6 +185,7 @@ def _skill_tail(fields: tuple[float, tuple[str, ...], tuple[str, ...], bool, boo
 def _content_around_skills(result: ResolveResult) -> dict[str, Any]:
     included = len(result.skills)
     described = sum(1 for s in result.skills if s.described)
+    explained = {"left_out": [entry.as_dict() for entry in result.left_out]} if result.explain else {}
     return {
         "prompt_block": result.prompt_block,
         "instructions": list(result.instructions),
@@ -205,6 +211,7 @@ def _content_around_skills(result: ResolveResult) -> dict[str, Any]:
             "truncated": included < result.total_skills or described < included,
         },
         "warnings": list(result.warnings),
+        **explained,
         "skillset": _skillset_fields(result),
     }
 
@@ -382,18 +389,22 @@ def resolve(
     use_cache: bool = True,
     pins: Pins | None = None,
     skillset: str | None = None,
+    explain: bool = False,
 ) -> ResolveResult:
     """The skills, prompt block, rule instructions and fired rules for one agent turn (cached);
     the skills named in `pins` at those versions, and those whose label has a rollout at the
-    version `context.subject` gets (registry/readmodel/rollouts.py). With `skillset`, exactly the
-    set's members at the numbers of its version at `label` (for `context.subject` when the set's
-    label has a rollout), whatever the members' own labels say (registry/readmodel/skillsets.py);
-    NotFound naming the set or the label it lacks."""
+    version `context.subject` gets (registry/readmodel/rollouts.py). The skills the offered ones
+    require come with them; with `context.tools` or `context.mcp_servers` (lists of names), the
+    skills needing a tool or server not listed are left out (with `explain`, listed with why).
+    With `skillset`, exactly the set's members at the numbers of its version at `label` (for
+    `context.subject` when the set's label has a rollout), whatever the members' own labels say
+    (registry/readmodel/skillsets.py); NotFound naming the set or the label it lacks."""
     max_skills = settings.MAX_SKILLS_IN_PROMPT if max_skills is None else max_skills
     max_chars = settings.MAX_PROMPT_CHARS if max_chars is None else max_chars
     generation = current_generation()
     context = dict(context or {})
     subject = subject_of(given=context.pop("subject", None))
+    entitlements = Entitlements.of(tools=context.pop("tools", None), mcp_servers=context.pop("mcp_servers", None))
     served = None
     if skillset is not None:
         # The set's members at its version's numbers, and no other skill: pins, never labels.
@@ -411,6 +422,8 @@ def resolve(
         "max_chars": max_chars,
         "pins": sorted((pins or {}).items()),
         "skillset": served and (served.name, served.version, served.canary),
+        "entitlements": entitlements.key(),
+        "explain": explain,
     }
     if use_cache:
         cached = _RESULTS.get(generation, inputs)
@@ -426,6 +439,8 @@ def resolve(
         max_chars=max_chars,
         pins=pins,
         skillset=served,
+        entitlements=entitlements,
+        explain=explain,
     )
     if use_cache and result.complete:
         _RESULTS.put(generation, inputs, result)
@@ -444,6 +459,8 @@ def _resolve(
     snapshot: Snapshot | None = None,  # the registry's at `generation` unless given (tests build their own)
     pins: Pins | None = None,
     skillset: SkillsetServed | None = None,
+    entitlements: Entitlements = NO_ENTITLEMENTS,
+    explain: bool = False,
 ) -> ResolveResult:
     if skillset is not None:
         snapshot = skillset_snapshot(served=skillset, label=label, generation=generation)
@@ -452,25 +469,32 @@ def _resolve(
         if snapshot is None:
             snapshot = registry_snapshot(label=label, generation=generation, pins=pins)
         canaries = canary_names(label=label, pins=pins or {}, generation=generation)
+    requirements = snapshot.requirements
+    left_out = requirements.left_out(entitlements)
     matched = rules_fire_in_budget(query, snapshot)
-    forced = forced_skills(snapshot, forced_skill=forced_skill, fired=matched.fired)
+    forced = forced_skills(snapshot, forced_skill=forced_skill, fired=matched.fired, left_out=left_out)
     ranking = rank_for_block(
         snapshot.index,
         _match_text(query, context) if query or context else None,
         forced=[snapshot.by_name[name] for name in forced.by],
         skills=snapshot.skills,
         limit=max_skills,
+        excluded=left_out,
     )
+    offered = required_offered(ranking, snapshot=snapshot, requirements=requirements, pulled_by=forced.by)
     return resolve_result(
         snapshot=snapshot,
         label=label,
         matched=matched,
         forced=forced,
-        ranking=ranking,
+        ranking=offered.ranking,
         max_skills=max_skills,
         max_chars=max_chars,
         canaries=canaries,
         skillset=skillset,
+        required=offered,
+        left_out=tuple(left_out[name] for name in sorted(left_out)),
+        explain=explain,
     )
 
 
@@ -508,32 +532,107 @@ class ForcedSkills:
     warnings: tuple[str, ...]
 
 
-def forced_skills(snapshot: Snapshot, *, forced_skill: str | None, fired: Sequence[FiredRule]) -> ForcedSkills:
+def forced_skills(
+    snapshot: Snapshot,
+    *,
+    forced_skill: str | None,
+    fired: Sequence[FiredRule],
+    left_out: Mapping[str, LeftOut] | None = None,
+) -> ForcedSkills:
+    """Who forces which skill; a skill the consumer's entitlements leave out (`left_out`) is not
+    forced, and a warning says why."""
     by: dict[str, list[str]] = {}
     warnings = []
+    left_out = left_out or {}
     if forced_skill:
-        if forced_skill in snapshot.by_name:
+        if forced_skill in snapshot.by_name and forced_skill not in left_out:
             by.setdefault(forced_skill, []).append("forced_skill")
         else:
-            warnings.append(f"The forced skill '{forced_skill}' {_left_out(forced_skill, snapshot)}.")
+            warnings.append(f"The forced skill '{forced_skill}' {_why_absent(forced_skill, snapshot, left_out)}.")
             forced_skill = None
     for rule in fired:
         for name in rule.skills:
-            if name in snapshot.by_name:
+            if name in snapshot.by_name and name not in left_out:
                 by.setdefault(name, []).append(rule.name)
             else:
-                warnings.append(f"Rule '{rule.name}' names the skill '{name}', which {_left_out(name, snapshot)}.")
+                why = _why_absent(name, snapshot, left_out)
+                warnings.append(f"Rule '{rule.name}' names the skill '{name}', which {why}.")
     return ForcedSkills(by=by, forced_skill=forced_skill, warnings=tuple(warnings))
 
 
-def _left_out(name: str, snapshot: Snapshot) -> str:
-    """Why a skill that a request forces is not in it: the label it lacks, when that is why, or
-    the skillset the request is limited to."""
+def _why_absent(name: str, snapshot: Snapshot, left_out: Mapping[str, LeftOut]) -> str:
+    """Why a skill that a request forces is not in it: the consumer lacks what it needs, the
+    skillset the request is limited to, the label it lacks, or it is not an enabled skill."""
+    if name in left_out:
+        return f"is left out: it {'; it '.join(left_out[name].reasons)}"
     if snapshot.skillset is not None:
         return f"is not a served member of the skillset '{snapshot.skillset}'"
     if skill_lacks_label(name=name, label=snapshot.label):
         return f"does not carry the label '{snapshot.label}'"
     return "is not an enabled skill"
+
+
+@dataclass(frozen=True)
+class RequiredOffered:
+    """The ranking with the skills its chosen ones require placed after them, and who required each."""
+
+    ranking: Ranking
+    required_by: dict[str, tuple[str, ...]]
+    warnings: tuple[tuple[str, str], ...] = ()  # (the skill it is about, the warning): said when that one is offered
+
+
+def required_offered(
+    ranking: Ranking, *, snapshot: Snapshot, requirements: SnapshotRequirements, pulled_by: Collection[str]
+) -> RequiredOffered:
+    """The skills that the chosen skills of `ranking` — forced (`pulled_by`) or matching the
+    query — require, at the version each requirement names, placed right after the skill that
+    requires them: ahead of every skill chosen for less, so the prompt budget keeps them when it
+    keeps what requires them and drops them as it drops other skills. A skill the ranking lists
+    further down moves up; a name is offered once, at the first version placed."""
+    if not requirements.closure and not requirements.unserved:
+        return RequiredOffered(ranking, {})
+    placed: dict[str, EffectiveSkill] = {}
+    ordered: list[Any] = []
+    matches = dict(ranking.matches)
+    required_by: dict[str, dict[str, None]] = {}
+    warnings: list[tuple[str, str]] = []
+    for skill in ranking.ordered:
+        if skill.name in placed:
+            continue
+        placed[skill.name] = skill
+        ordered.append(skill)
+        if skill.name not in pulled_by and skill.name not in ranking.matches:
+            continue
+        unserved = requirements.unserved.get(skill.name, ())
+        warnings += [(skill.name, f"Skill '{skill.name}': {entry}, which is not served.") for entry in unserved]
+        for required in requirements.closure.get(skill.name, ()):
+            name = required.skill.name
+            held = placed.get(name)
+            if held is None:
+                placed[name] = required.skill
+                ordered.append(required.skill)
+                if name not in matches and (match := ranking.match_of(name)) is not None:
+                    matches[name] = match  # it matches too, below the head: its score says so
+            elif held.version != required.skill.version:
+                warnings.append(
+                    (
+                        required.required_by,
+                        f"Skill '{required.required_by}' requires {required.requirement}; '{name}' is offered at "
+                        f"version {held.version}.",
+                    )
+                )
+                continue
+            required_by.setdefault(name, {})[required.required_by] = None
+    # The whole ranking's count, not the head's: what every forced or matching skill brings.
+    beyond: set[str] = set()
+    for name in itertools.chain(pulled_by, ranking.matched) if requirements.beyond_listing else ():
+        beyond.update(requirements.beyond_listing.get(name, ()))
+    added = len(beyond.difference(pulled_by))
+    return RequiredOffered(
+        ranking=Ranking(ordered=ordered, matches=matches, total=ranking.total + added),
+        required_by={name: tuple(by) for name, by in required_by.items()},
+        warnings=tuple(warnings),
+    )
 
 
 def _unchecked_warning(unchecked: Sequence[str]) -> list[str]:
@@ -558,9 +657,14 @@ def resolve_result(
     max_chars: int,
     canaries: frozenset[str] = frozenset(),
     skillset: SkillsetServed | None = None,
+    required: RequiredOffered | None = None,
+    left_out: tuple[LeftOut, ...] = (),
+    explain: bool = False,
 ) -> ResolveResult:
     """The result for a ranking: the prompt block over its head, and the skills that block lists
-    (`canaries` read at their rollout's canary version)."""
+    (`canaries` read at their rollout's canary version, `required` saying which were required by
+    which)."""
+    required_by = required.required_by if required else {}
     block = render_prompt_block(
         ranking.ordered, max_skills=max_skills, max_chars=max_chars, forced=forced.by, total=ranking.total
     )
@@ -575,6 +679,7 @@ def resolve_result(
             tuple(forced.by.get(s.name, ())),
             s.name in block.described,
             s.name in canaries,
+            tuple(name for name in required_by.get(s.name, ()) if name in included),
         )
         for s in ranking.ordered
         if s.name in included
@@ -582,6 +687,7 @@ def resolve_result(
     missing = members_missing(skillset, snapshot) if skillset is not None else []
     warnings = [*snapshot.rule_warnings, *_unchecked_warning(matched.unchecked), *forced.warnings]
     warnings += [f"The skillset member '{name}' is missing or disabled; it is left out." for name in missing]
+    warnings += [text for about, text in (required.warnings if required else ()) if about in included]
     return ResolveResult(
         skills=skills,
         prompt_block=block.text,
@@ -595,6 +701,8 @@ def resolve_result(
         complete=not matched.unchecked,
         skillset=skillset,
         missing=tuple(missing),
+        left_out=left_out,
+        explain=explain,
     )
 
 

@@ -110,6 +110,10 @@ UNSTATED_RULES: dict[str, set[str]] = {
     "POST /api/v1/skillsets/{name}/labels/{label}/rollback": {"invalid_label", "invalid_skillset"},
     "PUT /api/v1/label-policies/{label}": {"invalid_label", "invalid_policy"},
     "DELETE /api/v1/label-policies/{label}": {"invalid_label"},
+    # A consumer's tools and MCP servers: names that are not blank, at most 500 of them, each at most
+    # 200 characters (the index's are comma-separated in one parameter).
+    "POST /api/v1/resolve": {"tools", "mcp_servers"},
+    "GET /.well-known/agent-skills/index.json": {"tools", "mcp_servers"},
 }
 
 

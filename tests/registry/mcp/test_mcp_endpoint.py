@@ -90,13 +90,14 @@ class Host:
         return base64.b64decode(contents.blob)
 
 
-def run_host(url: str, token: str, revision: str, steps) -> Any:
-    """Connect as a host speaking `revision` and run `steps(host, connected_result)`."""
+def run_host(url: str, token: str, revision: str, steps, *, skills_settings: dict[str, Any] | None = None) -> Any:
+    """Connect as a host speaking `revision` and run `steps(host, connected_result)`; the host's
+    capabilities give the Skills extension `skills_settings`."""
 
     async def main():
         async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=30) as http:
             async with streamable_http_client(url, http_client=http) as (read, write):
-                async with ClientSession(read, write, extensions={SKILLS: {}}) as session:
+                async with ClientSession(read, write, extensions={SKILLS: skills_settings or {}}) as session:
                     connected = await session.initialize() if revision == HANDSHAKE else await session.discover()
                     assert session.protocol_version == revision
                     return await steps(Host(session), connected)
