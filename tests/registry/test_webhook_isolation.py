@@ -14,7 +14,8 @@ from django.conf import settings
 from agents.models import FINISHED_STATUSES, AgentTurn, TurnStatus
 from agents.turns import services
 from registry.models import DeliveryStatus, WebhookDelivery, WebhookEvent
-from registry.services.webhooks import webhook_create
+from registry.services.webhooks import webhook_attempt_limit, webhook_create
+from registry.tasks import webhook_delivery_send_task
 from tests.factories import publish, user_with_role
 from tests.worker import WorkerProcess, wait_for
 
@@ -84,12 +85,19 @@ def workers(worker_exits):
 
 
 @pytest.fixture
-def attempt_limits_as_the_workers(settings):
+def attempt_limits_as_the_workers(settings, monkeypatch):
     """The test process reads the workers' WEBHOOK_TIMEOUT_SECONDS too, as `make run`'s web and
-    workers read one configuration. The deliveries' time limits are the worker's own (35 s): the
-    messages this process sends carry none (config/celery.py), so its 20 s never cuts an attempt
-    short of the 20 s trickle."""
+    workers read one configuration. It matters beyond this process: once any test module has
+    imported registry.tasks (a whole run does), Celery's send_task copies the registered task's
+    time limits, fixed at that import from this process's settings (5 s: a 20 s limit), into the
+    message, and the worker obeys the message's over its own (35 s). Every attempt was then cut
+    at 20 s, just short of the 20 s trickle, and retried until the wait gave up."""
     settings.WEBHOOK_TIMEOUT_SECONDS = float(WORKER_ENV["WEBHOOK_TIMEOUT_SECONDS"])
+    monkeypatch.setattr(webhook_delivery_send_task, "soft_time_limit", webhook_attempt_limit())
+    monkeypatch.setattr(webhook_delivery_send_task, "time_limit", webhook_attempt_limit() + 10)
+    # The task caches its send options on first use (Task._get_exec_options): an earlier module's
+    # publish would otherwise have fixed the 20 s limit already.
+    monkeypatch.setattr(webhook_delivery_send_task, "_exec_options", None)
 
 
 def test_a_turn_runs_while_slow_receivers_hold_every_delivery(
