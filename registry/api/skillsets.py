@@ -194,6 +194,12 @@ class SkillsetMoveInputSerializer(serializers.Serializer):
     )
 
 
+class SkillsetLabelDeleteQuerySerializer(serializers.Serializer):
+    override_reason = TextField(
+        required=False, max_length=1000, help_text="Admins only: remove although a member's policy checks are unmet."
+    )
+
+
 class SkillsetRollbackInputSerializer(serializers.Serializer):
     override_reason = TextField(required=False, max_length=1000)
 
@@ -338,11 +344,22 @@ class SkillsetLabelApi(ApiView):
 
     @extend_schema(
         operation_id="skillsets_labels_delete",
-        responses={204: None, **errors(400, 401, 403, 404)},
-        summary="Remove a skillset's label (consumers asking for the set at it get a 404); members' labels stay.",
+        parameters=[SkillsetLabelDeleteQuerySerializer],
+        responses={204: None, **errors(400, 401, 403, 404, 409)},
+        summary="Remove a skillset's label (consumers asking for the set at it get a 404); members' labels stay. "
+        "Each member's label policy checks it as a removal of that member's label, all or nothing: a refusal "
+        "(403 or 409) names the member (`member`); an admin's `override_reason` removes an eval-gated label.",
     )
     def delete(self, request, name: str, label: str):
-        skillset_label_delete(skillset=skillset_get(name=name), label=label, actor=self.actor())
+        query = SkillsetLabelDeleteQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        skillset_label_delete(
+            skillset=skillset_get(name=name),
+            label=label,
+            actor=self.actor(),
+            role=self.acting_role(),
+            override_reason=query.validated_data.get("override_reason"),
+        )
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 

@@ -21,7 +21,7 @@ from registry.console.access import console_view
 from registry.console.errors import flash_back, form_add_domain_error, on_domain_error
 from registry.errors import ApplicationError
 from registry.models import Skillset, SkillsetVersion
-from registry.roles import acting_role, user_roles
+from registry.roles import ADMIN, acting_role, user_roles
 from registry.selectors.skillsets import (
     MemberChange,
     skillset_detail,
@@ -34,6 +34,7 @@ from registry.selectors.skillsets import (
 )
 from registry.selectors.versions import VersionDiff
 from registry.services.audit import Actor
+from registry.services.label_policies import LabelPolicyUnmet
 from registry.services.skillsets import (
     DESCRIPTION_MAX,
     NOTE_MAX,
@@ -221,7 +222,14 @@ def skillset_labels(request, name: str):
     actor, role = _actor(request), _role(request)
     reason = request.POST.get("override_reason", "").strip() or None
     if action == "delete":
-        skillset_label_delete(skillset=skillset, label=label, actor=actor)
+        try:
+            skillset_label_delete(skillset=skillset, label=label, actor=actor, role=role, override_reason=reason)
+        except LabelPolicyUnmet as refusal:
+            if role != ADMIN:
+                raise
+            # evidence never vouches for a removal: an admin may remove it with a reason
+            context = {"skillset": skillset, "label": label, "refusal": refusal}
+            return render(request, "registry/skillsets/label_remove.html", context, status=refusal.status)
         messages.success(request, f"Removed label {label} from {skillset.name}; its members keep theirs.")
     elif action == "abort":
         skillset_rollout_abort(skillset=skillset, label=label, actor=actor)

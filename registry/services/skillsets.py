@@ -35,7 +35,7 @@ from registry.readmodel.effective import skill_winner
 from registry.readmodel.served import skills_named
 from registry.services.audit import SYSTEM, Actor, audit_record
 from registry.services.generation import registry_changed
-from registry.services.label_policies import LabelGate, label_gate
+from registry.services.label_policies import LabelGate, label_gate, label_policy_enforce
 from registry.services.labels import IMPLICIT_LABEL, label_move, label_name_check
 from registry.services.rollouts import RolloutConflict, label_rollout_abort, label_rollout_set, weight_check
 from registry.services.webhooks import webhook_event_emit
@@ -341,15 +341,41 @@ def skillset_label_move(
     return current
 
 
-def skillset_label_delete(*, skillset: Skillset, label: str, actor: Actor = SYSTEM) -> None:
+def skillset_label_delete(
+    *,
+    skillset: Skillset,
+    label: str,
+    actor: Actor = SYSTEM,
+    role: str | None = None,
+    override_reason: str | None = None,
+) -> None:
     """Remove the set's label (its consumers get a 404 at it). The members' labels stay: each
-    may be read alone, and removing a skill's label is that skill's own decision."""
+    may be read alone, and removing a skill's label is that skill's own decision.
+
+    The set's consumers lose what the label served them, so each member of the version it
+    serves is checked as for a removal of that member's label (`label_policy_enforce` with no
+    version), all or nothing: a protected `production` takes its policy's role, and an
+    eval-gated one an admin's `override_reason`, recorded in the set's label history. Without a
+    role the caller is the operator, as for `label_delete`."""
     label_name_check(label)
     with transaction.atomic():
         skillset = Skillset.objects.select_for_update().get(pk=skillset.pk)
         current = _held(skillset, label)
         if current is None:
             raise NotFound(f"Skillset '{skillset.name}' has no label '{label}'.")
+        if role is not None:
+            for member in current.version.members.select_related("skill_version__skill").order_by("skill_name"):
+                if member.skill_version is None:  # deleted since publish: no policy left to ask
+                    continue
+                with _as_member(member.skill_name):
+                    label_policy_enforce(
+                        skill=member.skill_version.skill,
+                        label=label,
+                        version=None,
+                        actor=actor,
+                        role=role,
+                        override_reason=override_reason,
+                    )
         before = current.version.number
         current.delete()
         _recorded(
@@ -360,6 +386,7 @@ def skillset_label_delete(*, skillset: Skillset, label: str, actor: Actor = SYST
             before=before,
             to_version=None,
             actor=actor,
+            reason=(override_reason or "").strip(),
         )
 
 

@@ -10,6 +10,7 @@ import pytest
 from django.test import override_settings
 from rest_framework.test import APIClient
 
+from registry.errors import NotFound
 from registry.models import AuditLog, Label, Skill, SkillsetLabelHistory, WebhookDelivery
 from registry.selectors.skillsets import served_skillset
 from registry.services.label_policies import label_policy_set
@@ -189,6 +190,45 @@ def test_a_role_the_policy_does_not_name_is_a_403_naming_the_member(make_token, 
 
     assert refused.status_code == 403 and refused.json()["member"] == "charts"
     assert "production" not in _labels("charts")
+
+
+def test_removing_a_set_label_asks_each_members_policy_and_names_the_member(make_token, members):
+    author = _author(make_token)
+    author.put(SET_URL, {"members": {"charts": 1, "csv-tools": 1}}, format="json")
+    author.put(LABEL_URL, {"version": 1}, format="json")
+    label_policy_set(label="production", roles=["admin"])
+
+    refused = author.delete(LABEL_URL)
+
+    assert refused.status_code == 403 and refused.json()["member"] == "charts"
+    assert refused.json()["detail"].startswith("Member 'charts': ")
+    assert served_skillset("data", "production").version == 1
+    assert not SkillsetLabelHistory.objects.filter(kind="delete").exists()
+
+
+def test_an_eval_gated_set_label_is_removed_only_by_an_admin_with_a_reason(make_token, members, api):
+    author = _author(make_token)
+    author.put(SET_URL, {"members": {"charts": 1}}, format="json")
+    author.put(LABEL_URL, {"version": 1}, format="json")
+    gate = {"model": "scripted", "min_task_rate": 0.8, "min_trigger_f1": 0.8, "not_worse": True}
+    label_policy_set(label="production", roles=["admin", "author"], require_eval=gate)
+
+    refused = author.delete(LABEL_URL)
+    assert refused.status_code == 409
+    assert refused.json()["member"] == "charts" and refused.json()["unmet"][0]["check"] == "removal"
+    assert author.delete(f"{LABEL_URL}?override_reason=sure").status_code == 403
+    assert api.delete(LABEL_URL).status_code == 409
+    assert served_skillset("data", "production").version == 1
+
+    removed = api.delete(f"{LABEL_URL}?override_reason=Retiring+the+set")
+
+    assert removed.status_code == 204, removed.content
+    with pytest.raises(NotFound):
+        served_skillset("data", "production")
+    row = SkillsetLabelHistory.objects.get(kind="delete")
+    assert (row.from_version, row.to_version, row.reason) == (1, None, "Retiring the set")
+    assert AuditLog.objects.get(action="label.override").after["reason"] == "Retiring the set"
+    assert _labels("charts")["production"] == 1  # the member keeps its own label
 
 
 def test_a_rollout_sends_a_subject_to_the_whole_new_set_or_none(api, members):
