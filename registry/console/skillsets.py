@@ -216,20 +216,19 @@ def skillset_labels(request, name: str):
         return redirect(page)
     label = request.POST.get("label", "").strip()
     action = request.POST.get("action", "move")
-    on_domain_error(
-        request, lambda error: flash_back(request, f"{label or 'Label'} not changed: {error.detail}", default=page)
-    )
     actor, role = _actor(request), _role(request)
+
+    def refused(error):
+        if action == "delete" and role == ADMIN and isinstance(error, LabelPolicyUnmet):
+            # evidence never vouches for a removal: an admin may remove it anyway, with a reason
+            context = {"skillset": skillset, "label": label, "refusal": error}
+            return render(request, "registry/skillsets/label_remove.html", context, status=error.status)
+        return flash_back(request, f"{label or 'Label'} not changed: {error.detail}", default=page)
+
+    on_domain_error(request, refused)
     reason = request.POST.get("override_reason", "").strip() or None
     if action == "delete":
-        try:
-            skillset_label_delete(skillset=skillset, label=label, actor=actor, role=role, override_reason=reason)
-        except LabelPolicyUnmet as refusal:
-            if role != ADMIN:
-                raise
-            # evidence never vouches for a removal: an admin may remove it with a reason
-            context = {"skillset": skillset, "label": label, "refusal": refusal}
-            return render(request, "registry/skillsets/label_remove.html", context, status=refusal.status)
+        skillset_label_delete(skillset=skillset, label=label, actor=actor, role=role, override_reason=reason)
         messages.success(request, f"Removed label {label} from {skillset.name}; its members keep theirs.")
     elif action == "abort":
         skillset_rollout_abort(skillset=skillset, label=label, actor=actor)

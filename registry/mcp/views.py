@@ -14,7 +14,6 @@ from rest_framework.negotiation import BaseContentNegotiation
 from registry.api.auth import BearerTokenAuthentication
 from registry.api.base import ApiView
 from registry.api.serializers import LabelField
-from registry.mcp.server import mcp_serve
 from registry.readmodel.rollouts import SUBJECT_MAX_CHARS
 from registry.readmodel.skillsets import skillset_served
 
@@ -74,6 +73,11 @@ class McpApi(ApiView):
         if skillset is not None:
             # An unknown set or a label it lacks is the endpoint's 404, naming it, before any MCP.
             skillset_served(name=skillset, label=query.validated_data["label"])
+        # The `mcp` package costs a second and a half of imports; every process that loads the
+        # URLs (each manage.py command, each Celery worker) would pay it for nothing, so it is
+        # imported here, and config/wsgi.py imports it in each web process before its first request.
+        from registry.mcp.server import mcp_serve
+
         # Django's request thread runs the selectors (`sync_to_async` inside goes back to it), so
         # database connections are the request's own, closed with it.
         exchange = async_to_sync(mcp_serve)(
