@@ -108,3 +108,23 @@ def test_the_confirmation_names_a_refusing_member_and_an_analyst_only_reads(open
     expect(analyst.locator("#move-form")).to_have_count(0)
     expect(analyst.get_by_role("link", name="Publish a version")).to_have_count(0)
     screenshot(analyst, "skillset-page-analyst")
+
+
+def test_an_admin_removes_an_eval_gated_set_label_with_a_reason(open_page, live_server, skills):
+    first, _ = skillset_publish(name="data", members={"csv-tools": 1, "charts": 1})
+    skillset_label_move(skillset=first.skillset, label="production", version_number=1)
+    gate = {"model": "scripted", "min_task_rate": 0.8, "min_trigger_f1": 0.8, "not_worse": True}
+    label_policy_set(label="production", roles=["author", "admin"], require_eval=gate)
+    user_with_role("root", "admin")
+    page = open_page("root")
+    page.goto(f"{live_server.url}/skillsets/data/")
+
+    page.get_by_role("button", name="Remove label production").click()
+
+    expect(page.locator(".flash-error")).to_contain_text("Member 'charts'")
+    screenshot(page, "skillset-label-remove-admin")
+    page.get_by_label("Override reason").fill("Retiring the data set")
+    page.get_by_role("button", name="Remove anyway").click()
+    expect(page.locator(".flash")).to_contain_text("Removed label production from data")
+    expect(page.locator("[data-label=production]")).to_have_count(0)
+    assert _production("charts") == 1  # the member keeps its own label

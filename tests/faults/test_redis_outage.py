@@ -104,6 +104,9 @@ def test_reads_are_served_from_the_database_while_redis_is_down_and_queued_work_
         assert api.call("GET", "/api/v1/skills/outage-skill/SKILL.md")[0] == 200
         redis_server.start()
         status, _, later = wait_for(lambda: (reply := submit(api))[0] == 202 and reply, message="submission")
-        wait_for(lambda: turn_status(later["id"]) == TurnStatus.SUCCEEDED, message="a turn after a second outage")
+        try:
+            wait_for(lambda: turn_status(later["id"]) == TurnStatus.SUCCEEDED, message="a turn after a second outage")
+        except AssertionError as error:  # what the worker made of the outage, in its own words
+            raise AssertionError(f"{error}\n{worker.output()[-6000:]}") from None
     finally:
         worker.stop()
