@@ -8,7 +8,8 @@ the limit; the pids controller bounds its tasks (threads included) whoever they 
 
 Each run gets a group of its own, made beside the worker's own groups, named
 `skill-run-<worker pid>-<random>`, and removed after the run. The child process joins it
-before it becomes bubblewrap (see `RunCgroup.join`), so nothing the script does escapes it.
+before it becomes bubblewrap (see `RunCgroup.join`), so nothing the script does escapes it, and
+checks that it is in it before anything runs.
 
 cgroup v1 and v2 both work, as found in /proc/self/cgroup and /proc/self/mountinfo:
 - v1: a group is made under the worker's own group in the memory and pids hierarchies (v1
@@ -65,6 +66,13 @@ class RunCgroup:
         rights on every kernel. "0" means the writer itself; its children are born inside."""
         for fd in self.procs_fds:
             os.write(fd, b"0")
+        # A write to an fd that no longer is the group's (closed and reused by another thread of
+        # the worker between open and fork) would succeed and leave the run uncapped: the run
+        # starts only once this process is seen in the run's group in every hierarchy.
+        mine = [line.rpartition("/")[2] for line in Path("/proc/self/cgroup").read_text().splitlines()]
+        for directory in self.directories:
+            if directory.name not in mine:
+                raise OSError(errno.ESRCH, f"this process is not in the run's cgroup {directory}")
 
     def oom_kills(self) -> int:
         """How many of the run's processes the kernel killed for the memory limit."""

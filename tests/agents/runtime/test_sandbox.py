@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from agents.runtime import cgroups
-from agents.runtime.sandbox import BundleFile, Isolation, SandboxLimits, run_script
+from agents.runtime import cgroups, sandbox
+from agents.runtime.sandbox import BundleFile, Isolation, SandboxLimits, SandboxUnavailable, run_script
 from agents.runtime.skill_tools import skill_tools
 from agents.runtime.tools import ToolContext, ToolRegistry, ToolResult, run_tool
 from tests.agents.runtime.hostile import ATTEMPTS, ROOT, hostile_skill
@@ -443,6 +443,28 @@ def test_within_the_cap_the_same_script_holds_everything(cgroup_available):
     assert not hog.out_of_memory
 
 
+def test_a_run_whose_process_did_not_land_in_its_cgroup_is_refused(cgroup_available, monkeypatch, tmp_path):
+    """The join writes to a file the worker opened before the fork. Were that file not the group's
+    any more (its descriptor closed and reused by another thread), the write would succeed and the
+    run go uncapped: the child checks where it is and the run is refused instead."""
+    real_create = cgroups.run_cgroup_create
+    not_the_group = tmp_path / "cgroup.procs"
+
+    def create_with_a_stray_descriptor(**limits):
+        cgroup = real_create(**limits)
+        for fd in cgroup.procs_fds:
+            os.dup2(os.open(not_the_group, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC), fd)
+        return cgroup
+
+    monkeypatch.setattr(sandbox, "run_cgroup_create", create_with_a_stray_descriptor)
+    limits = SandboxLimits(timeout_seconds=60, run_memory_bytes=64 * MIB)
+
+    with pytest.raises(SandboxUnavailable, match="could not start"):
+        run_script([BundleFile("hello.py", b"print('hello')", False)], "hello.py", [], limits=limits)
+    assert not_the_group.read_text().startswith("0")  # the child wrote, and did not run
+    assert run_groups() == []
+
+
 def test_the_model_is_told_when_the_run_reached_its_memory_cap(cgroup_available, settings, store, context):
     """Through the tool registry a turn gets, so RUN_SKILL_MEMORY_BYTES is the cap that applies."""
     from agents.turns.tools import tool_registry
@@ -543,7 +565,7 @@ def test_a_detached_grandchild_dies_when_the_script_exits_normally(store, contex
 # environment, so that the worker's own argv does not carry it.
 FAKE_WORKER = """
 import os, signal, sys, time
-from agents.runtime import cgroups
+from agents.runtime import cgroups, sandbox
 from agents.runtime.sandbox import BundleFile, SandboxLimits, run_script
 
 class SoftTimeLimit(Exception):
