@@ -8,17 +8,18 @@ from __future__ import annotations
 import json
 import time
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
 from agents.evals.runner import eval_run_queue
 from registry.errors import ApplicationError
+from registry.management.base import RegistryCommand
 from registry.selectors.evals import eval_run_get, eval_run_progress, eval_run_summary_current
 from registry.services.audit import Actor
 
 CLI = Actor(via="cli")
 
 
-class Command(BaseCommand):
+class Command(RegistryCommand):
     help = "Run a skill's eval suite on the workers, wait, print the summary; exit 1 below a threshold."
 
     def add_base_argument(self, parser, *args, **kwargs) -> None:

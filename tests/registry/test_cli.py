@@ -385,3 +385,19 @@ def test_a_skill_over_the_file_limit_is_refused_naming_the_setting_and_imports_o
     settings.SKILL_BUNDLE_MAX_FILES = 1000
     run("skills", "import", str(folder))
     assert SkillVersion.objects.get(skill__name="uipath-rpa").files.count() == 701  # SKILL.md is kept apart
+
+
+def test_every_project_command_starts_without_the_site_s_system_checks():
+    """The checks import the URLconf and the admin (a third of a short command's time) and are said
+    where the site starts; a command of this project skips them, so a new one must say so too."""
+    from django.apps import apps
+    from django.core.management import get_commands, load_command_class
+
+    from registry.management.base import RegistryCommand
+
+    ours = {app.name for app in apps.get_app_configs() if app.name in ("registry", "agents")}
+    commands = {name: app for name, app in get_commands().items() if app in ours}
+    assert {"skills", "tokens", "users", "keys", "analytics", "ensure_admin", "catalog", "skills_eval"} <= set(commands)
+    for name, app in commands.items():
+        command = load_command_class(app, name)
+        assert isinstance(command, RegistryCommand) and command.requires_system_checks == [], name

@@ -10,18 +10,19 @@ import json
 import time
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
 from agents.evals.model_check import model_check_current, model_check_start
 from agents.evals.model_check_api import ModelCheckSerializer, model_check_detail
 from registry.errors import ApplicationError
+from registry.management.base import RegistryCommand
 from registry.selectors.model_checks import model_check_get, model_check_progress
 from registry.services.audit import Actor
 
 CLI = Actor(via="cli")
 
 
-class Command(BaseCommand):
+class Command(RegistryCommand):
     help = "Catalog-wide evals. `model-check`: every served skill's suite on two models; exit 1 on a regression."
 
     def add_arguments(self, parser: CommandParser) -> None:

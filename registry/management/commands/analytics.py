@@ -5,8 +5,9 @@ from __future__ import annotations
 import datetime as dt
 import time
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
+from registry.management.base import RegistryCommand
 from registry.services.audit import Actor
 from registry.services.usage import usage_rollups_rebuild
 
@@ -18,7 +19,7 @@ def _day(text: str) -> dt.date:
         raise CommandError(f"--since: '{text}' is not a date (YYYY-MM-DD).") from None
 
 
-class Command(BaseCommand):
+class Command(RegistryCommand):
     help = "Usage analytics maintenance. `rebuild` recounts the hourly and daily rollups from the raw events."
 
     def add_arguments(self, parser: CommandParser) -> None:

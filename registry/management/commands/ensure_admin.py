@@ -10,14 +10,15 @@ from __future__ import annotations
 import os
 
 from django.conf import settings
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import CommandParser
 
 from config.local_state import private_file_create
+from registry.management.base import RegistryCommand
 from registry.services.accounts import account_admin_ensure
 from registry.services.audit import Actor
 
 
-class Command(BaseCommand):
+class Command(RegistryCommand):
     help = "Create the admin account if missing and print how to log in."
 
     def add_arguments(self, parser: CommandParser) -> None:

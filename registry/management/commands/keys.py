@@ -3,10 +3,11 @@ registry's release-signing keys (registry/services/attestations.py)."""
 
 from __future__ import annotations
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 from django.utils.dateparse import parse_datetime
 
 from registry.errors import ApplicationError
+from registry.management.base import RegistryCommand
 from registry.management.table import text_table
 from registry.selectors.attestations import signing_keys_document
 from registry.services.attestations import (
@@ -18,7 +19,7 @@ from registry.services.attestations import (
 from registry.services.audit import Actor
 
 
-class Command(BaseCommand):
+class Command(RegistryCommand):
     help = "List, rotate or expire the registry's release-signing keys; sign versions published before signing."
 
     def add_arguments(self, parser: CommandParser) -> None:

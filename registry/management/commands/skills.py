@@ -7,11 +7,12 @@ import json
 from pathlib import Path
 
 from django.core.management import call_command, get_commands, load_command_class
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 from tqdm import tqdm
 
 from registry import selectors
 from registry.errors import ApplicationError, NotFound
+from registry.management.base import RegistryCommand
 from registry.management.table import text_table
 from registry.models import SkillSource
 from registry.selectors.dependencies import requirements_check
@@ -36,7 +37,7 @@ from registry.skillformat.skillmd import read_skill_md
 CLI = Actor(via="cli")
 
 
-class Command(BaseCommand):
+class Command(RegistryCommand):
     help = "Manage skills: list, info, validate, import, export, sync, enable, disable, create, label, rescan, eval."
 
     def add_arguments(self, parser: CommandParser) -> None:

@@ -4,17 +4,18 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
 from registry import selectors
 from registry.errors import ApplicationError
+from registry.management.base import RegistryCommand
 from registry.management.table import text_table
 from registry.models import TokenScope
 from registry.services.audit import Actor
 from registry.services.tokens import api_token_create, api_token_revoke
 
 
-class Command(BaseCommand):
+class Command(RegistryCommand):
     help = "Create, list or revoke API tokens. The secret is printed once and never stored."
 
     def add_arguments(self, parser: CommandParser) -> None:

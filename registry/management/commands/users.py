@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import getpass
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 from django.urls import reverse
 
 from registry import selectors
 from registry.errors import ApplicationError
+from registry.management.base import RegistryCommand
 from registry.management.table import text_table
 from registry.roles import ROLE_SCOPES
 from registry.services.accounts import (
@@ -25,7 +26,7 @@ from registry.services.audit import Actor
 ROLES = ", ".join(ROLE_SCOPES)
 
 
-class Command(BaseCommand):
+class Command(RegistryCommand):
     help = f"Console accounts and their roles ({ROLES}). Every change is audited."
 
     def add_arguments(self, parser: CommandParser) -> None:
