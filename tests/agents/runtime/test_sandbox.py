@@ -452,8 +452,10 @@ def test_a_run_whose_process_did_not_land_in_its_cgroup_is_refused(cgroup_availa
 
     def create_with_a_stray_descriptor(**limits):
         cgroup = real_create(**limits)
+        stray = os.open(not_the_group, os.O_WRONLY | os.O_CREAT)
         for fd in cgroup.procs_fds:
-            os.dup2(os.open(not_the_group, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC), fd)
+            os.dup2(stray, fd, inheritable=False)
+        os.close(stray)
         return cgroup
 
     monkeypatch.setattr(sandbox, "run_cgroup_create", create_with_a_stray_descriptor)
